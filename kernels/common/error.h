@@ -1,0 +1,44 @@
+// Errors: one exception type and one check macro with an overload per status type.
+//   DLB_CHECK(cudaMalloc(...)); DLB_CHECK(cublasStatus); DLB_CHECK(cudnnStatus);
+// Each backend header adds its own `Check` overload (kernels/cuda/check.h, ...), so this header
+// stays free of every vendor include. Destructors use DLB_CHECK_NOEXCEPT, which aborts.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dlb {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "file:line: expr -> message"
+[[noreturn]] void Fail(const char* file, int line, const char* expr, const std::string& message);
+[[noreturn]] void FailNoexcept(const char* file, int line, const char* expr,
+                               const std::string& message) noexcept;
+
+inline void Check(bool ok, const char* expr, const char* file, int line) {
+  if (!ok) Fail(file, line, expr, "false");
+}
+
+// For destructors: the same overload set, but a failure prints and aborts instead of throwing.
+template <class Status>
+void CheckNoexcept(Status status, const char* expr, const char* file, int line) noexcept {
+  try {
+    Check(status, expr, file, line);
+  } catch (const std::exception& e) {
+    FailNoexcept(file, line, expr, e.what());
+  }
+}
+
+}  // namespace dlb
+
+#define DLB_CHECK(expr) ::dlb::Check((expr), #expr, __FILE__, __LINE__)
+#define DLB_CHECK_NOEXCEPT(expr) ::dlb::CheckNoexcept((expr), #expr, __FILE__, __LINE__)
+// A precondition with a message: DLB_REQUIRE(n > 0, "batch size must be positive").
+#define DLB_REQUIRE(cond, msg) \
+  do {                         \
+    if (!(cond)) ::dlb::Fail(__FILE__, __LINE__, #cond, (msg)); \
+  } while (0)

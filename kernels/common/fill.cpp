@@ -1,0 +1,56 @@
+#include "kernels/common/fill.h"
+
+#include <cstring>
+
+namespace dlb {
+
+namespace {
+// splitmix64: tiny, fast and identical everywhere (std distributions are not).
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt) {
+  std::vector<float> out(n);
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    // 24 random bits -> [-1, 1) exactly representable in f32.
+    float v = static_cast<float>(SplitMix(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    out[i] = RoundTo(dt, v);
+  }
+  return out;
+}
+
+uint64_t TensorSeed(uint64_t run_seed, int tensor_index) {
+  uint64_t s = run_seed * 0x100000001b3ULL + static_cast<uint64_t>(tensor_index) + 1;
+  return SplitMix(s);
+}
+
+std::vector<uint8_t> ToStorage(const std::vector<float>& values, DType dt) {
+  std::vector<uint8_t> out(values.size() * StorageBytes(dt));
+  if (StorageBytes(dt) == 4) {
+    std::memcpy(out.data(), values.data(), out.size());
+  } else {
+    auto* p = reinterpret_cast<uint16_t*>(out.data());
+    for (size_t i = 0; i < values.size(); ++i)
+      p[i] = dt == DType::kBF16 ? FloatToBf16(values[i]) : FloatToF16(values[i]);
+  }
+  return out;
+}
+
+std::vector<float> FromStorage(const void* data, size_t n, DType dt) {
+  std::vector<float> out(n);
+  if (StorageBytes(dt) == 4) {
+    std::memcpy(out.data(), data, n * 4);
+  } else {
+    const auto* p = static_cast<const uint16_t*>(data);
+    for (size_t i = 0; i < n; ++i) out[i] = dt == DType::kBF16 ? Bf16ToFloat(p[i]) : F16ToFloat(p[i]);
+  }
+  return out;
+}
+
+}  // namespace dlb

@@ -1,0 +1,53 @@
+// The small shape every op in kernels/ shares (DESIGN.md, "The harness contract"):
+//   static Support Supports(const Shape&, const RunConfig&);  // cheap, no allocation
+//   Op(const Shape&, const RunConfig&);  // plans, buffers, seeded inputs; poisons the output
+//   void Run();                          // enqueue one pass; no sync, no allocation
+//   HostTensor Output() const;           // sync + copy out, for verification only
+//   Cost cost() const;                   // flops and bytes of one Run()
+//   std::string label() const;           // chosen algorithm/engine
+// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+
+struct CUstream_st;  // cudaStream_t without a CUDA header
+
+namespace dlb {
+
+using StreamRef = CUstream_st*;
+
+struct Support {
+  bool ok = true;
+  std::string why;  // set when !ok: "fp16 needs avx512_fp16", ...
+  static Support Yes() { return {}; }
+  static Support No(std::string why) { return {false, std::move(why)}; }
+};
+
+struct Cost {
+  double flops = 0;  // floating-point operations of one Run() (a multiply-add counts 2)
+  double bytes = 0;  // compulsory bytes read + written by one Run()
+  double items = 0;  // samples (images) processed by one Run(); 0 when not meaningful
+};
+
+enum class Layout { kNCHW, kNHWC };
+inline const char* Name(Layout l) { return l == Layout::kNCHW ? "nchw" : "nhwc"; }
+
+struct RunConfig {
+  DType dtype = DType::kF32;
+  Layout layout = Layout::kNCHW;
+  uint64_t seed = 42;
+  int threads = 0;                  // CPU threads; 0 = the library's default
+  std::string algo = "heuristic";   // heuristic | search (conv)
+};
+
+// A host copy of an op's output, converted to float for comparison.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+}  // namespace dlb

@@ -1,0 +1,169 @@
+#include "kernels/cuda/device.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "kernels/common/fill.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/check.h"
+
+#ifdef DLBENCH_HAVE_NVML
+#include <nvml.h>
+#endif
+
+namespace dlb::cuda {
+
+int DeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::string NoDeviceReason() {
+  int n = 0;
+  cudaError_t st = cudaGetDeviceCount(&n);
+  if (st == cudaSuccess && n > 0) return "";
+  cudaGetLastError();
+  if (st == cudaErrorNoDevice || (st == cudaSuccess && n == 0)) return "no CUDA device";
+  return std::string("no CUDA device (") + cudaGetErrorString(st) + ")";
+}
+
+DeviceInfo QueryDevice(int device) {
+  DeviceInfo info;
+  cudaDeviceProp p{};
+  DLB_CHECK(cudaGetDeviceProperties(&p, device));
+  info.name = p.name;
+  info.cc_major = p.major;
+  info.cc_minor = p.minor;
+  info.sms = p.multiProcessorCount;
+  info.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+  info.total_mem = p.totalGlobalMem;
+  info.mem_bus_bits = p.memoryBusWidth;
+  int khz = 0;
+  DLB_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+  info.sm_clock_mhz = khz / 1000.0;
+  DLB_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
+  info.mem_clock_mhz = khz / 1000.0;
+  DLB_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
+  DLB_CHECK(cudaDriverGetVersion(&info.driver_api_version));
+  info.driver = std::to_string(info.driver_api_version / 1000) + "." +
+                std::to_string(info.driver_api_version % 1000 / 10) + " (driver API)";
+#ifdef DLBENCH_HAVE_NVML
+  if (nvmlInit_v2() == NVML_SUCCESS) {
+    char buf[96] = {};
+    if (nvmlSystemGetDriverVersion(buf, sizeof buf) == NVML_SUCCESS) info.driver = buf;
+    nvmlDevice_t dev;
+    if (nvmlDeviceGetHandleByIndex_v2(static_cast<unsigned>(device), &dev) == NVML_SUCCESS) {
+      unsigned mhz = 0;
+      if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS && mhz)
+        info.sm_clock_mhz = mhz;
+      if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS && mhz)
+        info.mem_clock_mhz = mhz;
+    }
+    nvmlShutdown();
+  }
+#endif
+  return info;
+}
+
+void MemInfo(size_t* free_bytes, size_t* total_bytes) {
+  DLB_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+void ThrowOutOfMemory(size_t bytes) {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
+  char msg[160];
+  std::snprintf(msg, sizeof msg, "out of memory: needs %.2f GiB, %.2f GiB free",
+                bytes / 1073741824.0, free_b / 1073741824.0);
+  throw Error(msg);
+}
+
+void Upload(void* dst, const std::vector<float>& values, DType dt, StreamRef stream) {
+  std::vector<uint8_t> bytes = ToStorage(values, dt);
+  DLB_CHECK(cudaMemcpyAsync(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream));
+  DLB_CHECK(cudaStreamSynchronize(stream));  // `bytes` dies at return
+}
+
+std::vector<float> Download(const void* src, size_t n, DType dt, StreamRef stream) {
+  std::vector<uint8_t> bytes(n * StorageBytes(dt));
+  DLB_CHECK(cudaMemcpyAsync(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost, stream));
+  DLB_CHECK(cudaStreamSynchronize(stream));
+  return FromStorage(bytes.data(), n, dt);
+}
+
+namespace {
+__global__ void Fill32(uint32_t* p, size_t n, uint32_t v) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+__global__ void Fill16(uint16_t* p, size_t n, uint16_t v) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+}  // namespace
+
+void Poison(void* dst, size_t n, DType dt, StreamRef stream) {
+  if (n == 0) return;
+  unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
+  if (StorageBytes(dt) == 4) {
+    Fill32<<<blocks, 256, 0, stream>>>(static_cast<uint32_t*>(dst), n, 0x7fc00000u);
+  } else {
+    uint16_t nan = dt == DType::kBF16 ? 0x7fc0 : 0x7e00;
+    Fill16<<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), n, nan);
+  }
+  DLB_CHECK(cudaGetLastError());
+}
+
+L2Flusher::L2Flusher() {
+  int dev = 0, l2 = 0;
+  DLB_CHECK(cudaGetDevice(&dev));
+  DLB_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  bytes_ = static_cast<size_t>(l2) * 2;
+  if (bytes_) DLB_CHECK(cudaMalloc(&buf_, bytes_));
+}
+
+L2Flusher::~L2Flusher() {
+  if (buf_) DLB_CHECK_NOEXCEPT(cudaFree(buf_));
+}
+
+void L2Flusher::Flush(StreamRef stream) {
+  if (buf_) DLB_CHECK(cudaMemsetAsync(buf_, 0, bytes_, stream));
+}
+
+struct EventTimer::Impl {
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+EventTimer::EventTimer() : impl_(new Impl) {
+  DLB_CHECK(cudaEventCreate(&impl_->start));
+  DLB_CHECK(cudaEventCreate(&impl_->stop));
+}
+
+EventTimer::~EventTimer() {
+  DLB_CHECK_NOEXCEPT(cudaEventDestroy(impl_->start));
+  DLB_CHECK_NOEXCEPT(cudaEventDestroy(impl_->stop));
+  delete impl_;
+}
+
+void EventTimer::Start(StreamRef stream) { DLB_CHECK(cudaEventRecord(impl_->start, stream)); }
+void EventTimer::Stop(StreamRef stream) { DLB_CHECK(cudaEventRecord(impl_->stop, stream)); }
+
+double EventTimer::Seconds() {
+  DLB_CHECK(cudaEventSynchronize(impl_->stop));
+  float ms = 0;
+  DLB_CHECK(cudaEventElapsedTime(&ms, impl_->start, impl_->stop));
+  return ms / 1000.0;
+}
+
+void Sync(StreamRef stream) { DLB_CHECK(cudaStreamSynchronize(stream)); }
+
+}  // namespace dlb::cuda

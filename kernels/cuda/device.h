@@ -1,0 +1,78 @@
+// Device queries and small utilities that GPU ops share. CUDA-free header: fixtures include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/common/op.h"
+
+namespace dlb::cuda {
+
+// Number of usable CUDA devices; 0 when there is no driver or no device (never throws).
+int DeviceCount();
+// Why there is no device ("no CUDA device", "CUDA driver ...") for the unsupported message.
+std::string NoDeviceReason();
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  double sm_clock_mhz = 0;      // max SM clock
+  double mem_clock_mhz = 0;     // max memory clock
+  int mem_bus_bits = 0;
+  size_t l2_bytes = 0;
+  size_t total_mem = 0;
+  std::string driver;           // "580.159.04" (NVML) or the CUDA driver API version
+  int runtime_version = 0;      // cudaRuntimeGetVersion
+  int driver_api_version = 0;   // cudaDriverGetVersion
+};
+DeviceInfo QueryDevice(int device = 0);
+
+// Free and total device memory in bytes.
+void MemInfo(size_t* free_bytes, size_t* total_bytes);
+
+// Uploads seeded host values in the dtype's storage to a device pointer.
+void Upload(void* dst, const std::vector<float>& values, DType dt, StreamRef stream);
+// Downloads n elements of dtype storage and converts to float (synchronizes the stream).
+std::vector<float> Download(const void* src, size_t n, DType dt, StreamRef stream);
+// Fills n elements of dtype storage with NaN, so an op that never writes its output fails
+// verification.
+void Poison(void* dst, size_t n, DType dt, StreamRef stream);
+
+// Evicts L2 by writing a buffer twice its size; the harness calls it outside the timed span.
+class L2Flusher {
+ public:
+  L2Flusher();
+  ~L2Flusher();
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  void Flush(StreamRef stream);
+
+ private:
+  void* buf_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Events on a stream: Start/Stop around the timed work, Seconds() syncs and returns the span.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void Start(StreamRef stream);
+  void Stop(StreamRef stream);
+  double Seconds();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// Blocks until the stream's work is done (throws on an asynchronous error).
+void Sync(StreamRef stream);
+
+}  // namespace dlb::cuda

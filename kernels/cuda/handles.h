@@ -1,0 +1,34 @@
+// RAII for CUDA streams and events: unique_ptr with a deleter, move-only by construction.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "kernels/cuda/check.h"
+
+namespace dlb::cuda {
+
+struct StreamDeleter {
+  void operator()(cudaStream_t s) const noexcept { DLB_CHECK_NOEXCEPT(cudaStreamDestroy(s)); }
+};
+struct EventDeleter {
+  void operator()(cudaEvent_t e) const noexcept { DLB_CHECK_NOEXCEPT(cudaEventDestroy(e)); }
+};
+using Stream = std::unique_ptr<CUstream_st, StreamDeleter>;
+using Event = std::unique_ptr<CUevent_st, EventDeleter>;
+
+// A non-blocking stream: the timed work never syncs with the legacy default stream.
+inline Stream MakeStream() {
+  cudaStream_t s = nullptr;
+  DLB_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return Stream(s);
+}
+
+inline Event MakeEvent() {
+  cudaEvent_t e = nullptr;
+  DLB_CHECK(cudaEventCreate(&e));
+  return Event(e);
+}
+
+}  // namespace dlb::cuda
