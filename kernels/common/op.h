@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/shapes.h"
 
 struct CUstream_st;  // cudaStream_t without a CUDA header
 

@@ -1,0 +1,87 @@
+#include "kernels/onednn/context.h"
+
+#include <fstream>
+#include <sstream>
+
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#endif
+
+namespace dlb::onednn {
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& Stream() {
+  static dnnl::stream stream(Engine());
+  return stream;
+}
+
+std::string EffectiveIsa() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "sse41";
+    case isa::avx: return "avx";
+    case isa::avx2: return "avx2";
+    case isa::avx512_core: return "avx512_core";
+    case isa::avx512_core_vnni: return "avx512_core_vnni";
+    case isa::avx512_core_bf16: return "avx512_core_bf16";
+    case isa::avx512_core_amx: return "avx512_core_amx";
+#if DNNL_VERSION_MAJOR >= 3
+    case isa::avx512_core_fp16: return "avx512_core_fp16";
+    case isa::avx2_vnni: return "avx2_vnni";
+#endif
+    default: return "other";
+  }
+}
+
+namespace {
+bool CpuFlag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line);
+      std::string w;
+      while (words >> w)
+        if (w == flag) return true;
+      return false;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool HasBf16() { return CpuFlag("avx512_bf16") || CpuFlag("amx_bf16"); }
+bool HasF16() { return CpuFlag("avx512_fp16") || CpuFlag("amx_fp16"); }
+
+std::string Version() {
+  const dnnl_version_t* v = dnnl_version();
+  std::string runtime = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "omp"
+                        : v->cpu_runtime == DNNL_RUNTIME_TBB ? "tbb"
+                        : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "seq"
+                                                             : "other";
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + " (git " + v->hash + ", cpu runtime " + runtime + ", isa " +
+         EffectiveIsa() + ")";
+}
+
+void SetThreads(int n) {
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+  if (n > 0) omp_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+int Threads() {
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+}  // namespace dlb::onednn

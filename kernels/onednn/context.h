@@ -1,0 +1,33 @@
+// The oneDNN engine and stream every CPU op shares, and what the library says about itself.
+#pragma once
+
+#include <dnnl.hpp>
+#include <string>
+
+#include "kernels/common/error.h"
+
+namespace dlb {
+
+inline void Check(dnnl_status_t status, const char* expr, const char* file, int line) {
+  if (status != dnnl_success) Fail(file, line, expr, "oneDNN status " + std::to_string(status));
+}
+
+namespace onednn {
+
+dnnl::engine& Engine();
+dnnl::stream& Stream();
+
+// "2.6.3 (git abc123, cpu runtime omp, isa avx512_core_amx)".
+std::string Version();
+// The ISA oneDNN dispatches to on this CPU ("avx512_core_amx", "avx2", ...).
+std::string EffectiveIsa();
+// Whether this CPU has native bf16 math oneDNN uses (AVX512-BF16 or AMX-BF16).
+bool HasBf16();
+// Whether this CPU has native fp16 math (AVX512-FP16 or AMX-FP16).
+bool HasF16();
+// Threads oneDNN runs with (OpenMP runtime); n <= 0 leaves the default.
+void SetThreads(int n);
+int Threads();
+
+}  // namespace onednn
+}  // namespace dlb

@@ -1,0 +1,44 @@
+#include "kernels/common/fill.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace dlb {
+namespace {
+
+TEST(Fill, DeterministicAndInRange) {
+  auto a = SeededValues(7, 1000, DType::kF32);
+  auto b = SeededValues(7, 1000, DType::kF32);
+  EXPECT_EQ(a, b);
+  std::set<float> distinct(a.begin(), a.end());
+  EXPECT_GT(distinct.size(), 990u);
+  for (float v : a) {
+    EXPECT_GE(v, -1.0f);
+    EXPECT_LT(v, 1.0f);
+  }
+  EXPECT_NE(SeededValues(8, 10, DType::kF32), SeededValues(7, 10, DType::kF32));
+}
+
+TEST(Fill, ValuesAreRepresentableInTheDtype) {
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (float v : SeededValues(3, 500, dt)) EXPECT_EQ(RoundTo(dt, v), v);
+  }
+}
+
+TEST(Fill, StorageRoundTrip) {
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    auto v = SeededValues(11, 64, dt);
+    auto bytes = ToStorage(v, dt);
+    EXPECT_EQ(bytes.size(), v.size() * StorageBytes(dt));
+    EXPECT_EQ(FromStorage(bytes.data(), v.size(), dt), v);
+  }
+}
+
+TEST(Fill, TensorSeedsDiffer) {
+  EXPECT_NE(TensorSeed(42, 0), TensorSeed(42, 1));
+  EXPECT_NE(TensorSeed(42, 0), TensorSeed(43, 0));
+}
+
+}  // namespace
+}  // namespace dlb
