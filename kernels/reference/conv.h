@@ -14,37 +14,27 @@ namespace dlb {
 
 // y[n][k][p][q] = sum over c in k's group, r, s of x[n][c][h][w] *
 // w[k][c'][r][s].
-std::vector<double> ReferenceConvFwd(const ConvShape &shape,
-                                     const std::vector<float> &x,
+std::vector<double> ReferenceConvFwd(const ConvShape &shape, const std::vector<float> &x,
                                      const std::vector<float> &w);
 // dx[n][c][h][w]: the gradient of sum(y * dy) with respect to x.
-std::vector<double> ReferenceConvBwdData(const ConvShape &shape,
-                                         const std::vector<float> &dy,
+std::vector<double> ReferenceConvBwdData(const ConvShape &shape, const std::vector<float> &dy,
                                          const std::vector<float> &w);
 // dw[k][c'][r][s]: the gradient of sum(y * dy) with respect to w.
-std::vector<double> ReferenceConvBwdFilter(const ConvShape &shape,
-                                           const std::vector<float> &x,
+std::vector<double> ReferenceConvBwdFilter(const ConvShape &shape, const std::vector<float> &x,
                                            const std::vector<float> &dy);
 
 double ReferenceConvFwdAt(const ConvShape &shape, const std::vector<float> &x,
-                          const std::vector<float> &w, int64_t n, int64_t k,
-                          int64_t p, int64_t q);
-double ReferenceConvBwdDataAt(const ConvShape &shape,
-                              const std::vector<float> &dy,
-                              const std::vector<float> &w, int64_t n, int64_t c,
-                              int64_t h, int64_t w_pos);
-double ReferenceConvBwdFilterAt(const ConvShape &shape,
-                                const std::vector<float> &x,
-                                const std::vector<float> &dy, int64_t k,
-                                int64_t c, int64_t r, int64_t s);
+                          const std::vector<float> &w, int64_t n, int64_t k, int64_t p, int64_t q);
+double ReferenceConvBwdDataAt(const ConvShape &shape, const std::vector<float> &dy,
+                              const std::vector<float> &w, int64_t n, int64_t c, int64_t h,
+                              int64_t w_pos);
+double ReferenceConvBwdFilterAt(const ConvShape &shape, const std::vector<float> &x,
+                                const std::vector<float> &dy, int64_t k, int64_t c, int64_t r,
+                                int64_t s);
 
 // Element counts of the logical tensors.
 inline int64_t ConvXSize(const ConvShape &s) { return s.n * s.c * s.h * s.w; }
-inline int64_t ConvWSize(const ConvShape &s) {
-  return s.k * (s.c / s.groups) * s.r * s.s;
-}
-inline int64_t ConvYSize(const ConvShape &s) {
-  return s.n * s.k * s.P() * s.Q();
-}
+inline int64_t ConvWSize(const ConvShape &s) { return s.k * (s.c / s.groups) * s.r * s.s; }
+inline int64_t ConvYSize(const ConvShape &s) { return s.n * s.k * s.P() * s.Q(); }
 
-} // namespace dlb
+}  // namespace dlb
