@@ -1,0 +1,109 @@
+// GEMM on the GPU through cuBLAS (cublasGemmEx) and cuBLASLt (cublasLtMatmul),
+// row-major as shapes.h defines it. cuBLAS is column-major, so both compute C^T
+// = op(B)^T op(A)^T: a row-major matrix read column-major is its transpose,
+// which needs no copy.
+//   f32: CUBLAS_COMPUTE_32F (no TF32); tf32: f32 storage,
+//   CUBLAS_COMPUTE_32F_FAST_TF32; f16/bf16: 16-bit in and out (as
+//   torch.matmul), f32 accumulation.
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
+#include <memory>
+#include <string>
+
+#include "kernels/common/op.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/handles.h"
+
+namespace dlb::cublas {
+
+struct HandleDeleter {
+  void operator()(cublasHandle_t h) const noexcept;
+};
+struct LtHandleDeleter {
+  void operator()(cublasLtHandle_t h) const noexcept;
+};
+struct MatmulDescDeleter {
+  void operator()(cublasLtMatmulDesc_t d) const noexcept;
+};
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayout_t l) const noexcept;
+};
+using Handle = std::unique_ptr<cublasContext, HandleDeleter>;
+using LtHandle = std::unique_ptr<cublasLtContext, LtHandleDeleter>;
+using MatmulDesc =
+    std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+
+// The workspace torch gives cuBLAS: 32 MiB on Hopper (sm_90), 4 MiB + 128 KiB
+// elsewhere (CUBLAS_WORKSPACE_CONFIG default :4096:2:16:8), so both libraries
+// may pick the same kernels.
+size_t WorkspaceBytes();
+
+// Operands, output and stream both GEMM ops share: seeded A and B, C poisoned
+// with NaN.
+class GemmBuffers {
+public:
+  GemmBuffers(const GemmShape &s, const RunConfig &cfg);
+  const GemmShape &shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  void *a() const { return a_.get(); }
+  void *b() const { return b_.get(); }
+  void *c() const { return c_.get(); }
+  HostTensor Output() const;
+  Cost cost() const;
+
+private:
+  GemmShape shape_;
+  DType dtype_;
+  cuda::Stream stream_;
+  cuda::DeviceBuffer<unsigned char> a_, b_, c_;
+};
+
+// cublasGemmEx with CUBLAS_GEMM_DEFAULT: the path torch.matmul takes on CUDA by
+// default.
+class CublasGemm {
+public:
+  static constexpr bool kGpu = true;
+  static Support Supports(const GemmShape &s, const RunConfig &cfg);
+  CublasGemm(const GemmShape &s, const RunConfig &cfg);
+  void Run();
+  HostTensor Output() const { return buffers_.Output(); }
+  Cost cost() const { return buffers_.cost(); }
+  std::string label() const;
+  StreamRef stream() const { return buffers_.stream(); }
+
+private:
+  GemmBuffers buffers_;
+  Handle handle_;
+  cuda::DeviceBuffer<unsigned char> workspace_;
+};
+
+// cublasLtMatmul with the algorithm cublasLtMatmulAlgoGetHeuristic ranks first
+// (cfg.algo "heuristic"), or with cfg.algo "search" the fastest of the top
+// heuristic results, each timed once in the constructor.
+class CublasLtGemm {
+public:
+  static constexpr bool kGpu = true;
+  static Support Supports(const GemmShape &s, const RunConfig &cfg);
+  CublasLtGemm(const GemmShape &s, const RunConfig &cfg);
+  void Run();
+  HostTensor Output() const { return buffers_.Output(); }
+  Cost cost() const { return buffers_.cost(); }
+  std::string label() const { return label_; }
+  StreamRef stream() const { return buffers_.stream(); }
+
+private:
+  GemmBuffers buffers_;
+  LtHandle handle_;
+  MatmulDesc desc_;
+  Layout a_layout_, b_layout_, c_layout_; // cuBLAS's A is our B and its B our A
+  cuda::DeviceBuffer<unsigned char> workspace_;
+  cublasLtMatmulAlgo_t algo_{};
+  std::string label_;
+};
+
+} // namespace dlb::cublas
