@@ -28,12 +28,12 @@ namespace {
 
 cudaDataType_t DataType(DType dt) {
   switch (dt) {
-  case DType::kF16:
-    return CUDA_R_16F;
-  case DType::kBF16:
-    return CUDA_R_16BF;
-  default:
-    return CUDA_R_32F; // f32 and tf32 store f32
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;  // f32 and tf32 store f32
   }
 }
 
@@ -41,9 +41,7 @@ cublasComputeType_t ComputeType(DType dt) {
   return dt == DType::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-const char *ComputeName(DType dt) {
-  return dt == DType::kTF32 ? "32F_FAST_TF32" : "32F";
-}
+const char *ComputeName(DType dt) { return dt == DType::kTF32 ? "32F_FAST_TF32" : "32F"; }
 
 std::string MiB(size_t bytes) {
   char buf[32];
@@ -54,18 +52,14 @@ std::string MiB(size_t bytes) {
 // What both ops need: a device, sizes cuBLAS's int arguments hold, tensor cores
 // for 16-bit/tf32.
 Support CommonSupport(const GemmShape &s, DType dt) {
-  if (cuda::DeviceCount() == 0)
-    return Support::No("unsupported: " + cuda::NoDeviceReason());
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    return Support::No("unsupported: empty GEMM");
+  if (cuda::DeviceCount() == 0) return Support::No("unsupported: " + cuda::NoDeviceReason());
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
   if (s.m > INT_MAX || s.n > INT_MAX || s.k > INT_MAX)
-    return Support::No(
-        "unsupported: a GEMM dimension exceeds cuBLAS's int range");
+    return Support::No("unsupported: a GEMM dimension exceeds cuBLAS's int range");
   if (dt != DType::kF32) {
     int dev = 0, major = 0;
     DLB_CHECK(cudaGetDevice(&dev));
-    DLB_CHECK(
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     if (major < 8 && dt != DType::kF16)
       return Support::No("unsupported: " + std::string(Name(dt)) +
                          " needs compute capability 8.0+");
@@ -81,31 +75,27 @@ struct ColumnMajor {
   int64_t ld_first, ld_second, ld_c;
 };
 ColumnMajor MapRowMajor(const GemmShape &s) {
-  return {s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, s.ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-          s.tb ? s.k : s.n, s.ta ? s.m : s.k, s.n};
+  return {s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, s.tb ? s.k : s.n,
+          s.ta ? s.m : s.k, s.n};
 }
 
 // cublasLtMatmulTile_t values 1..35 as "RxC" (the ones Hopper kernels use).
 std::string TileName(int id) {
-  static const char *kNames[] = {
-      "undef",   "8x8",     "8x16",    "16x8",   "8x32",   "16x16",
-      "32x8",    "8x64",    "16x32",   "32x16",  "64x8",   "32x32",
-      "32x64",   "64x32",   "32x128",  "64x64",  "128x32", "64x128",
-      "128x64",  "64x256",  "128x128", "256x64", "64x512", "128x256",
-      "256x128", "512x64",  "64x96",   "96x64",  "96x128", "128x160",
-      "160x128", "192x128", "128x192", "128x96", "32x256", "256x32"};
-  if (id >= 0 && id < static_cast<int>(sizeof kNames / sizeof kNames[0]))
-    return kNames[id];
+  static const char *kNames[] = {"undef",   "8x8",     "8x16",    "16x8",   "8x32",   "16x16",
+                                 "32x8",    "8x64",    "16x32",   "32x16",  "64x8",   "32x32",
+                                 "32x64",   "64x32",   "32x128",  "64x64",  "128x32", "64x128",
+                                 "128x64",  "64x256",  "128x128", "256x64", "64x512", "128x256",
+                                 "256x128", "512x64",  "64x96",   "96x64",  "96x128", "128x160",
+                                 "160x128", "192x128", "128x192", "128x96", "32x256", "256x32"};
+  if (id >= 0 && id < static_cast<int>(sizeof kNames / sizeof kNames[0])) return kNames[id];
   return "tile" + std::to_string(id);
 }
 
 template <class T>
-T AlgoAttr(const cublasLtMatmulAlgo_t &algo,
-           cublasLtMatmulAlgoConfigAttributes_t attr) {
+T AlgoAttr(const cublasLtMatmulAlgo_t &algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   T value{};
   size_t written = 0;
-  DLB_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value,
-                                                 sizeof value, &written));
+  DLB_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value, &written));
   return value;
 }
 
@@ -115,13 +105,10 @@ std::string AlgoName(const cublasLtMatmulAlgo_t &algo) {
   auto stages = AlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
   auto splitk = AlgoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
   auto swizzle = AlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
-  auto cluster =
-      AlgoAttr<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
-  return "algo " + std::to_string(id) + " tile " +
-         TileName(static_cast<int>(tile)) + " stages " +
-         std::to_string(stages) + " splitk " +
-         std::to_string(std::max<int32_t>(splitk, 1)) + " swizzle " +
-         std::to_string(swizzle) + " cluster " + std::to_string(cluster);
+  auto cluster = AlgoAttr<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  return "algo " + std::to_string(id) + " tile " + TileName(static_cast<int>(tile)) + " stages " +
+         std::to_string(stages) + " splitk " + std::to_string(std::max<int32_t>(splitk, 1)) +
+         " swizzle " + std::to_string(swizzle) + " cluster " + std::to_string(cluster);
 }
 
 struct PreferenceDeleter {
@@ -136,8 +123,8 @@ const GemmShape &Supported(Support support, const GemmShape &s) {
   return s;
 }
 
-Layout MakeLayout(cudaDataType_t type, cublasOperation_t op, int64_t rows_of_op,
-                  int64_t cols_of_op, int64_t ld) {
+Layout MakeLayout(cudaDataType_t type, cublasOperation_t op, int64_t rows_of_op, int64_t cols_of_op,
+                  int64_t ld) {
   cublasLtMatrixLayout_t raw = nullptr;
   // The layout describes the matrix as stored, before op.
   bool t = op == CUBLAS_OP_T;
@@ -146,45 +133,40 @@ Layout MakeLayout(cudaDataType_t type, cublasOperation_t op, int64_t rows_of_op,
   return Layout(raw);
 }
 
-} // namespace
+}  // namespace
 
 size_t WorkspaceBytes() {
   int dev = 0, major = 0, minor = 0;
   DLB_CHECK(cudaGetDevice(&dev));
-  DLB_CHECK(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  DLB_CHECK(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  return major == 9 && minor == 0 ? size_t{32} << 20
-                                  : (size_t{4} << 20) + (size_t{128} << 10);
+  DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  DLB_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return major == 9 && minor == 0 ? size_t{32} << 20 : (size_t{4} << 20) + (size_t{128} << 10);
 }
 
 GemmBuffers::GemmBuffers(const GemmShape &s, const RunConfig &cfg)
-    : shape_(s), dtype_(cfg.dtype), stream_(cuda::MakeStream()),
+    : shape_(s),
+      dtype_(cfg.dtype),
+      stream_(cuda::MakeStream()),
       a_(size_t(s.m * s.k) * StorageBytes(cfg.dtype)),
       b_(size_t(s.k * s.n) * StorageBytes(cfg.dtype)),
       c_(size_t(s.m * s.n) * StorageBytes(cfg.dtype)) {
-  cuda::Upload(a_.get(),
-               SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_),
-               dtype_, stream());
-  cuda::Upload(b_.get(),
-               SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_),
-               dtype_, stream());
+  cuda::Upload(a_.get(), SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_), dtype_,
+               stream());
+  cuda::Upload(b_.get(), SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_), dtype_,
+               stream());
   cuda::Poison(c_.get(), size_t(s.m * s.n), dtype_, stream());
   cuda::Sync(stream());
 }
 
 HostTensor GemmBuffers::Output() const {
   // Column-major C^T with ld n is row-major C: no reordering needed.
-  return {
-      {shape_.m, shape_.n},
-      cuda::Download(c_.get(), size_t(shape_.m * shape_.n), dtype_, stream())};
+  return {{shape_.m, shape_.n},
+          cuda::Download(c_.get(), size_t(shape_.m * shape_.n), dtype_, stream())};
 }
 
 Cost GemmBuffers::cost() const {
   const GemmShape &s = shape_;
-  double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) +
-                 double(s.m) * double(s.n);
+  double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n);
   return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
 }
 
@@ -196,16 +178,14 @@ Support CublasGemm::Supports(const GemmShape &s, const RunConfig &cfg) {
 }
 
 CublasGemm::CublasGemm(const GemmShape &s, const RunConfig &cfg)
-    : buffers_(Supported(Supports(s, cfg), s), cfg),
-      workspace_(WorkspaceBytes()) {
+    : buffers_(Supported(Supports(s, cfg), s), cfg), workspace_(WorkspaceBytes()) {
   cublasHandle_t raw = nullptr;
   DLB_CHECK(cublasCreate(&raw));
   handle_.reset(raw);
   DLB_CHECK(cublasSetStream(handle_.get(), stream()));
   // An explicit workspace keeps cuBLAS from allocating one on the stream during
   // Run().
-  DLB_CHECK(
-      cublasSetWorkspace(handle_.get(), workspace_.get(), workspace_.bytes()));
+  DLB_CHECK(cublasSetWorkspace(handle_.get(), workspace_.get(), workspace_.bytes()));
   // The compute type alone decides TF32; the default math mode never downgrades
   // 32F.
   DLB_CHECK(cublasSetMathMode(handle_.get(), CUBLAS_DEFAULT_MATH));
@@ -216,17 +196,15 @@ void CublasGemm::Run() {
   const DType dt = buffers_.dtype();
   const ColumnMajor cm = MapRowMajor(s);
   const float alpha = 1.0f, beta = 0.0f;
-  DLB_CHECK(cublasGemmEx(handle_.get(), cm.op_first, cm.op_second, int(s.n),
-                         int(s.m), int(s.k), &alpha, buffers_.b(), DataType(dt),
-                         int(cm.ld_first), buffers_.a(), DataType(dt),
-                         int(cm.ld_second), &beta, buffers_.c(), DataType(dt),
+  DLB_CHECK(cublasGemmEx(handle_.get(), cm.op_first, cm.op_second, int(s.n), int(s.m), int(s.k),
+                         &alpha, buffers_.b(), DataType(dt), int(cm.ld_first), buffers_.a(),
+                         DataType(dt), int(cm.ld_second), &beta, buffers_.c(), DataType(dt),
                          int(cm.ld_c), ComputeType(dt), CUBLAS_GEMM_DEFAULT));
 }
 
 std::string CublasGemm::label() const {
-  return "cublasGemmEx CUBLAS_GEMM_DEFAULT compute " +
-         std::string(ComputeName(buffers_.dtype())) + " workspace " +
-         MiB(workspace_.bytes()) + " " + std::string(Name(buffers_.dtype()));
+  return "cublasGemmEx CUBLAS_GEMM_DEFAULT compute " + std::string(ComputeName(buffers_.dtype())) +
+         " workspace " + MiB(workspace_.bytes()) + " " + std::string(Name(buffers_.dtype()));
 }
 
 // ---- cublasLtMatmul
@@ -239,8 +217,7 @@ Support CublasLtGemm::Supports(const GemmShape &s, const RunConfig &cfg) {
 }
 
 CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
-    : buffers_(Supported(Supports(s, cfg), s), cfg),
-      workspace_(WorkspaceBytes()) {
+    : buffers_(Supported(Supports(s, cfg), s), cfg), workspace_(WorkspaceBytes()) {
   const DType dt = cfg.dtype;
   const ColumnMajor cm = MapRowMajor(s);
 
@@ -251,20 +228,17 @@ CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
   cublasLtMatmulDesc_t raw_desc = nullptr;
   DLB_CHECK(cublasLtMatmulDescCreate(&raw_desc, ComputeType(dt), CUDA_R_32F));
   desc_.reset(raw_desc);
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(),
-                                           CUBLASLT_MATMUL_DESC_TRANSA,
-                                           &cm.op_first, sizeof cm.op_first));
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(),
-                                           CUBLASLT_MATMUL_DESC_TRANSB,
-                                           &cm.op_second, sizeof cm.op_second));
+  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &cm.op_first,
+                                           sizeof cm.op_first));
+  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &cm.op_second,
+                                           sizeof cm.op_second));
   a_layout_ = MakeLayout(DataType(dt), cm.op_first, s.n, s.k, cm.ld_first);
   b_layout_ = MakeLayout(DataType(dt), cm.op_second, s.k, s.m, cm.ld_second);
   c_layout_ = MakeLayout(DataType(dt), CUBLAS_OP_N, s.n, s.m, cm.ld_c);
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   DLB_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(
-      raw_pref);
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
   const uint64_t ws = workspace_.bytes();
   DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -273,13 +247,11 @@ CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
   std::vector<cublasLtMatmulHeuristicResult_t> results(search ? 8 : 1);
   int returned = 0;
   DLB_CHECK(cublasLtMatmulAlgoGetHeuristic(
-      handle_.get(), desc_.get(), a_layout_.get(), b_layout_.get(),
-      c_layout_.get(), c_layout_.get(), pref.get(), int(results.size()),
-      results.data(), &returned));
-  DLB_REQUIRE(returned > 0,
-              "cublasLtMatmulAlgoGetHeuristic found no algorithm for " +
-                  std::string(Name(dt)) + " " + std::to_string(s.m) + "x" +
-                  std::to_string(s.n) + "x" + std::to_string(s.k));
+      handle_.get(), desc_.get(), a_layout_.get(), b_layout_.get(), c_layout_.get(),
+      c_layout_.get(), pref.get(), int(results.size()), results.data(), &returned));
+  DLB_REQUIRE(returned > 0, "cublasLtMatmulAlgoGetHeuristic found no algorithm for " +
+                                std::string(Name(dt)) + " " + std::to_string(s.m) + "x" +
+                                std::to_string(s.n) + "x" + std::to_string(s.k));
   results.resize(size_t(returned));
 
   int chosen = 0;
@@ -293,34 +265,30 @@ CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
       algo_ = results[size_t(i)].algo;
       Run();
       timer.Start(stream());
-      for (int r = 0; r < 3; ++r)
-        Run();
+      for (int r = 0; r < 3; ++r) Run();
       timer.Stop(stream());
       double t = timer.Seconds();
-      if (i == 0 || t < best)
-        best = t, chosen = i;
+      if (i == 0 || t < best) best = t, chosen = i;
     }
-    how = "search best of " + std::to_string(returned) +
-          " heuristic results: #" + std::to_string(chosen);
+    how = "search best of " + std::to_string(returned) + " heuristic results: #" +
+          std::to_string(chosen);
     // Timing wrote C: poison again so verification still proves the chosen
     // Run() writes it.
     cuda::Poison(buffers_.c(), size_t(s.m * s.n), dt, stream());
     cuda::Sync(stream());
   }
   algo_ = results[size_t(chosen)].algo;
-  label_ = "cublasLtMatmul " + how + " (" + AlgoName(algo_) + ") compute " +
-           ComputeName(dt) + " workspace " + MiB(workspace_.bytes()) +
-           " (needs " + MiB(results[size_t(chosen)].workspaceSize) + ") " +
-           std::string(Name(dt));
+  label_ = "cublasLtMatmul " + how + " (" + AlgoName(algo_) + ") compute " + ComputeName(dt) +
+           " workspace " + MiB(workspace_.bytes()) + " (needs " +
+           MiB(results[size_t(chosen)].workspaceSize) + ") " + std::string(Name(dt));
 }
 
 void CublasLtGemm::Run() {
   const float alpha = 1.0f, beta = 0.0f;
-  DLB_CHECK(cublasLtMatmul(handle_.get(), desc_.get(), &alpha, buffers_.b(),
-                           a_layout_.get(), buffers_.a(), b_layout_.get(),
-                           &beta, buffers_.c(), c_layout_.get(), buffers_.c(),
-                           c_layout_.get(), &algo_, workspace_.get(),
+  DLB_CHECK(cublasLtMatmul(handle_.get(), desc_.get(), &alpha, buffers_.b(), a_layout_.get(),
+                           buffers_.a(), b_layout_.get(), &beta, buffers_.c(), c_layout_.get(),
+                           buffers_.c(), c_layout_.get(), &algo_, workspace_.get(),
                            workspace_.bytes(), stream()));
 }
 
-} // namespace dlb::cublas
+}  // namespace dlb::cublas

@@ -33,8 +33,7 @@ struct LayoutDeleter {
 };
 using Handle = std::unique_ptr<cublasContext, HandleDeleter>;
 using LtHandle = std::unique_ptr<cublasLtContext, LtHandleDeleter>;
-using MatmulDesc =
-    std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
+using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
 using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 
 // The workspace torch gives cuBLAS: 32 MiB on Hopper (sm_90), 4 MiB + 128 KiB
@@ -45,7 +44,7 @@ size_t WorkspaceBytes();
 // Operands, output and stream both GEMM ops share: seeded A and B, C poisoned
 // with NaN.
 class GemmBuffers {
-public:
+ public:
   GemmBuffers(const GemmShape &s, const RunConfig &cfg);
   const GemmShape &shape() const { return shape_; }
   DType dtype() const { return dtype_; }
@@ -56,7 +55,7 @@ public:
   HostTensor Output() const;
   Cost cost() const;
 
-private:
+ private:
   GemmShape shape_;
   DType dtype_;
   cuda::Stream stream_;
@@ -66,7 +65,7 @@ private:
 // cublasGemmEx with CUBLAS_GEMM_DEFAULT: the path torch.matmul takes on CUDA by
 // default.
 class CublasGemm {
-public:
+ public:
   static constexpr bool kGpu = true;
   static Support Supports(const GemmShape &s, const RunConfig &cfg);
   CublasGemm(const GemmShape &s, const RunConfig &cfg);
@@ -76,7 +75,7 @@ public:
   std::string label() const;
   StreamRef stream() const { return buffers_.stream(); }
 
-private:
+ private:
   GemmBuffers buffers_;
   Handle handle_;
   cuda::DeviceBuffer<unsigned char> workspace_;
@@ -86,7 +85,7 @@ private:
 // (cfg.algo "heuristic"), or with cfg.algo "search" the fastest of the top
 // heuristic results, each timed once in the constructor.
 class CublasLtGemm {
-public:
+ public:
   static constexpr bool kGpu = true;
   static Support Supports(const GemmShape &s, const RunConfig &cfg);
   CublasLtGemm(const GemmShape &s, const RunConfig &cfg);
@@ -96,14 +95,14 @@ public:
   std::string label() const { return label_; }
   StreamRef stream() const { return buffers_.stream(); }
 
-private:
+ private:
   GemmBuffers buffers_;
   LtHandle handle_;
   MatmulDesc desc_;
-  Layout a_layout_, b_layout_, c_layout_; // cuBLAS's A is our B and its B our A
+  Layout a_layout_, b_layout_, c_layout_;  // cuBLAS's A is our B and its B our A
   cuda::DeviceBuffer<unsigned char> workspace_;
   cublasLtMatmulAlgo_t algo_{};
   std::string label_;
 };
 
-} // namespace dlb::cublas
+}  // namespace dlb::cublas

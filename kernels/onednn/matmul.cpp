@@ -15,20 +15,19 @@ using dnnl::memory;
 
 memory::data_type DataType(DType dt) {
   switch (dt) {
-  case DType::kBF16:
-    return memory::data_type::bf16;
-  case DType::kF16:
-    return memory::data_type::f16;
-  default:
-    return memory::data_type::f32;
+    case DType::kBF16:
+      return memory::data_type::bf16;
+    case DType::kF16:
+      return memory::data_type::f16;
+    default:
+      return memory::data_type::f32;
   }
 }
 
 // A logical rows x cols matrix stored row-major, or stored transposed (cols x
 // rows row-major).
 memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
-  memory::dims strides =
-      transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
+  memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
   return memory::desc({rows, cols}, DataType(dt), strides);
 }
 
@@ -37,31 +36,28 @@ void Fill(const memory &m, const std::vector<float> &values, DType dt) {
   std::memcpy(m.get_data_handle(), bytes.data(), bytes.size());
 }
 
-} // namespace
+}  // namespace
 
 Support OneDnnMatmul::Supports(const GemmShape &s, const RunConfig &cfg) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    return Support::No("unsupported: empty GEMM");
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
   switch (cfg.dtype) {
-  case DType::kF32:
-    return Support::Yes();
-  case DType::kTF32:
-    return Support::No("unsupported: tf32 is a GPU tensor-core format; x86 "
-                       "CPUs have no tf32 math (use f32)");
-  case DType::kBF16:
-    if (!HasBf16())
-      return Support::No("unsupported: bf16 needs avx512_bf16 or amx");
-    return Support::Yes();
-  case DType::kF16:
+    case DType::kF32:
+      return Support::Yes();
+    case DType::kTF32:
+      return Support::No(
+          "unsupported: tf32 is a GPU tensor-core format; x86 "
+          "CPUs have no tf32 math (use f32)");
+    case DType::kBF16:
+      if (!HasBf16()) return Support::No("unsupported: bf16 needs avx512_bf16 or amx");
+      return Support::Yes();
+    case DType::kF16:
 #if DNNL_VERSION_MAJOR < 3
-    return Support::No(
-        "unsupported: f16 matmul on the CPU needs oneDNN 3 (this is " +
-        std::to_string(DNNL_VERSION_MAJOR) + "." +
-        std::to_string(DNNL_VERSION_MINOR) + ")");
+      return Support::No("unsupported: f16 matmul on the CPU needs oneDNN 3 (this is " +
+                         std::to_string(DNNL_VERSION_MAJOR) + "." +
+                         std::to_string(DNNL_VERSION_MINOR) + ")");
 #else
-    if (!HasF16())
-      return Support::No("unsupported: f16 needs avx512_fp16 or amx_fp16");
-    return Support::Yes();
+      if (!HasF16()) return Support::No("unsupported: f16 needs avx512_fp16 or amx_fp16");
+      return Support::Yes();
 #endif
   }
   return Support::No("unsupported dtype");
@@ -83,8 +79,7 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape &s, const RunConfig &cfg)
 #if DNNL_VERSION_MAJOR >= 3
   dnnl::matmul::primitive_desc pd(Engine(), a_md, b_md, c_md, attr);
 #else
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr,
-                                  Engine());
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, Engine());
 #endif
   matmul_ = dnnl::matmul(pd);
 
@@ -92,36 +87,29 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape &s, const RunConfig &cfg)
   b_ = memory(pd.weights_desc(), Engine());
   c_ = memory(pd.dst_desc(), Engine());
   scratchpad_ = memory(pd.scratchpad_desc(), Engine());
-  Fill(a_, SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_),
-       dtype_);
-  Fill(b_, SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_),
-       dtype_);
-  Fill(c_,
-       std::vector<float>(size_t(s.m * s.n),
-                          std::numeric_limits<float>::quiet_NaN()),
-       dtype_);
+  Fill(a_, SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_), dtype_);
+  Fill(b_, SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_), dtype_);
+  Fill(c_, std::vector<float>(size_t(s.m * s.n), std::numeric_limits<float>::quiet_NaN()), dtype_);
   args_ = {{DNNL_ARG_SRC, a_},
            {DNNL_ARG_WEIGHTS, b_},
            {DNNL_ARG_DST, c_},
            {DNNL_ARG_SCRATCHPAD, scratchpad_}};
-  label_ = std::string(pd.impl_info_str()) + " " + std::string(Name(dtype_)) +
-           " threads " + std::to_string(Threads());
+  label_ = std::string(pd.impl_info_str()) + " " + std::string(Name(dtype_)) + " threads " +
+           std::to_string(Threads());
 }
 
 void OneDnnMatmul::Run() { matmul_.execute(Stream(), args_); }
 
 HostTensor OneDnnMatmul::Output() const {
   Stream().wait();
-  return {
-      {shape_.m, shape_.n},
-      FromStorage(c_.get_data_handle(), size_t(shape_.m * shape_.n), dtype_)};
+  return {{shape_.m, shape_.n},
+          FromStorage(c_.get_data_handle(), size_t(shape_.m * shape_.n), dtype_)};
 }
 
 Cost OneDnnMatmul::cost() const {
   const GemmShape &s = shape_;
-  double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) +
-                 double(s.m) * double(s.n);
+  double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n);
   return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
 }
 
-} // namespace dlb::onednn
+}  // namespace dlb::onednn

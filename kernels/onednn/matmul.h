@@ -13,7 +13,7 @@
 namespace dlb::onednn {
 
 class OneDnnMatmul {
-public:
+ public:
   static constexpr bool kGpu = false;
   static Support Supports(const GemmShape &s, const RunConfig &cfg);
   OneDnnMatmul(const GemmShape &s, const RunConfig &cfg);
@@ -22,14 +22,13 @@ public:
   Cost cost() const;
   std::string label() const { return label_; }
 
-private:
+ private:
   GemmShape shape_;
   DType dtype_;
   dnnl::matmul matmul_;
   dnnl::memory a_, b_, c_, scratchpad_;
-  std::unordered_map<int, dnnl::memory>
-      args_; // built once: Run() must not allocate
+  std::unordered_map<int, dnnl::memory> args_;  // built once: Run() must not allocate
   std::string label_;
 };
 
-} // namespace dlb::onednn
+}  // namespace dlb::onednn

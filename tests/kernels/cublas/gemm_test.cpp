@@ -12,15 +12,12 @@
 namespace dlb::cublas {
 namespace {
 
-constexpr DType kDTypes[] = {DType::kF32, DType::kTF32, DType::kF16,
-                             DType::kBF16};
+constexpr DType kDTypes[] = {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16};
 // Odd sizes catch leading-dimension and transpose mix-ups that square powers of
 // two hide.
-constexpr GemmShape kShapes[] = {
-    {127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {256, 128, 512}};
+constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {256, 128, 512}};
 
-double RelativeL2(const std::vector<float> &got,
-                  const std::vector<double> &want) {
+double RelativeL2(const std::vector<float> &got, const std::vector<double> &want) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     double d = double(got[i]) - want[i];
@@ -33,9 +30,8 @@ double RelativeL2(const std::vector<float> &got,
 template <class Op>
 void ExpectMatchesReference(const GemmShape &s, const RunConfig &cfg) {
   SCOPED_TRACE(std::string(Name(cfg.dtype)) + " " + std::to_string(s.m) + "x" +
-               std::to_string(s.n) + "x" + std::to_string(s.k) +
-               " ta=" + std::to_string(s.ta) + " tb=" + std::to_string(s.tb) +
-               " algo=" + cfg.algo);
+               std::to_string(s.n) + "x" + std::to_string(s.k) + " ta=" + std::to_string(s.ta) +
+               " tb=" + std::to_string(s.tb) + " algo=" + cfg.algo);
   ASSERT_TRUE(Op::Supports(s, cfg).ok) << Op::Supports(s, cfg).why;
   Op op(s, cfg);
   op.Run();
@@ -43,15 +39,13 @@ void ExpectMatchesReference(const GemmShape &s, const RunConfig &cfg) {
   ASSERT_EQ(out.shape, (std::vector<int64_t>{s.m, s.n}));
   auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
   auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
-  EXPECT_LT(RelativeL2(out.data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype))
-      << op.label();
+  EXPECT_LT(RelativeL2(out.data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype)) << op.label();
 }
 
 class CublasGemmTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
-    if (cuda::DeviceCount() == 0)
-      GTEST_SKIP() << "no CUDA device";
+    if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -86,8 +80,7 @@ TEST_F(CublasGemmTest, LtSearchKeepsACorrectAlgorithmAndSaysSo) {
     cfg.algo = "search";
     ExpectMatchesReference<CublasLtGemm>({127, 65, 33, true, false}, cfg);
     CublasLtGemm op({256, 256, 256}, cfg);
-    EXPECT_NE(op.label().find("search best of"), std::string::npos)
-        << op.label();
+    EXPECT_NE(op.label().find("search best of"), std::string::npos) << op.label();
   }
 }
 
@@ -95,11 +88,9 @@ TEST_F(CublasGemmTest, OutputIsPoisonedUntilRun) {
   RunConfig cfg;
   cfg.dtype = DType::kBF16;
   CublasLtGemm lt({16, 8, 4}, cfg);
-  for (float v : lt.Output().data)
-    ASSERT_TRUE(std::isnan(v));
+  for (float v : lt.Output().data) ASSERT_TRUE(std::isnan(v));
   CublasGemm ex({16, 8, 4}, cfg);
-  for (float v : ex.Output().data)
-    ASSERT_TRUE(std::isnan(v));
+  for (float v : ex.Output().data) ASSERT_TRUE(std::isnan(v));
 }
 
 TEST_F(CublasGemmTest, LabelsNameAlgorithmComputeTypeAndWorkspace) {
@@ -141,5 +132,5 @@ TEST(CublasGemmSupport, SaysWhyWithoutADeviceOrForBadSizes) {
   EXPECT_FALSE(CublasLtGemm::Supports({8, 8, 8}, cfg).ok);
 }
 
-} // namespace
-} // namespace dlb::cublas
+}  // namespace
+}  // namespace dlb::cublas

@@ -13,11 +13,9 @@ namespace dlb::onednn {
 namespace {
 
 // Odd sizes catch stride and transpose mix-ups that square powers of two hide.
-constexpr GemmShape kShapes[] = {
-    {127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
+constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
 
-double RelativeL2(const std::vector<float> &got,
-                  const std::vector<double> &want) {
+double RelativeL2(const std::vector<float> &got, const std::vector<double> &want) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     double d = double(got[i]) - want[i];
@@ -34,26 +32,20 @@ TEST_P(OneDnnMatmulTest, MatchesReferenceForEveryTranspose) {
   cfg.dtype = GetParam();
   cfg.threads = 2;
   Support support = OneDnnMatmul::Supports({8, 8, 8}, cfg);
-  if (!support.ok)
-    GTEST_SKIP() << support.why;
+  if (!support.ok) GTEST_SKIP() << support.why;
   for (GemmShape s : kShapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         s.ta = ta, s.tb = tb;
-        SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-                     std::to_string(s.k) + " ta=" + std::to_string(ta) +
-                     " tb=" + std::to_string(tb));
+        SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                     " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
         OneDnnMatmul op(s, cfg);
         op.Run();
         HostTensor out = op.Output();
         ASSERT_EQ(out.shape, (std::vector<int64_t>{s.m, s.n}));
-        auto a =
-            SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
-        auto b =
-            SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
-        EXPECT_LT(RelativeL2(out.data, ReferenceGemm(s, a, b)),
-                  Tolerance(cfg.dtype))
-            << op.label();
+        auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
+        auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
+        EXPECT_LT(RelativeL2(out.data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype)) << op.label();
       }
 }
 
@@ -61,22 +53,16 @@ TEST_P(OneDnnMatmulTest, OutputIsPoisonedUntilRunAndLabelNamesImpl) {
   RunConfig cfg;
   cfg.dtype = GetParam();
   Support support = OneDnnMatmul::Supports({8, 8, 8}, cfg);
-  if (!support.ok)
-    GTEST_SKIP() << support.why;
+  if (!support.ok) GTEST_SKIP() << support.why;
   OneDnnMatmul op({16, 8, 4}, cfg);
-  for (float v : op.Output().data)
-    ASSERT_TRUE(std::isnan(v));
-  EXPECT_NE(op.label().find(std::string(Name(cfg.dtype))), std::string::npos)
-      << op.label();
+  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));
+  EXPECT_NE(op.label().find(std::string(Name(cfg.dtype))), std::string::npos) << op.label();
   EXPECT_NE(op.label().find("threads"), std::string::npos) << op.label();
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, OneDnnMatmulTest,
-                         ::testing::Values(DType::kF32, DType::kBF16,
-                                           DType::kF16),
-                         [](const auto &info) {
-                           return std::string(Name(info.param));
-                         });
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         [](const auto &info) { return std::string(Name(info.param)); });
 
 TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   RunConfig cfg;
@@ -98,5 +84,5 @@ TEST(OneDnnMatmulCost, CountsTwoFlopsPerMacAndStorageBytes) {
   EXPECT_EQ(op.cost().bytes, (4 * 2 + 2 * 3 + 4 * 3) * 4.0);
 }
 
-} // namespace
-} // namespace dlb::onednn
+}  // namespace
+}  // namespace dlb::onednn

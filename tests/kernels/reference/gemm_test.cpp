@@ -39,8 +39,7 @@ TEST(ReferenceGemm, BothTransposed) {
 TEST(ReferenceGemm, NonSquareShapeIsRowMajor) {
   // A 1x2 = [1 2], B 2x3 = [[1 2 3], [4 5 6]]: C = [9 12 15] (m=1, n=3).
   GemmShape s{1, 3, 2, false, false};
-  EXPECT_EQ(ReferenceGemm(s, {1, 2}, {1, 2, 3, 4, 5, 6}),
-            (std::vector<double>{9, 12, 15}));
+  EXPECT_EQ(ReferenceGemm(s, {1, 2}, {1, 2, 3, 4, 5, 6}), (std::vector<double>{9, 12, 15}));
 }
 
 TEST(ReferenceGemm, AccumulatesInDouble) {
@@ -59,8 +58,7 @@ TEST(ReferenceGemm, ElementMatchesFullProductForEveryTranspose) {
       auto c = ReferenceGemm(s, a, b);
       for (int64_t i = 0; i < s.m; ++i)
         for (int64_t j = 0; j < s.n; ++j)
-          EXPECT_EQ(ReferenceGemmAt(s, a, b, i, j), c[i * s.n + j])
-              << i << "," << j;
+          EXPECT_EQ(ReferenceGemmAt(s, a, b, i, j), c[i * s.n + j]) << i << "," << j;
     }
 }
 
@@ -70,5 +68,5 @@ TEST(ReferenceGemm, RejectsWrongSizesAndOutOfRangeElements) {
   EXPECT_THROW(ReferenceGemmAt(s, kA, kB, 2, 0), Error);
 }
 
-} // namespace
-} // namespace dlb
+}  // namespace
+}  // namespace dlb
