@@ -1,0 +1,593 @@
+#include "kernels/cudnn/conv.h"
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/fill.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/cudnn/check.h"
+
+namespace dlb::cudnn {
+
+namespace {
+
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+// Workspace cap: what a framework would grant one convolution (PyTorch's caching allocator gives
+// cuDNN what is free); bounded so a benchmark never starves the next case.
+constexpr double kWorkspaceCapBytes = 1024.0 * 1024 * 1024;
+
+using Dims = std::array<int64_t, 4>;
+
+template <class T>
+void Set(void* d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+         const T* values) {
+  DLB_CHECK(cudnnBackendSetAttribute(d, name, type, count, values));
+}
+
+cudnnDataType_t DataType(DType dt) {
+  switch (dt) {
+    case DType::kF16:
+      return CUDNN_DATA_HALF;
+    case DType::kBF16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+// dims are logical (N, C, H, W) or (K, C/g, R, S); NHWC keeps C innermost.
+Dims Strides(const Dims& d, Layout layout) {
+  if (layout == Layout::kNCHW) return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+  return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+}
+
+// Logical-order values into storage order, and back.
+std::vector<float> ToLayout(const std::vector<float>& v, const Dims& d, Layout layout) {
+  if (layout == Layout::kNCHW) return v;
+  std::vector<float> out(v.size());
+  const Dims st = Strides(d, layout);
+  size_t i = 0;
+  for (int64_t a = 0; a < d[0]; ++a)
+    for (int64_t b = 0; b < d[1]; ++b)
+      for (int64_t c = 0; c < d[2]; ++c)
+        for (int64_t e = 0; e < d[3]; ++e)
+          out[a * st[0] + b * st[1] + c * st[2] + e * st[3]] = v[i++];
+  return out;
+}
+std::vector<float> FromLayout(const std::vector<float>& v, const Dims& d, Layout layout) {
+  if (layout == Layout::kNCHW) return v;
+  std::vector<float> out(v.size());
+  const Dims st = Strides(d, layout);
+  size_t i = 0;
+  for (int64_t a = 0; a < d[0]; ++a)
+    for (int64_t b = 0; b < d[1]; ++b)
+      for (int64_t c = 0; c < d[2]; ++c)
+        for (int64_t e = 0; e < d[3]; ++e)
+          out[i++] = v[a * st[0] + b * st[1] + c * st[2] + e * st[3]];
+  return out;
+}
+
+int64_t Count(const Dims& d) { return d[0] * d[1] * d[2] * d[3]; }
+
+struct Tensors {
+  Dims x, w, y;
+};
+Tensors LogicalDims(const ConvShape& s) {
+  return {{s.n, s.c, s.h, s.w}, {s.k, s.c / s.groups, s.r, s.s}, {s.n, s.k, s.P(), s.Q()}};
+}
+
+Descriptor MakeTensor(int64_t uid, const Dims& dims, Layout layout, DType dt) {
+  Descriptor t = MakeDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const cudnnDataType_t type = DataType(dt);
+  const Dims strides = Strides(dims, layout);
+  const int64_t alignment = 16;
+  Set(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  Set(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+  Set(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+  Set(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  Set(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  DLB_CHECK(cudnnBackendFinalize(t.get()));
+  return t;
+}
+
+// The operation graph of one convolution; the tensor and convolution descriptors it refers to
+// are kept alive with it.
+struct Graph {
+  Descriptor x, w, y, conv, op, graph;
+};
+
+Graph BuildGraph(cudnnHandle_t handle, const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
+  Graph g;
+  const Tensors d = LogicalDims(s);
+  g.x = MakeTensor(kUidX, d.x, cfg.layout, cfg.dtype);
+  g.w = MakeTensor(kUidW, d.w, cfg.layout, cfg.dtype);
+  g.y = MakeTensor(kUidY, d.y, cfg.layout, cfg.dtype);
+
+  g.conv = MakeDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // fp32 accumulation for every dtype
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t dims = 2;
+  const int64_t stride[2] = {s.stride_h, s.stride_w}, pad[2] = {s.pad_h, s.pad_w},
+                dil[2] = {s.dil_h, s.dil_w};
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  Set(g.conv.get(), CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
+  DLB_CHECK(cudnnBackendFinalize(g.conv.get()));
+
+  void* x = g.x.get();
+  void* w = g.w.get();
+  void* y = g.y.get();
+  void* conv = g.conv.get();
+  const float alpha = 1.0f, beta = 0.0f;  // beta 0: the poisoned output is never read
+  switch (pass) {
+    case ConvPass::kFwd:
+      g.op = MakeDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+          &x);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+          &w);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+          &y);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case ConvPass::kBwdData:
+      g.op = MakeDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          1, &x);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+          &w);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          1, &y);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case ConvPass::kBwdFilter:
+      g.op = MakeDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          1, &x);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          1, &w);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          1, &y);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1,
+          &alpha);
+      Set(g.op.get(), CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+  }
+  DLB_CHECK(cudnnBackendFinalize(g.op.get()));
+
+  g.graph = MakeDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  void* op = g.op.get();
+  Set(g.graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
+  Set(g.graph.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  DLB_CHECK(cudnnBackendFinalize(g.graph.get()));
+  return g;
+}
+
+// One engine configuration from the heuristics, with what the label and the filters need.
+struct Candidate {
+  Descriptor cfg, plan;
+  int64_t engine = -1;
+  std::string knobs;  // "k2=3,k14=4": cuDNN's knob types and chosen values
+  std::set<int> numerical, behavior;
+  int64_t workspace = 0;
+  const char* source = "";  // heuristic mode that proposed it
+  int rank = 0;             // its position in that mode's list
+  double ms = 0;            // measured by the search
+};
+
+const char* ModeName(cudnnBackendHeurMode_t mode) {
+  switch (mode) {
+    case CUDNN_HEUR_MODE_A:
+      return "heur_a";
+    case CUDNN_HEUR_MODE_B:
+      return "heur_b";
+    case CUDNN_HEUR_MODE_FALLBACK:
+      return "fallback";
+    default:
+      return "heur";
+  }
+}
+
+// The heuristics' engine configurations, best first. A mode that cannot handle the graph
+// yields none (cuDNN reports it through the finalize status, which is not an error here).
+std::vector<Candidate> Heuristics(void* graph, cudnnBackendHeurMode_t mode) {
+  std::vector<Candidate> out;
+  Descriptor heur = MakeDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  Set(heur.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+  Set(heur.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (cudnnBackendFinalize(heur.get()) != CUDNN_STATUS_SUCCESS) return out;
+  int64_t count = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  if (count <= 0) return out;
+  std::vector<Descriptor> cfgs;
+  std::vector<void*> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.push_back(MakeDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(cfgs.back().get());
+  }
+  int64_t got = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()));
+  for (int64_t i = 0; i < got; ++i) {
+    Candidate c;
+    c.source = ModeName(mode);
+    c.rank = static_cast<int>(i);
+    Descriptor engine = MakeDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    void* e = engine.get();
+    int64_t n = 0;
+    DLB_CHECK(cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e));
+    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                       &c.engine));
+    cudnnBackendNumericalNote_t nn[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                       CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
+                                       &n, nn));
+    for (int64_t j = 0; j < n; ++j) c.numerical.insert(nn[j]);
+    cudnnBackendBehaviorNote_t bn[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                       CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn));
+    for (int64_t j = 0; j < n; ++j) c.behavior.insert(bn[j]);
+
+    std::vector<Descriptor> knobs;
+    std::vector<void*> kraw;
+    for (int j = 0; j < CUDNN_KNOB_TYPE_COUNTS; ++j) {
+      knobs.push_back(MakeDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+      kraw.push_back(knobs.back().get());
+    }
+    int64_t nk = 0;
+    DLB_CHECK(cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, &nk,
+                                       kraw.data()));
+    for (int64_t j = 0; j < nk; ++j) {
+      cudnnBackendKnobType_t type;
+      int64_t value = 0;
+      DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                         CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
+      DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                         CUDNN_TYPE_INT64, 1, &n, &value));
+      c.knobs +=
+          (c.knobs.empty() ? "k" : ",k") + std::to_string(int(type)) + "=" + std::to_string(value);
+    }
+    c.cfg = std::move(cfgs[i]);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Why an engine configuration does not compute what the dtype promises (empty when it does).
+// f32 means IEEE fp32 math: tensor-core engines on fp32 data run TF32. 16-bit types promise fp32
+// accumulation. No dtype allows converting inputs to a narrower type.
+bool Acceptable(const Candidate& c, DType dt) {
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) return false;
+  if (dt == DType::kF32 && c.numerical.count(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) return false;
+  if ((dt == DType::kF16 || dt == DType::kBF16) &&
+      c.numerical.count(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
+    return false;
+  return true;
+}
+
+// Builds the execution plan; false when cuDNN cannot (the heuristics also list configurations
+// that a particular problem does not fit).
+bool Finalize(Candidate& c, cudnnHandle_t handle) {
+  c.plan = MakeDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  void* cfg = c.cfg.get();
+  Set(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  Set(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+      &cfg);
+  if (cudnnBackendFinalize(c.plan.get()) != CUDNN_STATUS_SUCCESS) {
+    c.plan.reset();
+    return false;
+  }
+  int64_t n = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(c.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                     CUDNN_TYPE_INT64, 1, &n, &c.workspace));
+  return true;
+}
+
+std::string Key(const Candidate& c) { return std::to_string(c.engine) + "/" + c.knobs; }
+
+Descriptor MakeVariantPack(void* x, void* w, void* y, void* workspace) {
+  Descriptor vp = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  void* ptrs[3] = {x, w, y};
+  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  DLB_CHECK(cudnnBackendFinalize(vp.get()));
+  return vp;
+}
+
+std::string Mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fMiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+const char* MathName(DType dt) {
+  switch (dt) {
+    case DType::kF32:
+      return "fp32 (no tf32)";
+    case DType::kTF32:
+      return "tf32 tensor ops allowed";
+    case DType::kF16:
+      return "f16 data, fp32 accumulate";
+    case DType::kBF16:
+      return "bf16 data, fp32 accumulate";
+  }
+  return "";
+}
+
+std::string SupportKey(const ConvShape& s, const RunConfig& c, ConvPass p) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%d/%d/%d/%ld,%ld,%ld,%ld/%ld,%ld,%ld/%ld,%ld,%ld,%ld,%ld,%ld/%ld",
+                int(p), int(c.dtype), int(c.layout), long(s.n), long(s.c), long(s.h), long(s.w),
+                long(s.k), long(s.r), long(s.s), long(s.stride_h), long(s.stride_w), long(s.pad_h),
+                long(s.pad_w), long(s.dil_h), long(s.dil_w), long(s.groups));
+  return buf;
+}
+
+// Whether some engine accepts the problem; asked through one handle shared by the process and
+// cached per combination, so the harness can call Supports freely.
+Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
+  static std::mutex mu;
+  static Handle handle;
+  static std::map<std::string, Support> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = SupportKey(s, cfg, pass);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (!handle) handle = MakeHandle();
+  Graph g = BuildGraph(handle.get(), s, cfg, pass);
+  Support result =
+      Support::No("no cuDNN engine (heuristics and fallback) for this " + std::string(Name(pass)) +
+                  " " + std::string(Name(cfg.dtype)) + " " + Name(cfg.layout) + " convolution");
+  for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    for (Candidate& c : Heuristics(g.graph.get(), mode)) {
+      if (Acceptable(c, cfg.dtype) && Finalize(c, handle.get())) {
+        result = Support::Yes();
+        break;
+      }
+    }
+    if (result.ok) break;
+  }
+  cache.emplace(key, result);
+  return result;
+}
+
+}  // namespace
+
+struct ConvState {
+  ConvShape shape;
+  RunConfig cfg;
+  ConvPass pass = ConvPass::kFwd;
+  cuda::Stream stream;
+  Handle handle;
+  cuda::DeviceBuffer<uint8_t> x, w, y, workspace;
+  Graph graph;
+  Candidate chosen;
+  Descriptor variant_pack;
+  std::string label;
+
+  void* OutputPtr() const {
+    return pass == ConvPass::kFwd ? y.get() : pass == ConvPass::kBwdData ? x.get() : w.get();
+  }
+  Dims OutputDims() const {
+    const Tensors d = LogicalDims(shape);
+    return pass == ConvPass::kFwd ? d.y : pass == ConvPass::kBwdData ? d.x : d.w;
+  }
+  void PoisonOutput() { cuda::Poison(OutputPtr(), Count(OutputDims()), cfg.dtype, stream.get()); }
+  void Execute(void* plan, void* vp) { DLB_CHECK(cudnnBackendExecute(handle.get(), plan, vp)); }
+};
+
+namespace {
+
+// Times each plan on the op's own tensors: warm-up, then enough launches for ~2 ms of events;
+// the three fastest are timed again so one noisy sample does not decide.
+void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
+  cuda::Event start = cuda::MakeEvent(), stop = cuda::MakeEvent();
+  auto time = [&](Candidate& c, int reps) {
+    DLB_CHECK(cudaEventRecord(start.get(), st.stream.get()));
+    for (int i = 0; i < reps; ++i) st.Execute(c.plan.get(), vp);
+    DLB_CHECK(cudaEventRecord(stop.get(), st.stream.get()));
+    DLB_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    DLB_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    return double(ms) / reps;
+  };
+  for (Candidate& c : cands) {
+    time(c, 1);  // first launch loads modules and compiles runtime kernels
+    const double once = time(c, 1);
+    const int reps = std::clamp(int(2.0 / std::max(once, 1e-3)), 2, 50);
+    c.ms = time(c, reps);
+  }
+  std::sort(cands.begin(), cands.end(),
+            [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+  const size_t top = std::min<size_t>(3, cands.size());
+  for (size_t i = 0; i < top; ++i) {
+    const int reps = std::clamp(int(5.0 / std::max(cands[i].ms, 1e-3)), 3, 100);
+    cands[i].ms = std::min(cands[i].ms, time(cands[i], reps));
+  }
+  std::sort(cands.begin(), cands.begin() + top,
+            [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+}
+
+}  // namespace
+
+template <ConvPass kPass>
+Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
+  if (!shape.Valid()) return Support::No("invalid convolution shape");
+  if (cfg.algo != "heuristic" && cfg.algo != "search")
+    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search)");
+  if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
+  return EngineExists(shape, cfg, kPass);
+}
+
+template <ConvPass kPass>
+CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
+    : state_(std::make_unique<ConvState>()) {
+  DLB_REQUIRE(shape.Valid(), "invalid convolution shape");
+  DLB_REQUIRE(cfg.algo == "heuristic" || cfg.algo == "search", "algo must be heuristic|search");
+  ConvState& st = *state_;
+  st.shape = shape;
+  st.cfg = cfg;
+  st.pass = kPass;
+  const Tensors d = LogicalDims(shape);
+  const size_t es = StorageBytes(cfg.dtype);
+  // Tensors first: a batch that does not fit fails here, with the sizes, before any planning.
+  st.x = cuda::DeviceBuffer<uint8_t>(Count(d.x) * es);
+  st.w = cuda::DeviceBuffer<uint8_t>(Count(d.w) * es);
+  st.y = cuda::DeviceBuffer<uint8_t>(Count(d.y) * es);
+  st.stream = cuda::MakeStream();
+  st.handle = MakeHandle();
+  DLB_CHECK(cudnnSetStream(st.handle.get(), st.stream.get()));
+
+  auto upload = [&](void* dst, int index, const Dims& dims) {
+    cuda::Upload(dst,
+                 ToLayout(SeededValues(TensorSeed(cfg.seed, index), Count(dims), cfg.dtype), dims,
+                          cfg.layout),
+                 cfg.dtype, st.stream.get());
+  };
+  if (kPass != ConvPass::kBwdData) upload(st.x.get(), 0, d.x);
+  if (kPass != ConvPass::kBwdFilter) upload(st.w.get(), 1, d.w);
+  if (kPass != ConvPass::kFwd) upload(st.y.get(), 2, d.y);
+
+  st.graph = BuildGraph(st.handle.get(), shape, cfg, kPass);
+  size_t free_b = 0, total_b = 0;
+  cuda::MemInfo(&free_b, &total_b);
+  const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
+
+  const bool search = cfg.algo == "search";
+  const auto modes =
+      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                   CUDNN_HEUR_MODE_FALLBACK}
+             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  std::vector<Candidate> usable;
+  std::set<std::string> seen;
+  int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
+  for (auto mode : modes) {
+    for (Candidate& c : Heuristics(st.graph.graph.get(), mode)) {
+      if (!seen.insert(Key(c)).second) continue;
+      if (!Acceptable(c, cfg.dtype)) {
+        ++rejected_numerics;
+        continue;
+      }
+      if (!Finalize(c, st.handle.get())) {
+        ++rejected_plan;
+        continue;
+      }
+      if (c.workspace > ws_limit) {
+        ++rejected_workspace;
+        continue;
+      }
+      usable.push_back(std::move(c));
+      if (!search) break;
+    }
+    if (!search && !usable.empty()) break;
+  }
+  if (usable.empty())
+    throw Error(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
+                std::to_string(rejected_numerics) + " rejected for numerics, " +
+                std::to_string(rejected_plan) + " failed to build, " +
+                std::to_string(rejected_workspace) + " over the workspace limit " +
+                Mib(double(ws_limit)) + ")");
+
+  int64_t ws_max = 0;
+  for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
+  if (search && usable.size() > 1) {
+    cuda::DeviceBuffer<uint8_t> ws(static_cast<size_t>(ws_max));
+    Descriptor vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), ws.get());
+    Search(st, usable, vp.get());
+  }
+  st.chosen = std::move(usable.front());
+  st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
+  st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
+  st.PoisonOutput();
+  cuda::Sync(st.stream.get());
+
+  const Candidate& c = st.chosen;
+  std::string notes;
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) notes += "tensor_core ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_WINOGRAD)) notes += "winograd ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) notes += "fft ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) notes += "nondeterministic ";
+  if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
+  if (!notes.empty()) notes.pop_back();
+  st.label = "cudnn " + std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) +
+             " backend engine " + std::to_string(c.engine) +
+             (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
+             (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
+             std::to_string(c.rank) +
+             (search ? ", search: fastest of " + std::to_string(usable.size()) + " timed"
+                     : ", heuristic: first usable") +
+             ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) +
+             "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
+}
+
+template <ConvPass kPass>
+CudnnConv<kPass>::~CudnnConv() = default;
+template <ConvPass kPass>
+CudnnConv<kPass>::CudnnConv(CudnnConv&&) noexcept = default;
+template <ConvPass kPass>
+CudnnConv<kPass>& CudnnConv<kPass>::operator=(CudnnConv&&) noexcept = default;
+
+template <ConvPass kPass>
+void CudnnConv<kPass>::Run() {
+  state_->Execute(state_->chosen.plan.get(), state_->variant_pack.get());
+}
+
+template <ConvPass kPass>
+HostTensor CudnnConv<kPass>::Output() const {
+  const ConvState& st = *state_;
+  const Dims dims = st.OutputDims();
+  std::vector<float> stored = cuda::Download(st.OutputPtr(), static_cast<size_t>(Count(dims)),
+                                             st.cfg.dtype, st.stream.get());
+  return {{dims[0], dims[1], dims[2], dims[3]}, FromLayout(stored, dims, st.cfg.layout)};
+}
+
+template <ConvPass kPass>
+Cost CudnnConv<kPass>::cost() const {
+  const Tensors d = LogicalDims(state_->shape);
+  const double es = double(StorageBytes(state_->cfg.dtype));
+  return {state_->shape.Flops(), es * double(Count(d.x) + Count(d.w) + Count(d.y)),
+          double(state_->shape.n)};
+}
+
+template <ConvPass kPass>
+std::string CudnnConv<kPass>::label() const {
+  return state_->label;
+}
+
+template <ConvPass kPass>
+StreamRef CudnnConv<kPass>::stream() const {
+  return state_->stream.get();
+}
+
+template class CudnnConv<ConvPass::kFwd>;
+template class CudnnConv<ConvPass::kBwdData>;
+template class CudnnConv<ConvPass::kBwdFilter>;
+
+}  // namespace dlb::cudnn

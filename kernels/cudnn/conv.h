@@ -1,0 +1,58 @@
+// cuDNN 9 convolutions (forward, backward-data, backward-filter) through the backend graph API:
+// one operation graph per op, engine configurations from cuDNN's heuristics, and with
+// RunConfig::algo == "search" every candidate engine configuration timed once in the constructor.
+//   dtypes: f32 (true fp32: engines with the tensor-core note, i.e. TF32, are excluded), tf32
+//   (fp32 storage, tensor-core engines allowed), f16 and bf16 (fp32 accumulation: engines with
+//   reduced-precision reduction are excluded). Layouts: cfg.layout NCHW (filter KCRS) or NHWC
+//   (filter KRSC). Inputs and outputs keep the logical order of shapes.h at the API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/common/op.h"
+#include "kernels/common/shapes.h"
+
+namespace dlb::cudnn {
+
+struct ConvState;  // descriptors, buffers and the chosen plan (kernels/cudnn/conv.cpp)
+
+template <ConvPass kPass>
+class CudnnConv {
+ public:
+  static constexpr bool kGpu = true;
+
+  // No for an invalid shape, an unknown algo, no CUDA device, or no cuDNN engine for the
+  // combination (asked once per combination through the process's shared handle, then cached).
+  static Support Supports(const ConvShape& shape, const RunConfig& cfg);
+  // Allocates and seeds the tensors, poisons the output, picks an engine configuration
+  // (heuristic: cuDNN's first usable one; search: the fastest of all usable candidates).
+  CudnnConv(const ConvShape& shape, const RunConfig& cfg);
+  ~CudnnConv();
+  CudnnConv(CudnnConv&&) noexcept;
+  CudnnConv& operator=(CudnnConv&&) noexcept;
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+
+  void Run();
+  HostTensor Output() const;
+  Cost cost() const;
+  std::string label() const;
+  StreamRef stream() const;
+
+ private:
+  std::unique_ptr<ConvState> state_;
+};
+
+extern template class CudnnConv<ConvPass::kFwd>;
+extern template class CudnnConv<ConvPass::kBwdData>;
+extern template class CudnnConv<ConvPass::kBwdFilter>;
+
+}  // namespace dlb::cudnn
+
+namespace dlb {
+using CudnnConvFwd = cudnn::CudnnConv<ConvPass::kFwd>;
+using CudnnConvBwdData = cudnn::CudnnConv<ConvPass::kBwdData>;
+using CudnnConvBwdFilter = cudnn::CudnnConv<ConvPass::kBwdFilter>;
+}  // namespace dlb

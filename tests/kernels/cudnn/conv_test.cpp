@@ -1,0 +1,205 @@
+#include "kernels/cudnn/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/common/error.h"
+#include "kernels/common/fill.h"
+#include "kernels/cuda/device.h"
+#include "kernels/reference/conv.h"
+
+namespace dlb {
+namespace {
+
+ConvShape Shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t stride,
+                int64_t pad, int64_t dil = 1, int64_t groups = 1) {
+  ConvShape s;
+  s.n = n, s.c = c, s.h = h, s.w = w, s.k = k, s.r = r, s.s = r;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  s.dil_h = s.dil_w = dil;
+  s.groups = groups;
+  return s;
+}
+
+const ConvShape kShapes[] = {
+    Shape(2, 8, 10, 10, 16, 3, 1, 1),        // same padding
+    Shape(2, 16, 9, 9, 8, 3, 2, 1),          // stride 2, odd size
+    Shape(1, 8, 12, 12, 8, 3, 1, 2, 2),      // dilation 2
+    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 4),   // 4 groups
+    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 16),  // depthwise
+    Shape(2, 16, 8, 8, 32, 1, 2, 0),         // 1x1 projection, stride 2
+    Shape(1, 3, 20, 20, 8, 7, 2, 3),         // 7x7 stem with 3 input channels
+};
+
+std::vector<double> Reference(ConvPass pass, const ConvShape& s, uint64_t seed, DType dt) {
+  auto x = SeededValues(TensorSeed(seed, 0), ConvXSize(s), dt);
+  auto w = SeededValues(TensorSeed(seed, 1), ConvWSize(s), dt);
+  auto dy = SeededValues(TensorSeed(seed, 2), ConvYSize(s), dt);
+  switch (pass) {
+    case ConvPass::kFwd:
+      return ReferenceConvFwd(s, x, w);
+    case ConvPass::kBwdData:
+      return ReferenceConvBwdData(s, dy, w);
+    default:
+      return ReferenceConvBwdFilter(s, x, dy);
+  }
+}
+
+double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[i]) - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+template <class Op>
+void CheckAgainstReference(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
+  const Support sup = Op::Supports(s, cfg);
+  if (!sup.ok) {
+    EXPECT_FALSE(sup.why.empty());
+    GTEST_SKIP() << "unsupported: " << sup.why;
+  }
+  Op op(s, cfg);
+  op.Run();
+  HostTensor out = op.Output();
+  const auto want = Reference(pass, s, cfg.seed, cfg.dtype);
+  ASSERT_EQ(out.data.size(), want.size());
+  for (float v : out.data) ASSERT_FALSE(std::isnan(v)) << op.label();
+  EXPECT_LE(RelativeL2(out.data, want), Tolerance(cfg.dtype)) << op.label();
+  EXPECT_NE(op.label().find("engine"), std::string::npos);
+  EXPECT_NE(op.label().find("workspace"), std::string::npos);
+  EXPECT_NE(op.label().find("math"), std::string::npos);
+  EXPECT_NE(op.label().find(cfg.algo), std::string::npos) << op.label();
+}
+
+void CheckPass(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
+  switch (pass) {
+    case ConvPass::kFwd:
+      return CheckAgainstReference<CudnnConvFwd>(pass, s, cfg);
+    case ConvPass::kBwdData:
+      return CheckAgainstReference<CudnnConvBwdData>(pass, s, cfg);
+    case ConvPass::kBwdFilter:
+      return CheckAgainstReference<CudnnConvBwdFilter>(pass, s, cfg);
+  }
+}
+
+using Param = std::tuple<ConvPass, DType, Layout, int>;
+class CudnnConvGrid : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudnnConvGrid, MatchesReference) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  auto [pass, dt, layout, shape] = GetParam();
+  RunConfig cfg;
+  cfg.dtype = dt;
+  cfg.layout = layout;
+  cfg.seed = 3 + shape;
+  CheckPass(pass, kShapes[shape], cfg);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, CudnnConvGrid,
+    ::testing::Combine(::testing::Values(ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter),
+                       ::testing::Values(DType::kF32, DType::kTF32, DType::kF16, DType::kBF16),
+                       ::testing::Values(Layout::kNCHW, Layout::kNHWC),
+                       ::testing::Range(0, int(std::size(kShapes)))),
+    [](const ::testing::TestParamInfo<Param>& i) {
+      return std::string(Name(std::get<0>(i.param))) + "_" +
+             std::string(Name(std::get<1>(i.param))) + "_" + Name(std::get<2>(i.param)) + "_" +
+             std::to_string(std::get<3>(i.param));
+    });
+
+// The common cases must not hide behind "unsupported".
+TEST(CudnnConv, CommonCasesAreSupported) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}) {
+    for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
+      RunConfig cfg;
+      cfg.dtype = dt;
+      cfg.layout = l;
+      EXPECT_TRUE(CudnnConvFwd::Supports(kShapes[0], cfg).ok) << Name(dt) << " " << Name(l);
+      EXPECT_TRUE(CudnnConvBwdData::Supports(kShapes[0], cfg).ok) << Name(dt) << " " << Name(l);
+      EXPECT_TRUE(CudnnConvBwdFilter::Supports(kShapes[0], cfg).ok) << Name(dt) << " " << Name(l);
+    }
+  }
+}
+
+TEST(CudnnConv, SearchPicksAVerifiedEngine) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const ConvShape s = Shape(8, 32, 14, 14, 32, 3, 1, 1);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    RunConfig cfg;
+    cfg.dtype = dt;
+    cfg.layout = dt == DType::kF32 ? Layout::kNCHW : Layout::kNHWC;
+    cfg.algo = "search";
+    for (ConvPass p : {ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter}) {
+      CheckPass(p, s, cfg);
+    }
+  }
+}
+
+TEST(CudnnConv, FloatMathExcludesTensorCores) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  RunConfig cfg;
+  cfg.algo = "search";
+  CudnnConvFwd op(Shape(8, 64, 14, 14, 64, 3, 1, 1), cfg);
+  EXPECT_EQ(op.label().find("tensor_core"), std::string::npos) << op.label();
+  EXPECT_NE(op.label().find("fp32 (no tf32)"), std::string::npos) << op.label();
+}
+
+TEST(CudnnConv, OutputIsPoisonedUntilRun) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  RunConfig cfg;
+  cfg.dtype = DType::kBF16;
+  cfg.layout = Layout::kNHWC;
+  CudnnConvBwdFilter op(kShapes[0], cfg);
+  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));
+  op.Run();
+  for (float v : op.Output().data) ASSERT_FALSE(std::isnan(v));
+  const Cost c = op.cost();
+  EXPECT_EQ(c.flops, kShapes[0].Flops());
+  EXPECT_EQ(c.items, 2);
+  EXPECT_EQ(c.bytes, 2.0 * (ConvXSize(kShapes[0]) + ConvWSize(kShapes[0]) + ConvYSize(kShapes[0])));
+  EXPECT_NE(op.stream(), nullptr);
+}
+
+TEST(CudnnConv, UnsupportedSaysWhy) {
+  RunConfig cfg;
+  ConvShape bad = kShapes[0];
+  bad.groups = 3;  // 8 channels do not split into 3 groups
+  Support s = CudnnConvFwd::Supports(bad, cfg);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.why.find("invalid"), std::string::npos);
+  cfg.algo = "exhaustive";
+  s = CudnnConvBwdData::Supports(kShapes[0], cfg);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.why.find("algo"), std::string::npos);
+  if (cuda::DeviceCount() == 0) {
+    s = CudnnConvFwd::Supports(kShapes[0], RunConfig{});
+    EXPECT_FALSE(s.ok);
+    EXPECT_FALSE(s.why.empty());
+  }
+}
+
+TEST(CudnnConv, BatchThatDoesNotFitSaysHowMuch) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  ConvShape s = Shape(4096, 256, 224, 224, 256, 3, 1, 1);  // x alone is 196 GiB in f32
+  try {
+    CudnnConvFwd op(s, RunConfig{});
+    FAIL() << "a 196 GiB input was allocated";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("out of memory: needs"), std::string::npos) << what;
+    EXPECT_NE(what.find("GiB free"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace dlb
