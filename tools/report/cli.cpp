@@ -1,0 +1,179 @@
+#include "tools/report/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include "tools/report/analyses.h"
+#include "tools/report/document.h"
+#include "tools/report/gbench_json.h"
+#include "tools/report/history.h"
+#include "tools/report/output.h"
+
+namespace dlb::report {
+
+namespace {
+
+struct OutputOpts {
+  std::string format;  // empty: from -o's extension, else md
+  std::string out;
+};
+
+void AddOutput(CLI::App* sub, OutputOpts* o) {
+  sub->add_option("--format,-f", o->format, "md|html|csv|json (default: from -o, else md)");
+  sub->add_option("-o,--output", o->out, "output file (default: stdout)");
+}
+
+Format ResolveFormat(const OutputOpts& o) {
+  if (!o.format.empty()) return ParseFormat(o.format);
+  return FormatFromPath(o.out, Format::kMarkdown);
+}
+
+void Emit(const Document& d, const OutputOpts& o) { WriteOutput(o.out, Render(d, ResolveFormat(o))); }
+
+// "5%", "5" (percent when >= 1) or "0.05".
+double ParseThreshold(const std::string& s) {
+  size_t used = 0;
+  double v = std::stod(s, &used);
+  std::string rest = s.substr(used);
+  if (rest == "%") return v / 100;
+  if (!rest.empty()) throw std::invalid_argument("bad threshold '" + s + "'");
+  if (v < 0) throw std::invalid_argument("threshold must not be negative");
+  return v >= 1 ? v / 100 : v;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv) {
+  CLI::App app{
+      "dlbench-report: summaries, comparisons, CPU-vs-GPU speedups, batch-size sweeps and history "
+      "from Google Benchmark JSON"};
+  app.name("dlbench-report");
+  app.require_subcommand(1);
+
+  std::vector<std::string> files;
+  OutputOpts out;
+
+  auto* summary = app.add_subcommand("summary", "a table per family: median, CV, counters, skips");
+  summary->add_option("files", files, "Google Benchmark JSON files")->required();
+  AddOutput(summary, &out);
+
+  std::string base, now, threshold = "5%";
+  CompareOptions copt;
+  auto* compare = app.add_subcommand(
+      "compare", "BASE against NEW: change, U test, verdicts; exit 3 on a significant slowdown");
+  compare->add_option("base", base, "baseline JSON")->required();
+  compare->add_option("new", now, "new JSON")->required();
+  compare->add_option("--threshold,-t", threshold, "relative change that matters (default 5%)");
+  compare->add_option("--alpha", copt.alpha, "significance level after BH correction (0.05)");
+  AddOutput(compare, &out);
+
+  auto* speedup = app.add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");
+  speedup->add_option("files", files, "Google Benchmark JSON files")->required();
+  AddOutput(speedup, &out);
+
+  auto* sweep = app.add_subcommand("sweep", "per workload the curve over batch size, with fit");
+  sweep->add_option("files", files, "Google Benchmark JSON files")->required();
+  AddOutput(sweep, &out);
+
+  std::string out_dir;
+  auto* report = app.add_subcommand(
+      "report", "summary + speedups + sweeps in one report (what the README's main job writes)");
+  report->add_option("files", files, "Google Benchmark JSON files")->required();
+  report->add_option("--out-dir", out_dir,
+                     "write report.md and report.html there and print their paths");
+  AddOutput(report, &out);
+
+  auto* history = app.add_subcommand("history", "runs and results in SQLite");
+  history->require_subcommand(1);
+  std::string db;
+  HistoryOptions hopt;
+  RunMeta meta;
+  auto* hadd = history->add_subcommand("add", "add one run (idempotent for the same run)");
+  hadd->add_option("files", files, "Google Benchmark JSON files of the run")->required();
+  hadd->add_option("--db", db, "SQLite database")->required();
+  hadd->add_option("--commit", meta.commit, "commit (default: context git_revision)");
+  hadd->add_option("--branch", meta.branch, "branch");
+  hadd->add_option("--machine", meta.machine, "machine (default: context host_name)");
+  hadd->add_option("--date", meta.date, "date (default: context date)");
+  hadd->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
+  ShowOptions sopt;
+  auto* hshow = history->add_subcommand("show", "trend table and charts per benchmark");
+  hshow->add_option("--db", db, "SQLite database")->required();
+  hshow->add_option("--last", sopt.last, "runs to show (10)");
+  hshow->add_option("--filter", sopt.filter, "substring of benchmark names");
+  hshow->add_option("--machine", sopt.machine, "only runs of this machine");
+  hshow->add_option("--max-charts", sopt.max_charts, "HTML charts at most (40)");
+  hshow->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
+  AddOutput(hshow, &out);
+  CheckOptions kopt;
+  std::string check_threshold = "5%";
+  auto* hcheck = history->add_subcommand(
+      "check", "newest run against the recent window (median, MAD); exit 3 on a regression");
+  hcheck->add_option("--db", db, "SQLite database")->required();
+  hcheck->add_option("--window", kopt.window, "previous runs on the same machine (10)");
+  hcheck->add_option("--threshold,-t", check_threshold, "relative change that matters (5%)");
+  hcheck->add_option("--mads", kopt.k, "and more than this many scaled MADs (3)");
+  hcheck->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
+  AddOutput(hcheck, &out);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "dlbench-report: usage: %s (see --help)\n", e.what());
+    return 1;
+  }
+
+  try {
+    if (!out.format.empty()) ParseFormat(out.format);
+    if (summary->parsed()) {
+      Emit(Summary(Merge(ReadBenchmarkFiles(files)), files), out);
+    } else if (compare->parsed()) {
+      copt.threshold = ParseThreshold(threshold);
+      auto in = ReadBenchmarkFiles({base, now});
+      CompareResult r = Compare(Merge({in[0]}), Merge({in[1]}), base, now, copt);
+      Emit(r.doc, out);
+      return r.exit_code;
+    } else if (speedup->parsed()) {
+      Emit(SpeedupDocument(Merge(ReadBenchmarkFiles(files)), files), out);
+    } else if (sweep->parsed()) {
+      Emit(SweepDocument(Merge(ReadBenchmarkFiles(files)), files), out);
+    } else if (report->parsed()) {
+      Document d = FullReport(Merge(ReadBenchmarkFiles(files)), files);
+      if (!out_dir.empty()) {
+        std::string md = out_dir + "/report.md", html = out_dir + "/report.html";
+        WriteOutput(md, RenderMarkdown(d));
+        WriteOutput(html, RenderHtml(d));
+        std::printf("%s\n%s\n", md.c_str(), html.c_str());
+      } else {
+        Emit(d, out);
+      }
+    } else if (hadd->parsed()) {
+      bool added = HistoryAdd(db, ReadBenchmarkFiles(files), meta, hopt);
+      std::fprintf(stderr, "dlbench-report: %s\n",
+                   added ? ("added the run to " + db).c_str()
+                         : ("the run is already in " + db + "; nothing added").c_str());
+    } else if (hshow->parsed()) {
+      Emit(HistoryShow(db, sopt, hopt), out);
+    } else if (hcheck->parsed()) {
+      kopt.threshold = ParseThreshold(check_threshold);
+      CheckResult r = HistoryCheck(db, kopt, hopt);
+      Emit(r.doc, out);
+      return r.exit_code;
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "dlbench-report: %s\n", e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "dlbench-report: usage: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dlbench-report: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dlb::report

@@ -1,0 +1,84 @@
+// What every subcommand produces: titled sections of tables and charts, rendered as Markdown, a
+// self-contained HTML page with SVG charts, CSV or JSON. Subcommands never format output themselves.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlb::report {
+
+// A table cell: display text, and the raw number for CSV/JSON when it is one.
+struct Cell {
+  std::string text;
+  std::optional<double> value;
+  Cell() = default;
+  Cell(std::string t) : text(std::move(t)) {}  // NOLINT: cells are built from text all the time
+  Cell(const char* t) : text(t) {}             // NOLINT
+  Cell(std::string t, double v) : text(std::move(t)) {
+    if (std::isfinite(v)) value = v;
+  }
+};
+
+struct Column {
+  std::string title;  // for people: "median"
+  std::string key;    // for machines: "median_ns"
+};
+
+struct Table {
+  std::string title;
+  std::vector<Column> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+  bool line = true;     // joined by a line
+  bool markers = true;  // a dot per point
+};
+
+struct Chart {
+  enum class Kind { kLines, kBars };
+  Kind kind = Kind::kLines;
+  std::string title, x_label, y_label;
+  bool log_x = false, log_y = false;
+  std::vector<Series> series;                         // kLines
+  std::vector<std::pair<std::string, double>> bars;   // kBars: label, value
+  double bar_reference = std::nan("");                // kBars: a vertical line (e.g. 1x)
+};
+
+struct Section {
+  std::string title;
+  std::vector<std::string> notes;  // paragraphs, plain text
+  std::vector<Table> tables;
+  std::vector<Chart> charts;
+};
+
+struct Document {
+  std::string title;
+  std::vector<std::string> notes;
+  std::vector<Section> sections;
+};
+
+enum class Format { kMarkdown, kHtml, kCsv, kJson };
+Format ParseFormat(const std::string& s);  // md|markdown|html|csv|json; throws std::invalid_argument
+Format FormatFromPath(const std::string& path, Format fallback);
+
+std::string Render(const Document& doc, Format format);
+std::string RenderMarkdown(const Document& doc);
+std::string RenderHtml(const Document& doc);
+std::string RenderCsv(const Document& doc);
+std::string RenderJson(const Document& doc);
+std::string RenderSvg(const Chart& chart);
+
+// Number formatting shared by the subcommands.
+std::string FormatTime(double ns);            // "1.23 ms"
+std::string FormatRate(double v);             // "1.23 T" (SI)
+std::string FormatPercent(double fraction, int digits = 1);   // "12.3%"
+std::string FormatSigned(double fraction);    // "+12.34%"
+std::string FormatNumber(double v, int significant = 4);
+std::string FormatP(double p);
+
+}  // namespace dlb::report

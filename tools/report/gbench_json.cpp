@@ -1,0 +1,548 @@
+#include "tools/report/gbench_json.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "tools/report/stats.h"
+
+namespace dlb::report {
+
+const char* StatusName(Status s) {
+  switch (s) {
+    case Status::kMeasured:
+      return "measured";
+    case Status::kUnsupported:
+      return "unsupported";
+    case Status::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+// The fields of one "benchmarks" element that are not user counters.
+enum class Field {
+  kCounter,
+  kIgnoredNumber,
+  kName,
+  kRunName,
+  kRunType,
+  kAggregateName,
+  kAggregateUnit,
+  kTimeUnit,
+  kErrorOccurred,
+  kErrorMessage,
+  kSkipped,
+  kSkipMessage,
+  kLabel,
+  kBigO,
+  kRealTime,
+  kCpuTime,
+  kIterations,
+  kComplexity,
+};
+
+Field Classify(const std::string& key) {
+  static const std::unordered_map<std::string, Field> kFields = {
+      {"name", Field::kName},
+      {"run_name", Field::kRunName},
+      {"run_type", Field::kRunType},
+      {"aggregate_name", Field::kAggregateName},
+      {"aggregate_unit", Field::kAggregateUnit},
+      {"time_unit", Field::kTimeUnit},
+      {"error_occurred", Field::kErrorOccurred},
+      {"error_message", Field::kErrorMessage},
+      {"skipped", Field::kSkipped},
+      {"skip_message", Field::kSkipMessage},
+      {"label", Field::kLabel},
+      {"big_o", Field::kBigO},
+      {"real_time", Field::kRealTime},
+      {"cpu_time", Field::kCpuTime},
+      {"iterations", Field::kIterations},
+      {"cpu_coefficient", Field::kComplexity},
+      {"real_coefficient", Field::kComplexity},
+      {"rms", Field::kComplexity},
+      {"family_index", Field::kIgnoredNumber},
+      {"per_family_instance_index", Field::kIgnoredNumber},
+      {"repetitions", Field::kIgnoredNumber},
+      {"repetition_index", Field::kIgnoredNumber},
+      {"threads", Field::kIgnoredNumber},
+      {"allocs_per_iter", Field::kIgnoredNumber},
+      {"max_bytes_used", Field::kIgnoredNumber},
+      {"total_allocated_bytes", Field::kIgnoredNumber},
+      {"net_heap_growth", Field::kIgnoredNumber},
+      {"memory_iterations", Field::kIgnoredNumber},
+  };
+  auto it = kFields.find(key);
+  return it == kFields.end() ? Field::kCounter : it->second;
+}
+
+bool IsStringField(Field f) {
+  switch (f) {
+    case Field::kName:
+    case Field::kRunName:
+    case Field::kRunType:
+    case Field::kAggregateName:
+    case Field::kAggregateUnit:
+    case Field::kTimeUnit:
+    case Field::kErrorMessage:
+    case Field::kSkipMessage:
+    case Field::kLabel:
+    case Field::kBigO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct RawEntry {
+  Entry e;
+  bool has_name = false, has_real = false, has_cpu = false, has_unit = false;
+  bool error_occurred = false, skipped = false, complexity = false;
+  std::string run_type, time_unit, aggregate_unit, error_message, skip_message;
+  bool has_run_name = false;
+};
+
+// Builds FileData straight from parser events: no DOM, so 100 MB of JSON reads in well under a
+// second. Errors name the place as a JSON pointer; syntax errors as line:column.
+class Handler {
+ public:
+  Handler(std::string_view text, const std::string& path, FileData* out)
+      : text_(text), path_(path), out_(out) {}
+
+  bool null() { return Scalar("null"); }
+  bool boolean(bool v) {
+    if (InEntryField()) {
+      Field f = Classify(key_);
+      if (f == Field::kErrorOccurred) {
+        raw_.error_occurred = v;
+        return true;
+      }
+      if (f == Field::kSkipped) {
+        raw_.skipped = v;
+        return true;
+      }
+    }
+    return Scalar("boolean");
+  }
+  bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
+  bool string(std::string& v) {
+    if (InEntryField()) {
+      Field f = Classify(key_);
+      switch (f) {
+        case Field::kName:
+          raw_.e.name = std::move(v);
+          raw_.has_name = true;
+          return true;
+        case Field::kRunName:
+          raw_.e.run_name = std::move(v);
+          raw_.has_run_name = true;
+          return true;
+        case Field::kRunType:
+          raw_.run_type = std::move(v);
+          return true;
+        case Field::kAggregateName:
+          raw_.e.aggregate_name = std::move(v);
+          return true;
+        case Field::kAggregateUnit:
+          raw_.aggregate_unit = std::move(v);
+          return true;
+        case Field::kTimeUnit:
+          raw_.time_unit = std::move(v);
+          raw_.has_unit = true;
+          return true;
+        case Field::kErrorMessage:
+          raw_.error_message = std::move(v);
+          return true;
+        case Field::kSkipMessage:
+          raw_.skip_message = std::move(v);
+          return true;
+        case Field::kLabel:
+          raw_.e.label = std::move(v);
+          return true;
+        case Field::kBigO:
+          raw_.complexity = true;
+          return true;
+        case Field::kErrorOccurred:
+        case Field::kSkipped:
+          Fail(EntryPointer(), "expected true or false, got a string");
+        case Field::kCounter:
+          return true;  // string-valued user fields carry no number: ignore them
+        default:
+          Fail(EntryPointer(), "expected a number, got a string");
+      }
+    }
+    if (depth_ == 2 && section_ == Section::kContext) {
+      out_->context[key_] = std::move(v);
+      return true;
+    }
+    return Scalar("string");
+  }
+  bool binary(json::binary_t&) { return Scalar("binary"); }
+
+  bool start_object(std::size_t) {
+    if (depth_ == 0) {
+      depth_ = 1;
+      return true;
+    }
+    if (depth_ == 1) {
+      if (key_ == "benchmarks") Fail("/benchmarks", "expected an array, got an object");
+      section_ = key_ == "context" ? Section::kContext : Section::kOther;
+    } else if (depth_ == 2 && section_ == Section::kBenchmarks) {
+      raw_ = RawEntry();
+      key_.clear();
+    } else if (InEntryField()) {
+      NestedInEntry("an object");
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_object() {
+    --depth_;
+    if (depth_ == 2 && section_ == Section::kBenchmarks) FinishEntry();
+    if (depth_ == 1) section_ = Section::kNone;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (depth_ == 0) Fail("/", "the top level is an array, expected an object");
+    if (depth_ == 1) {
+      if (key_ == "context") Fail("/context", "expected an object, got an array");
+      section_ = key_ == "benchmarks" ? Section::kBenchmarks : Section::kOther;
+      if (section_ == Section::kBenchmarks) saw_benchmarks_ = true;
+    } else if (depth_ == 2 && section_ == Section::kBenchmarks) {
+      Fail("/benchmarks/" + std::to_string(index_), "expected an object, got an array");
+    } else if (InEntryField()) {
+      NestedInEntry("an array");
+    }
+    ++depth_;
+    return true;
+  }
+  bool end_array() {
+    --depth_;
+    if (depth_ == 1) section_ = Section::kNone;
+    return true;
+  }
+  bool key(std::string& k) {
+    if (depth_ == 1 || depth_ == 2 || depth_ == 3) key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& ex) {
+    std::string what = ex.what();
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2:
+    // syntax error while parsing value - invalid literal; last read: 'N'". Keep the reason.
+    auto pos = what.find("error while parsing");
+    std::string reason = pos == std::string::npos ? what : what.substr(pos);
+    if (auto lr = reason.find("; last read"); lr != std::string::npos) reason.resize(lr);
+    std::string tok = last_token.substr(0, 20);
+    if (!tok.empty() && (tok[0] == 'N' || tok[0] == 'I' || tok.rfind("-I", 0) == 0))
+      reason = "NaN or Infinity is not a JSON number (" + reason + ")";
+    else if (position >= text_.size())
+      reason = "truncated JSON (" + reason + ")";
+    throw InputError(path_, LineCol(position > 0 ? position - 1 : 0), "syntax " + reason);
+  }
+
+  void Finish() {
+    if (depth_ != 0) throw InputError(path_, LineCol(text_.size()), "truncated JSON");
+    if (!saw_benchmarks_) Fail("/benchmarks", "missing: not Google Benchmark JSON");
+    if (out_->entries.empty()) Fail("/benchmarks", "no benchmarks");
+  }
+
+ private:
+  enum class Section { kNone, kContext, kBenchmarks, kOther };
+
+  [[noreturn]] void Fail(const std::string& where, const std::string& what) const {
+    throw InputError(path_, where, what);
+  }
+  std::string LineCol(size_t pos) const {
+    pos = std::min(pos, text_.size());
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos; ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    return std::to_string(line) + ":" + std::to_string(col);
+  }
+  std::string EntryPointer() const {
+    return "/benchmarks/" + std::to_string(index_) + (key_.empty() ? "" : "/" + key_);
+  }
+  bool InEntryField() const { return depth_ == 3 && section_ == Section::kBenchmarks; }
+
+  void NestedInEntry(const char* what) {
+    Field f = Classify(key_);
+    if (f != Field::kCounter) Fail(EntryPointer(), std::string("expected a scalar, got ") + what);
+  }
+
+  bool Scalar(const char* type) {
+    if (depth_ == 0) Fail("/", std::string("the top level is a ") + type + ", expected an object");
+    if (depth_ == 1) {
+      if (key_ == "benchmarks") Fail("/benchmarks", std::string("expected an array, got a ") + type);
+      if (key_ == "context") Fail("/context", std::string("expected an object, got a ") + type);
+      return true;
+    }
+    if (depth_ == 2 && section_ == Section::kBenchmarks)
+      Fail("/benchmarks/" + std::to_string(index_), std::string("expected an object, got a ") + type);
+    if (InEntryField()) {
+      Field f = Classify(key_);
+      if (f == Field::kErrorOccurred || f == Field::kSkipped)
+        Fail(EntryPointer(), std::string("expected true or false, got a ") + type);
+      if (IsStringField(f)) Fail(EntryPointer(), std::string("expected a string, got a ") + type);
+      if (f != Field::kCounter)
+        Fail(EntryPointer(), std::string("expected a number, got a ") + type);
+    }
+    if (depth_ == 2 && section_ == Section::kContext) {
+      if (std::string_view(type) == "boolean") out_->context[key_] = "bool";
+    }
+    return true;
+  }
+
+  bool Number(double v) {
+    if (InEntryField()) {
+      if (!std::isfinite(v)) Fail(EntryPointer(), "not a finite number");
+      Field f = Classify(key_);
+      switch (f) {
+        case Field::kRealTime:
+          raw_.e.real_ns = v;
+          raw_.has_real = true;
+          return true;
+        case Field::kCpuTime:
+          raw_.e.cpu_ns = v;
+          raw_.has_cpu = true;
+          return true;
+        case Field::kIterations:
+          raw_.e.iterations = v;
+          return true;
+        case Field::kComplexity:
+          raw_.complexity = true;
+          return true;
+        case Field::kIgnoredNumber:
+          return true;
+        case Field::kCounter:
+          raw_.e.counters.emplace_back(key_, v);
+          return true;
+        case Field::kErrorOccurred:
+        case Field::kSkipped:
+          Fail(EntryPointer(), "expected true or false, got a number");
+        default:
+          Fail(EntryPointer(), "expected a string, got a number");
+      }
+    }
+    if (depth_ == 2 && section_ == Section::kContext) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.15g", v);
+      out_->context[key_] = buf;
+      return true;
+    }
+    return Scalar("number");
+  }
+
+  void FinishEntry() {
+    std::string where = "/benchmarks/" + std::to_string(index_);
+    ++index_;
+    key_.clear();
+    Entry& e = raw_.e;
+    if (!raw_.has_name) Fail(where, "missing \"name\"");
+    if (raw_.run_type.empty() || raw_.run_type == "iteration") {
+      e.aggregate = false;
+    } else if (raw_.run_type == "aggregate") {
+      e.aggregate = true;
+    } else {
+      Fail(where + "/run_type", "unknown run_type '" + raw_.run_type + "'");
+    }
+    // Complexity fits (BigO, RMS) are not times of one run.
+    if (raw_.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") return;
+    if (!raw_.has_run_name) {
+      e.run_name = e.name;
+      std::string suffix = "_" + e.aggregate_name;
+      if (e.aggregate && !e.aggregate_name.empty() && e.name.size() > suffix.size() &&
+          e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        e.run_name.resize(e.name.size() - suffix.size());
+    }
+    if (e.aggregate && e.aggregate_name.empty()) Fail(where, "aggregate without \"aggregate_name\"");
+    if (raw_.error_occurred || raw_.skipped) {
+      e.message = raw_.error_occurred ? raw_.error_message : raw_.skip_message;
+      if (e.message.empty()) e.message = raw_.error_message + raw_.skip_message;
+      e.status = e.message.rfind("unsupported:", 0) == 0 ? Status::kUnsupported : Status::kFailed;
+      out_->entries.push_back(std::move(e));
+      return;
+    }
+    if (!raw_.has_real) Fail(where, "missing \"real_time\"");
+    if (!raw_.has_unit) Fail(where, "missing \"time_unit\"");
+    e.percentage = raw_.aggregate_unit == "percentage";
+    if (!raw_.aggregate_unit.empty() && raw_.aggregate_unit != "time" && !e.percentage)
+      Fail(where + "/aggregate_unit", "unknown aggregate_unit '" + raw_.aggregate_unit + "'");
+    if (!raw_.has_cpu) e.cpu_ns = e.real_ns;
+    double scale;
+    if (raw_.time_unit == "ns") {
+      scale = 1;
+    } else if (raw_.time_unit == "us") {
+      scale = 1e3;
+    } else if (raw_.time_unit == "ms") {
+      scale = 1e6;
+    } else if (raw_.time_unit == "s") {
+      scale = 1e9;
+    } else {
+      Fail(where + "/time_unit", "unknown time unit '" + raw_.time_unit + "'");
+    }
+    // Google Benchmark 1.7/1.8 write the cv aggregate as a fraction without aggregate_unit.
+    if (e.aggregate && e.aggregate_name == "cv") e.percentage = true;
+    if (!e.percentage) {
+      e.real_ns *= scale;
+      e.cpu_ns *= scale;
+    }
+    out_->entries.push_back(std::move(e));
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  FileData* out_;
+  int depth_ = 0;
+  Section section_ = Section::kNone;
+  std::string key_;
+  size_t index_ = 0;
+  bool saw_benchmarks_ = false;
+  RawEntry raw_;
+};
+
+}  // namespace
+
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
+  FileData out;
+  out.path = path;
+  Handler h(text, path, &out);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw InputError(path, "1:1", "empty file");
+  json::sax_parse(text.data(), text.data() + text.size(), &h);
+  h.Finish();
+  return out;
+}
+
+FileData ReadBenchmarkFile(const std::string& path) {
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  bool bad = std::ferror(f);
+  int err = errno;
+  if (f != stdin) std::fclose(f);
+  if (bad) throw InputError(path, "", std::string("cannot read: ") + std::strerror(err));
+  return ParseBenchmarkJson(text, path);
+}
+
+std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths) {
+  std::vector<FileData> out(paths.size());
+  for (size_t i = 0; i < paths.size(); i += 2) {
+    std::future<FileData> second;
+    if (i + 1 < paths.size() && paths[i + 1] != "-")
+      second = std::async(std::launch::async, ReadBenchmarkFile, paths[i + 1]);
+    out[i] = ReadBenchmarkFile(paths[i]);
+    if (i + 1 < paths.size()) out[i + 1] = second.valid() ? second.get() : ReadBenchmarkFile(paths[i + 1]);
+  }
+  return out;
+}
+
+std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed) {
+  if (parsed) return parsed->family;
+  auto slash = name.find('/');
+  std::string first = name.substr(0, slash);
+  if (slash == std::string::npos || first.empty()) return "other";
+  return first;
+}
+
+double Bench::MedianNs() const {
+  if (!real_ns.empty()) return Median(real_ns);
+  if (auto it = aggregates.find("median"); it != aggregates.end()) return it->second;
+  if (auto it = aggregates.find("mean"); it != aggregates.end()) return it->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double Bench::Cv() const {
+  if (real_ns.size() >= 2) {
+    double m = Mean(real_ns);
+    return m != 0 ? StdDev(real_ns) / m : std::numeric_limits<double>::quiet_NaN();
+  }
+  if (auto it = aggregates.find("cv"); it != aggregates.end()) return it->second;
+  auto sd = aggregates.find("stddev"), mean = aggregates.find("mean");
+  if (sd != aggregates.end() && mean != aggregates.end() && mean->second != 0)
+    return sd->second / mean->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double Bench::Counter(const std::string& name) const {
+  if (auto it = counters.find(name); it != counters.end() && !it->second.empty())
+    return Median(it->second);
+  if (auto it = aggregate_counters.find(name); it != aggregate_counters.end()) return it->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<std::string> Bench::CounterNames() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : counters) out.push_back(k);
+  for (const auto& [k, v] : aggregate_counters)
+    if (!counters.count(k)) out.push_back(k);
+  return out;
+}
+
+MergedRuns Merge(const std::vector<FileData>& files) {
+  MergedRuns out;
+  std::unordered_map<std::string, size_t> index;
+  std::vector<char> any_measured;
+  for (const FileData& f : files) {
+    for (const auto& [k, v] : f.context) out.context.emplace(k, v);
+    for (const Entry& e : f.entries) {
+      auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
+      if (inserted) {
+        Bench b;
+        b.name = e.run_name;
+        b.parsed = ParseName(e.run_name);
+        b.family = FamilyOf(b.name, b.parsed);
+        out.benches.push_back(std::move(b));
+        any_measured.push_back(0);
+      }
+      Bench& b = out.benches[it->second];
+      if (b.files.empty() || b.files.back() != f.path) b.files.push_back(f.path);
+      if (!e.label.empty()) b.label = e.label;
+      if (e.status != Status::kMeasured) {
+        if (!any_measured[it->second]) {
+          b.status = e.status;
+          b.message = e.message;
+        }
+        continue;
+      }
+      any_measured[it->second] = 1;
+      b.status = Status::kMeasured;
+      b.message.clear();
+      if (!e.aggregate) {
+        b.real_ns.push_back(e.real_ns);
+        b.cpu_ns.push_back(e.cpu_ns);
+        for (const auto& [k, v] : e.counters) b.counters[k].push_back(v);
+      } else {
+        b.aggregates[e.aggregate_name] = e.real_ns;
+        if (e.aggregate_name == "median" ||
+            (e.aggregate_name == "mean" && !b.aggregates.count("median")))
+          for (const auto& [k, v] : e.counters) b.aggregate_counters[k] = v;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace dlb::report

@@ -1,0 +1,52 @@
+// Results of many runs in SQLite: add (idempotent, one transaction), show (trend), check (the
+// newest run against the recent window: median and MAD).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tools/report/document.h"
+#include "tools/report/gbench_json.h"
+
+namespace dlb::report {
+
+struct RunMeta {
+  std::string commit, branch, machine, date;  // empty: taken from the JSON context
+};
+
+struct HistoryOptions {
+  int busy_timeout_ms = 10000;
+};
+
+// Adds one run made of `files` (merged). Returns true when added, false when that run (same
+// commit, machine and date) is already there. `before_commit` runs inside the transaction (tests
+// use it to kill the process half-way). Throws InputError naming the database.
+bool HistoryAdd(const std::string& db, const std::vector<FileData>& files, RunMeta meta,
+                const HistoryOptions& options = {},
+                const std::function<void()>& before_commit = {});
+
+struct ShowOptions {
+  int last = 10;          // runs in the trend
+  std::string filter;     // substring of benchmark names
+  int max_charts = 40;    // HTML charts, one per benchmark
+  std::string machine;    // empty: every machine
+};
+Document HistoryShow(const std::string& db, const ShowOptions& options,
+                     const HistoryOptions& hopt = {});
+
+struct CheckOptions {
+  int window = 10;          // previous runs on the same machine
+  double threshold = 0.05;  // relative change that matters
+  double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
+  int min_history = 3;      // fewer previous values: no verdict
+};
+struct CheckResult {
+  Document doc;
+  int regressions = 0;
+  int exit_code = 0;
+};
+CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,
+                         const HistoryOptions& hopt = {});
+
+}  // namespace dlb::report
