@@ -23,11 +23,14 @@ inline void Check(bool ok, const char* expr, const char* file, int line) {
   if (!ok) Fail(file, line, expr, "false");
 }
 
-// For destructors: the same overload set, but a failure prints and aborts instead of throwing.
-template <class Status>
-void CheckNoexcept(Status status, const char* expr, const char* file, int line) noexcept {
+// For destructors: runs `check`, a DLB_CHECK expanded at the call site, and aborts on a throw.
+// The Check call must stay at the call site: from a template here, the overloads added later for
+// global-namespace status enums (cudaError_t, cublasStatus_t) are invisible (no ADL into dlb), so
+// Check(bool) would be chosen and success (0) would read as failure.
+template <class F>
+void CheckNoexcept(F&& check, const char* expr, const char* file, int line) noexcept {
   try {
-    Check(status, expr, file, line);
+    check();
   } catch (const std::exception& e) {
     FailNoexcept(file, line, expr, e.what());
   }
@@ -36,7 +39,8 @@ void CheckNoexcept(Status status, const char* expr, const char* file, int line) 
 }  // namespace dlb
 
 #define DLB_CHECK(expr) ::dlb::Check((expr), #expr, __FILE__, __LINE__)
-#define DLB_CHECK_NOEXCEPT(expr) ::dlb::CheckNoexcept((expr), #expr, __FILE__, __LINE__)
+#define DLB_CHECK_NOEXCEPT(expr) \
+  ::dlb::CheckNoexcept([&] { DLB_CHECK(expr); }, #expr, __FILE__, __LINE__)
 // A precondition with a message: DLB_REQUIRE(n > 0, "batch size must be positive").
 #define DLB_REQUIRE(cond, msg) \
   do {                         \
