@@ -1,0 +1,171 @@
+#include "kernels/onednn/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/common/error.h"
+#include "kernels/common/fill.h"
+#include "kernels/onednn/context.h"
+#include "kernels/reference/conv.h"
+
+namespace dlb {
+namespace {
+
+ConvShape Shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t stride,
+                int64_t pad, int64_t dil = 1, int64_t groups = 1) {
+  ConvShape s;
+  s.n = n, s.c = c, s.h = h, s.w = w, s.k = k, s.r = r, s.s = r;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  s.dil_h = s.dil_w = dil;
+  s.groups = groups;
+  return s;
+}
+
+const ConvShape kShapes[] = {
+    Shape(2, 8, 10, 10, 16, 3, 1, 1),        // same padding
+    Shape(2, 16, 9, 9, 8, 3, 2, 1),          // stride 2, odd size
+    Shape(1, 8, 12, 12, 8, 3, 1, 2, 2),      // dilation 2
+    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 4),   // 4 groups
+    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 16),  // depthwise
+    Shape(2, 16, 8, 8, 32, 1, 2, 0),         // 1x1 projection, stride 2
+    Shape(1, 3, 20, 20, 8, 7, 2, 3),         // 7x7 stem with 3 input channels
+    Shape(2, 64, 14, 14, 64, 3, 1, 1),       // blocked layouts (16-channel blocks)
+};
+
+std::vector<double> Reference(ConvPass pass, const ConvShape& s, uint64_t seed, DType dt) {
+  auto x = SeededValues(TensorSeed(seed, 0), ConvXSize(s), dt);
+  auto w = SeededValues(TensorSeed(seed, 1), ConvWSize(s), dt);
+  auto dy = SeededValues(TensorSeed(seed, 2), ConvYSize(s), dt);
+  switch (pass) {
+    case ConvPass::kFwd:
+      return ReferenceConvFwd(s, x, w);
+    case ConvPass::kBwdData:
+      return ReferenceConvBwdData(s, dy, w);
+    default:
+      return ReferenceConvBwdFilter(s, x, dy);
+  }
+}
+
+double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[i]) - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+template <class Op>
+void Check(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
+  const Support sup = Op::Supports(s, cfg);
+  if (!sup.ok) {
+    EXPECT_FALSE(sup.why.empty());
+    GTEST_SKIP() << "unsupported: " << sup.why;
+  }
+  Op op(s, cfg);
+  op.Run();
+  HostTensor out = op.Output();
+  const auto want = Reference(pass, s, cfg.seed, cfg.dtype);
+  ASSERT_EQ(out.data.size(), want.size());
+  for (float v : out.data) ASSERT_FALSE(std::isnan(v)) << op.label();
+  EXPECT_LE(RelativeL2(out.data, want), Tolerance(cfg.dtype)) << op.label();
+  EXPECT_NE(op.label().find("chosen by oneDNN"), std::string::npos) << op.label();
+}
+
+void CheckPass(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
+  switch (pass) {
+    case ConvPass::kFwd:
+      return Check<OneDnnConvFwd>(pass, s, cfg);
+    case ConvPass::kBwdData:
+      return Check<OneDnnConvBwdData>(pass, s, cfg);
+    case ConvPass::kBwdFilter:
+      return Check<OneDnnConvBwdWeights>(pass, s, cfg);
+  }
+}
+
+using Param = std::tuple<ConvPass, DType, int>;
+class OneDnnConvGrid : public ::testing::TestWithParam<Param> {};
+
+TEST_P(OneDnnConvGrid, MatchesReference) {
+  auto [pass, dt, shape] = GetParam();
+  RunConfig cfg;
+  cfg.dtype = dt;
+  cfg.seed = 5 + shape;
+  CheckPass(pass, kShapes[shape], cfg);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OneDnnConvGrid,
+                         ::testing::Combine(::testing::Values(ConvPass::kFwd, ConvPass::kBwdData,
+                                                              ConvPass::kBwdFilter),
+                                            ::testing::Values(DType::kF32, DType::kBF16),
+                                            ::testing::Range(0, int(std::size(kShapes)))),
+                         [](const ::testing::TestParamInfo<Param>& i) {
+                           return std::string(Name(std::get<0>(i.param))) + "_" +
+                                  std::string(Name(std::get<1>(i.param))) + "_" +
+                                  std::to_string(std::get<2>(i.param));
+                         });
+
+TEST(OneDnnConv, F32IsAlwaysSupported) {
+  for (const ConvShape& s : kShapes) {
+    EXPECT_TRUE(OneDnnConvFwd::Supports(s, RunConfig{}).ok);
+    EXPECT_TRUE(OneDnnConvBwdData::Supports(s, RunConfig{}).ok);
+    EXPECT_TRUE(OneDnnConvBwdWeights::Supports(s, RunConfig{}).ok);
+  }
+}
+
+TEST(OneDnnConv, UnsupportedSaysWhy) {
+  RunConfig cfg;
+  cfg.dtype = DType::kF16;
+  Support s = OneDnnConvFwd::Supports(kShapes[0], cfg);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.why.find("f16"), std::string::npos);
+  cfg.dtype = DType::kTF32;
+  s = OneDnnConvBwdData::Supports(kShapes[0], cfg);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.why.find("tf32"), std::string::npos);
+  cfg.dtype = DType::kBF16;
+  s = OneDnnConvBwdWeights::Supports(kShapes[0], cfg);
+  EXPECT_EQ(s.ok, onednn::HasBf16());
+  if (!s.ok) {
+    EXPECT_EQ(s.why, "bf16 needs avx512_bf16 or amx");
+    EXPECT_THROW(OneDnnConvFwd(kShapes[0], cfg), Error);
+  }
+  ConvShape bad = kShapes[0];
+  bad.groups = 3;
+  EXPECT_FALSE(OneDnnConvFwd::Supports(bad, RunConfig{}).ok);
+}
+
+TEST(OneDnnConv, OutputIsPoisonedUntilRunAndCostCountsOnePass) {
+  RunConfig cfg;
+  cfg.threads = 1;
+  const ConvShape s = kShapes[7];
+  OneDnnConvBwdWeights op(s, cfg);
+  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));
+  op.Run();
+  HostTensor out = op.Output();
+  EXPECT_EQ(out.shape, (std::vector<int64_t>{s.k, s.c, s.r, s.s}));
+  for (float v : out.data) ASSERT_FALSE(std::isnan(v));
+  const Cost c = op.cost();
+  EXPECT_EQ(c.flops, s.Flops());
+  EXPECT_EQ(c.items, s.n);
+  EXPECT_EQ(c.bytes, 4.0 * (ConvXSize(s) + ConvWSize(s) + ConvYSize(s)));
+  EXPECT_NE(op.label().find("threads 1"), std::string::npos) << op.label();
+}
+
+// Run() is repeatable: a second pass overwrites rather than accumulates.
+TEST(OneDnnConv, RepeatedRunsGiveTheSameResult) {
+  OneDnnConvBwdData op(kShapes[1], RunConfig{});
+  op.Run();
+  auto first = op.Output().data;
+  op.Run();
+  EXPECT_EQ(first, op.Output().data);
+}
+
+}  // namespace
+}  // namespace dlb
