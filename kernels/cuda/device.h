@@ -76,3 +76,9 @@ class EventTimer {
 void Sync(StreamRef stream);
 
 }  // namespace dlb::cuda
+
+namespace dlb::cuda {
+// Library versions for the benchmark context: "13.1.0" style strings, runtime-reported.
+std::string CublasVersion();
+std::string CudnnVersion();  // runtime library version (cudnnGetVersion), e.g. "9.14.0"
+}  // namespace dlb::cuda
