@@ -1,6 +1,8 @@
 #include "tools/report/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -32,6 +34,25 @@ Format ResolveFormat(const OutputOpts& o) {
 
 void Emit(const Document& d, const OutputOpts& o) { WriteOutput(o.out, Render(d, ResolveFormat(o))); }
 
+// A folder stands for the *.json files in it, sorted: a suite run leaves one file per binary.
+std::vector<std::string> Expand(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(p, ec))
+      if (e.path().extension() == ".json") found.push_back(e.path().string());
+    if (found.empty()) throw InputError(p, "", "a folder without *.json files");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
 // "5%", "5" (percent when >= 1) or "0.05".
 double ParseThreshold(const std::string& s) {
   size_t used = 0;
@@ -56,31 +77,31 @@ int RunCli(int argc, const char* const* argv) {
   OutputOpts out;
 
   auto* summary = app.add_subcommand("summary", "a table per family: median, CV, counters, skips");
-  summary->add_option("files", files, "Google Benchmark JSON files")->required();
+  summary->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   AddOutput(summary, &out);
 
   std::string base, now, threshold = "5%";
   CompareOptions copt;
   auto* compare = app.add_subcommand(
       "compare", "BASE against NEW: change, U test, verdicts; exit 3 on a significant slowdown");
-  compare->add_option("base", base, "baseline JSON")->required();
-  compare->add_option("new", now, "new JSON")->required();
+  compare->add_option("base", base, "baseline JSON, or a folder of them")->required();
+  compare->add_option("new", now, "new JSON, or a folder of them")->required();
   compare->add_option("--threshold,-t", threshold, "relative change that matters (default 5%)");
   compare->add_option("--alpha", copt.alpha, "significance level after BH correction (0.05)");
   AddOutput(compare, &out);
 
   auto* speedup = app.add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");
-  speedup->add_option("files", files, "Google Benchmark JSON files")->required();
+  speedup->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   AddOutput(speedup, &out);
 
   auto* sweep = app.add_subcommand("sweep", "per workload the curve over batch size, with fit");
-  sweep->add_option("files", files, "Google Benchmark JSON files")->required();
+  sweep->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   AddOutput(sweep, &out);
 
   std::string out_dir;
   auto* report = app.add_subcommand(
       "report", "summary + speedups + sweeps in one report (what the README's main job writes)");
-  report->add_option("files", files, "Google Benchmark JSON files")->required();
+  report->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   report->add_option("--out-dir", out_dir,
                      "write report.md and report.html there and print their paths");
   AddOutput(report, &out);
@@ -128,12 +149,20 @@ int RunCli(int argc, const char* const* argv) {
 
   try {
     if (!out.format.empty()) ParseFormat(out.format);
+    files = Expand(files);
     if (summary->parsed()) {
       Emit(Summary(Merge(ReadBenchmarkFiles(files)), files), out);
     } else if (compare->parsed()) {
       copt.threshold = ParseThreshold(threshold);
-      auto in = ReadBenchmarkFiles({base, now});
-      CompareResult r = Compare(Merge({in[0]}), Merge({in[1]}), base, now, copt);
+      std::vector<std::string> bases = Expand({base}), news = Expand({now});
+      std::vector<std::string> all = bases;
+      all.insert(all.end(), news.begin(), news.end());
+      auto in = ReadBenchmarkFiles(all);
+      std::vector<FileData> in_base(std::make_move_iterator(in.begin()),
+                                    std::make_move_iterator(in.begin() + bases.size()));
+      std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
+                                   std::make_move_iterator(in.end()));
+      CompareResult r = Compare(Merge(in_base), Merge(in_new), base, now, copt);
       Emit(r.doc, out);
       return r.exit_code;
     } else if (speedup->parsed()) {

@@ -438,6 +438,11 @@ std::string RenderCsv(const Document& doc) {
         out += "\n";
       }
     }
+  if (first) {  // no table at all: say why, in the notes
+    out += "section,note\n";
+    for (const Section& s : doc.sections)
+      for (const auto& n : s.notes) out += CsvField(s.title) + "," + CsvField(n) + "\n";
+  }
   return out;
 }
 

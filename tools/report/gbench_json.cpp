@@ -1,6 +1,7 @@
 #include "tools/report/gbench_json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -246,8 +247,19 @@ class Handler {
     auto pos = what.find("error while parsing");
     std::string reason = pos == std::string::npos ? what : what.substr(pos);
     if (auto lr = reason.find("; last read"); lr != std::string::npos) reason.resize(lr);
-    std::string tok = last_token.substr(0, 20);
-    if (!tok.empty() && (tok[0] == 'N' || tok[0] == 'I' || tok.rfind("-I", 0) == 0))
+    if (what.find("number overflow") != std::string::npos) {
+      // A literal beyond double's range (1e999): the place is known exactly.
+      throw InputError(path_, InEntryField() ? EntryPointer() : LineCol(position - 1),
+                       "not a finite number (" + last_token.substr(0, 40) + ")");
+    }
+    // NaN, Infinity and -Infinity are what Google Benchmark writes for non-finite values, and not
+    // JSON: name them.
+    size_t end = std::min(position > 0 ? position - 1 : 0, text_.size());
+    size_t start = end;
+    while (start > 0 && std::isalpha(static_cast<unsigned char>(text_[start - 1]))) --start;
+    std::string_view word = text_.substr(start, 8);
+    if (word.rfind("NaN", 0) == 0 || word.rfind("Infinity", 0) == 0 || word.rfind("Inf", 0) == 0 ||
+        word.rfind("nan", 0) == 0 || word.rfind("inf", 0) == 0)
       reason = "NaN or Infinity is not a JSON number (" + reason + ")";
     else if (position >= text_.size())
       reason = "truncated JSON (" + reason + ")";

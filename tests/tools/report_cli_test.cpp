@@ -1,0 +1,157 @@
+// The dlbench-report binary end to end: exit codes, the one-line errors, atomic output files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dlb_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result Run(const std::string& args) {
+    std::string cmd = std::string(DLB_REPORT_EXE) + " " + args + " >" + (dir_ / "out").string() +
+                      " 2>" + (dir_ / "err").string();
+    int status = std::system(cmd.c_str());
+    Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(dir_ / "out"),
+             Slurp(dir_ / "err")};
+    fs::remove(dir_ / "out");
+    fs::remove(dir_ / "err");
+    return r;
+  }
+  std::string Data(const std::string& n) { return std::string(DLB_REPORT_TEST_DATA) + "/" + n; }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+  }
+  size_t Files() {
+    return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+  }
+  fs::path dir_;
+};
+
+TEST_F(Cli, CompareExitsThreeOnARegression) {
+  Result r = Run("compare " + Data("compare_base.json") + " " + Data("compare_new.json"));
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_NE(r.out.find("**REGRESSION**"), std::string::npos);
+  Result same = Run("compare " + Data("compare_base.json") + " " + Data("compare_base.json"));
+  EXPECT_EQ(same.rc, 0) << same.err;
+  Result loose =
+      Run("compare --threshold 200% " + Data("compare_base.json") + " " + Data("compare_new.json"));
+  EXPECT_EQ(loose.rc, 0) << loose.err;
+}
+
+TEST_F(Cli, EveryFormat) {
+  std::string in = Data("compare_base.json") + " " + Data("compare_new.json");
+  for (const char* sub : {"summary", "speedup", "sweep", "report"}) {
+    for (const char* fmt : {"md", "html", "csv", "json"}) {
+      fs::path out = dir_ / (std::string(sub) + "." + fmt);
+      Result r = Run(std::string(sub) + " " + in + " -o " + out.string());
+      ASSERT_EQ(r.rc, 0) << sub << " " << fmt << ": " << r.err;
+      std::string text = Slurp(out);
+      ASSERT_FALSE(text.empty());
+      if (std::string(fmt) == "json") {
+        EXPECT_NO_THROW(static_cast<void>(nlohmann::json::parse(text))) << sub;
+      } else if (std::string(fmt) == "html") {
+        EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);
+        EXPECT_EQ(text.find("http://") == std::string::npos ||
+                      text.find("src=\"http") == std::string::npos,
+                  true);  // nothing loaded from the network
+      } else if (std::string(fmt) == "csv") {
+        EXPECT_TRUE(text.rfind("section,table,", 0) == 0 || text.rfind("section,note\n", 0) == 0)
+            << sub;
+      } else {
+        EXPECT_EQ(text.rfind("# dlbench", 0), 0u) << sub;
+      }
+    }
+  }
+  Result r = Run("summary " + Data("compare_base.json") + " --format json");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["title"], "dlbench summary");
+  // The skipped and failed cases with their reasons.
+  EXPECT_NE(r.out.find("unsupported: f16 needs avx512_fp16"), std::string::npos);
+  EXPECT_NE(r.out.find("out of memory: needed 90 GiB"), std::string::npos);
+}
+
+TEST_F(Cli, BadInputIsOneLineExitOneAndNoPartialFile) {
+  Write("trunc.json", "{\"benchmarks\": [{\"name\": \"a\", \"real_ti");
+  Write("report.md", "previous report\n");
+  size_t before = Files();
+  Result r = Run("summary " + (dir_ / "trunc.json").string() + " -o " +
+                 (dir_ / "report.md").string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.rfind("dlbench-report: " + (dir_ / "trunc.json").string() + ":1:", 0), 0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(Slurp(dir_ / "report.md"), "previous report\n");
+  EXPECT_EQ(Files(), before);  // no temporary file left behind
+
+  Result missing = Run("summary /nonexistent/x.json");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_EQ(missing.err, "dlbench-report: /nonexistent/x.json: cannot open: No such file or directory\n");
+
+  Result usage = Run("compare only_one.json");
+  EXPECT_EQ(usage.rc, 1);
+  EXPECT_EQ(usage.err.rfind("dlbench-report: usage:", 0), 0u) << usage.err;
+  EXPECT_EQ(Run("frobnicate").rc, 1);
+  EXPECT_EQ(Run("summary x.json --format pdf").rc, 1);
+  EXPECT_EQ(Run("--help").rc, 0);
+
+  Result unwritable = Run("summary " + Data("compare_base.json") + " -o /nonexistent/dir/r.md");
+  EXPECT_EQ(unwritable.rc, 1);
+  EXPECT_NE(unwritable.err.find("/nonexistent/dir/r.md"), std::string::npos);
+}
+
+TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {
+  Result r = Run("report " + Data("compare_base.json") + " --out-dir " + dir_.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, (dir_ / "report.md").string() + "\n" + (dir_ / "report.html").string() + "\n");
+  EXPECT_NE(Slurp(dir_ / "report.md").find("## Summary: gemm"), std::string::npos);
+  EXPECT_NE(Slurp(dir_ / "report.html").find("<svg"), std::string::npos);
+}
+
+TEST_F(Cli, HistoryCommands) {
+  std::string db = (dir_ / "h.sqlite").string();
+  EXPECT_EQ(Run("history add --db " + db + " " + Data("compare_base.json")).rc, 0);
+  Result again = Run("history add --db " + db + " " + Data("compare_base.json"));
+  EXPECT_EQ(again.rc, 0);
+  EXPECT_NE(again.err.find("already"), std::string::npos);
+  EXPECT_EQ(Run("history add --db " + db + " " + Data("compare_new.json")).rc, 0);
+  Result show = Run("history show --db " + db + " --format html");
+  EXPECT_EQ(show.rc, 0) << show.err;
+  EXPECT_NE(show.out.find("<svg"), std::string::npos);
+  EXPECT_EQ(Run("history check --db " + db).rc, 0);  // two runs: too short a history to judge
+  Write("corrupt.sqlite", std::string(4096, 'z'));
+  Result bad = Run("history check --db " + (dir_ / "corrupt.sqlite").string());
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("corrupt.sqlite"), std::string::npos) << bad.err;
+}
+
+}  // namespace

@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tools/report/gbench_json.h"
+#include "tools/report/history.h"
+
+namespace dlb::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+class History : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dlb_history_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "h.sqlite").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // One run: `n` benchmarks, each at `scale` x its base time, with a little per-run wobble.
+  static FileData Run(int n, double scale, int run, const std::string& date) {
+    std::string b;
+    for (int i = 0; i < n; ++i) {
+      double t = (100.0 + i) * scale * (1 + 0.002 * ((run * 7 + i) % 5));
+      if (!b.empty()) b += ",";
+      b += R"({"name": "gemm/cpu/onednn/w)" + std::to_string(i) +
+           R"(/dt:f32/manual_time", "run_type": "iteration", "real_time": )" + std::to_string(t) +
+           R"(, "time_unit": "us", "flop_per_s": 1e9})";
+    }
+    return ParseBenchmarkJson(R"({"context": {"date": ")" + date +
+                                  R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
+                              "run.json");
+  }
+  static std::string Date(int i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "2026-01-%02dT00:00:00Z", i + 1);
+    return buf;
+  }
+  int64_t Count(const char* table) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(db_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    std::string sql = std::string("SELECT count(*) FROM ") + table;
+    // No table at all counts as empty: a rolled-back first add leaves no schema either.
+    int64_t n = 0;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
+      EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+      n = sqlite3_column_int64(s, 0);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(History, AddIsIdempotentForTheSameRun) {
+  RunMeta meta{"abc123", "main", "", ""};
+  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, meta));
+  EXPECT_FALSE(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, meta));
+  EXPECT_EQ(Count("runs"), 1);
+  EXPECT_EQ(Count("results"), 5);
+  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 1, Date(1))}, meta));  // another date: another run
+  EXPECT_EQ(Count("runs"), 2);
+}
+
+TEST_F(History, CheckFindsARegressionAndShowsTheTrend) {
+  for (int i = 0; i < 8; ++i) HistoryAdd(db_, {Run(4, 1, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult ok = HistoryCheck(db_, {});
+  EXPECT_EQ(ok.exit_code, 0);
+  // The newest run: benchmark w0..w3 all 20% slower.
+  HistoryAdd(db_, {Run(4, 1.2, 8, Date(8))}, {"c8"});
+  CheckResult bad = HistoryCheck(db_, {});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_EQ(bad.regressions, 4);
+  Document d = HistoryShow(db_, {});
+  ASSERT_EQ(d.sections.size(), 2u);
+  EXPECT_EQ(d.sections[0].tables[0].rows.size(), 9u);  // last 10 runs: all 9
+  EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);  // one row per benchmark
+  EXPECT_EQ(d.sections[1].charts.size(), 4u);
+  ShowOptions filtered;
+  filtered.filter = "w1/";
+  EXPECT_EQ(HistoryShow(db_, filtered).sections[1].tables[0].rows.size(), 1u);
+}
+
+TEST_F(History, TwoProcessesAddingAtOnceLoseNothing) {
+  const int kPerProcess = 15;
+  pid_t kids[2];
+  for (int k = 0; k < 2; ++k) {
+    kids[k] = ::fork();
+    ASSERT_GE(kids[k], 0);
+    if (kids[k] == 0) {
+      int rc = 0;
+      try {
+        for (int i = 0; i < kPerProcess; ++i)
+          HistoryAdd(db_, {Run(50, 1, i, Date(i))}, {"p" + std::to_string(k)});
+      } catch (...) {
+        rc = 1;
+      }
+      ::_exit(rc);
+    }
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(Count("runs"), 2 * kPerProcess);
+  EXPECT_EQ(Count("results"), 2 * kPerProcess * 50);
+}
+
+TEST_F(History, AnAddKilledHalfWayLeavesTheDatabaseAsItWas) {
+  HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, {"first"});
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    HistoryAdd(db_, {Run(5, 1, 1, Date(1))}, {"killed"}, {}, [] { ::raise(SIGKILL); });
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(Count("runs"), 1);
+  EXPECT_EQ(Count("results"), 5);
+  // And the database still takes the next run.
+  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 2, Date(2))}, {"after"}));
+  EXPECT_EQ(Count("runs"), 2);
+}
+
+TEST_F(History, AFailedAddRollsBack) {
+  EXPECT_THROW(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, {"x"}, {},
+                          [] { throw InputError("db", "test", "abort"); }),
+               InputError);
+  EXPECT_EQ(Count("runs"), 0);
+}
+
+TEST_F(History, CorruptLockedAndMissingDatabases) {
+  {
+    std::ofstream f(db_, std::ios::binary);
+    f << std::string(8192, 'x');
+  }
+  try {
+    HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {});
+    FAIL() << "corrupt database accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h.sqlite:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a database"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(HistoryCheck(db_, {}), InputError);
+  EXPECT_THROW(HistoryShow((dir_ / "none.sqlite").string(), {}), InputError);
+
+  fs::remove(db_);
+  HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {});
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  HistoryOptions quick;
+  quick.busy_timeout_ms = 100;
+  try {
+    HistoryAdd(db_, {Run(2, 1, 1, Date(1))}, {}, quick);
+    FAIL() << "locked database written";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("locked"), std::string::npos) << e.what();
+  }
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  EXPECT_EQ(Count("runs"), 1);
+}
+
+}  // namespace
+}  // namespace dlb::report

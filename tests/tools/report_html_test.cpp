@@ -1,0 +1,103 @@
+// Renders the HTML report in headless Chromium and checks that every SVG chart has a drawn plot.
+// Skips when Chromium is absent (CI installs Debian's `chromium`). Set DLB_REPORT_SCREENSHOT=x.png
+// to keep a screenshot for a look by eye.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tools/report/analyses.h"
+#include "tools/report/document.h"
+#include "tools/report/gbench_json.h"
+
+namespace dlb::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FindChromium() {
+  for (const char* c : {"chromium", "chromium-browser", "google-chrome"}) {
+    std::string cmd = std::string("command -v ") + c + " >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return c;
+  }
+  return "";
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string SweepJson() {
+  std::string b;
+  auto add = [&](const std::string& name, double us) {
+    for (int rep = 0; rep < 3; ++rep) {
+      if (!b.empty()) b += ",";
+      b += R"({"name": ")" + name + R"(", "run_type": "iteration", "real_time": )" +
+           std::to_string(us * (1 + 0.01 * rep)) + R"(, "time_unit": "us"})";
+    }
+  };
+  for (int bs : {16, 32, 64, 128, 256}) {
+    add("train/gpu/libtorch/resnet18.cifar/bs:" + std::to_string(bs) + "/dt:f32/manual_time",
+        bs * (300 / std::pow(bs, 0.85) + 1.5));
+    add("train/cpu/libtorch/resnet18.cifar/bs:" + std::to_string(bs) + "/dt:f32/manual_time",
+        bs * (60 + 200.0 / bs));
+  }
+  add("gemm/cpu/onednn/square.1024/dt:f32/manual_time", 2000);
+  add("gemm/gpu/cublaslt/square.1024/dt:f32/manual_time", 20);
+  add("gemm/gpu/cublas/square.1024/dt:f32/manual_time", 25);
+  return R"({"context": {"host_name": "test"}, "benchmarks": [)" + b + "]}";
+}
+
+TEST(Html, ChartsAreDrawnInChromium) {
+  std::string chromium = FindChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium)";
+  fs::path dir = fs::temp_directory_path() / ("dlb_html_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "profile");
+  MergedRuns m = Merge({ParseBenchmarkJson(SweepJson(), "sweep.json")});
+  std::string html = RenderHtml(FullReport(m, {"sweep.json"}));
+  std::ofstream(dir / "report.html") << html;
+
+  size_t charts = 0;
+  for (size_t p = html.find("<svg class=\"chart\""); p != std::string::npos;
+       p = html.find("<svg class=\"chart\"", p + 1))
+    ++charts;
+  ASSERT_GE(charts, 3u);  // speedup bars, sweep throughput, sweep time per sample with fit
+
+  std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+      "--disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir=" + (dir / "profile").string();
+  std::string url = "file://" + (dir / "report.html").string();
+  std::string cmd = chromium + flags + " --dump-dom " + url + " >" + (dir / "dom.html").string() +
+                    " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string dom = Slurp(dir / "dom.html");
+  size_t drawn = 0, not_drawn = 0;
+  for (size_t p = dom.find("data-drawn=\"1\""); p != std::string::npos;
+       p = dom.find("data-drawn=\"1\"", p + 1))
+    ++drawn;
+  for (size_t p = dom.find("data-drawn=\"0\""); p != std::string::npos;
+       p = dom.find("data-drawn=\"0\"", p + 1))
+    ++not_drawn;
+  EXPECT_EQ(drawn, charts) << "the page's script marks each chart whose plot has an extent";
+  EXPECT_EQ(not_drawn, 0u);
+
+  if (const char* shot = std::getenv("DLB_REPORT_SCREENSHOT")) {
+    std::string s = chromium + flags + " --window-size=1300,2600 --screenshot=" + shot + " " + url +
+                    " >/dev/null 2>&1";
+    EXPECT_EQ(std::system(s.c_str()), 0);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dlb::report

@@ -1,0 +1,217 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tools/report/analyses.h"
+#include "tools/report/gbench_json.h"
+
+namespace dlb::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Wrap(const std::string& benchmarks) {
+  return R"({"context": {"date": "2026-11-20T10:00:00+00:00", "host_name": "h", "num_cpus": 2,
+             "caches": [{"type": "Data", "level": 1}], "load_avg": [0.1]},
+             "benchmarks": [)" +
+         benchmarks + "]}";
+}
+
+// The error text, or "" when it parsed.
+std::string ErrorOf(const std::string& text) {
+  try {
+    ParseBenchmarkJson(text, "in.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Reader, GoogleBenchmark17RepetitionsAndAggregates) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "BM_a/8", "run_name": "BM_a/8", "run_type": "iteration", "repetitions": 2,
+     "repetition_index": 0, "threads": 1, "iterations": 10, "real_time": 1.5, "cpu_time": 1.4,
+     "time_unit": "us", "items_per_second": 5.0},
+    {"name": "BM_a/8", "run_name": "BM_a/8", "run_type": "iteration", "repetitions": 2,
+     "repetition_index": 1, "threads": 1, "iterations": 10, "real_time": 2.5, "cpu_time": 2.4,
+     "time_unit": "us", "items_per_second": 7.0},
+    {"name": "BM_a/8_mean", "run_name": "BM_a/8", "run_type": "aggregate", "repetitions": 2,
+     "threads": 1, "aggregate_name": "mean", "iterations": 2, "real_time": 2.0, "cpu_time": 1.9,
+     "time_unit": "us"},
+    {"name": "BM_a/8_cv", "run_name": "BM_a/8", "run_type": "aggregate", "repetitions": 2,
+     "threads": 1, "aggregate_name": "cv", "iterations": 2, "real_time": 0.35, "cpu_time": 0.3,
+     "time_unit": "us"},
+    {"name": "BM_b_BigO", "run_name": "BM_b", "run_type": "aggregate", "aggregate_name": "BigO",
+     "cpu_coefficient": 1.0, "real_coefficient": 1.0, "big_o": "N", "time_unit": "ns"},
+    {"name": "BM_b_RMS", "run_name": "BM_b", "run_type": "aggregate", "aggregate_name": "RMS",
+     "rms": 0.1}
+  )"),
+                                  "in.json");
+  ASSERT_EQ(f.entries.size(), 4u);
+  EXPECT_EQ(f.context.at("host_name"), "h");
+  EXPECT_EQ(f.context.at("num_cpus"), "2");
+  EXPECT_DOUBLE_EQ(f.entries[0].real_ns, 1500);
+  EXPECT_DOUBLE_EQ(f.entries[0].cpu_ns, 1400);
+  EXPECT_TRUE(f.entries[2].aggregate);
+  EXPECT_EQ(f.entries[2].run_name, "BM_a/8");
+  EXPECT_TRUE(f.entries[3].percentage);  // cv stays a fraction
+  EXPECT_DOUBLE_EQ(f.entries[3].real_ns, 0.35);
+  MergedRuns m = Merge({f});
+  ASSERT_EQ(m.benches.size(), 1u);
+  const Bench& b = m.benches[0];
+  EXPECT_EQ(b.family, "BM_a");
+  EXPECT_DOUBLE_EQ(b.MedianNs(), 2000);
+  EXPECT_DOUBLE_EQ(b.Counter("items_per_second"), 6);
+  EXPECT_EQ(b.Repetitions(), 2u);
+}
+
+TEST(Reader, SkipsOf17And18AndTheirStates) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "gemm/cpu/onednn/sq.64/dt:f16/manual_time", "run_type": "iteration",
+     "error_occurred": true, "error_message": "unsupported: no avx512_fp16",
+     "iterations": 0, "real_time": 0, "cpu_time": 0, "time_unit": "ns"},
+    {"name": "gemm/gpu/cublas/sq.64/dt:f16/manual_time", "run_type": "iteration",
+     "skipped": true, "skip_message": "unsupported: no GPU", "iterations": 0},
+    {"name": "conv/gpu/cudnn/w/bs:512/manual_time", "run_type": "iteration",
+     "error_occurred": true, "error_message": "out of memory: needed 9 GiB, had 8 GiB"}
+  )"),
+                                  "in.json");
+  ASSERT_EQ(f.entries.size(), 3u);
+  EXPECT_EQ(f.entries[0].status, Status::kUnsupported);
+  EXPECT_EQ(f.entries[1].status, Status::kUnsupported);
+  EXPECT_EQ(f.entries[1].message, "unsupported: no GPU");
+  EXPECT_EQ(f.entries[2].status, Status::kFailed);
+  MergedRuns m = Merge({f});
+  EXPECT_EQ(m.benches[0].family, "gemm");
+  EXPECT_FALSE(m.benches[2].measured());
+}
+
+TEST(Reader, Version19AggregateUnitAndTimeUnits) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "a", "family_index": 0, "per_family_instance_index": 0, "run_name": "a",
+     "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1,
+     "iterations": 1, "real_time": 2, "cpu_time": 2, "time_unit": "s"},
+    {"name": "b", "run_type": "iteration", "real_time": 2, "time_unit": "ms"},
+    {"name": "c_cv", "run_name": "c", "run_type": "aggregate", "aggregate_name": "cv",
+     "aggregate_unit": "percentage", "real_time": 0.02, "cpu_time": 0.02, "time_unit": "ns"},
+    {"name": "c_median", "run_name": "c", "run_type": "aggregate", "aggregate_name": "median",
+     "aggregate_unit": "time", "real_time": 4, "cpu_time": 4, "time_unit": "us",
+     "flop_per_s": 1e12}
+  )"),
+                                  "in.json");
+  MergedRuns m = Merge({f});
+  EXPECT_DOUBLE_EQ(m.benches[0].MedianNs(), 2e9);
+  EXPECT_DOUBLE_EQ(m.benches[1].MedianNs(), 2e6);
+  EXPECT_DOUBLE_EQ(m.benches[2].MedianNs(), 4000);
+  EXPECT_DOUBLE_EQ(m.benches[2].Cv(), 0.02);
+  EXPECT_DOUBLE_EQ(m.benches[2].Counter("flop_per_s"), 1e12);
+}
+
+TEST(Reader, MergeRulePoolsRepetitionsAcrossFiles) {
+  auto one = [](double t, const char* extra = "") {
+    return Wrap(std::string(R"({"name": "x/cpu", "run_type": "iteration", "real_time": )") +
+                std::to_string(t) + R"(, "time_unit": "ns")" + extra + "}");
+  };
+  FileData a = ParseBenchmarkJson(one(1), "a.json"), b = ParseBenchmarkJson(one(3), "b.json");
+  FileData c = ParseBenchmarkJson(Wrap(R"({"name": "x/cpu", "error_occurred": true,
+                                           "error_message": "boom"})"),
+                                  "c.json");
+  MergedRuns m = Merge({a, c, b});
+  ASSERT_EQ(m.benches.size(), 1u);
+  EXPECT_EQ(m.benches[0].Repetitions(), 2u);
+  EXPECT_DOUBLE_EQ(m.benches[0].MedianNs(), 2);
+  EXPECT_TRUE(m.benches[0].measured());  // a measurement beats a failure
+  EXPECT_EQ(m.benches[0].files.size(), 3u);
+  MergedRuns only_failed = Merge({c});
+  EXPECT_EQ(only_failed.benches[0].status, Status::kFailed);
+  EXPECT_EQ(only_failed.benches[0].message, "boom");
+}
+
+TEST(Reader, BadInputIsOneLineNamingThePlace) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "in.json:1:1: empty file"},
+      {"{\"benchmarks\": [", "in.json:1:17: syntax truncated JSON"},
+      {Wrap(R"({"name": "a", "real_time": 1, "time_unit": "ns"})").substr(0, 150), "truncated"},
+      {"[1, 2]", "in.json:/: the top level is an array"},
+      {"42", "in.json:/: the top level is a number"},
+      {R"({"context": {}})", "in.json:/benchmarks: missing"},
+      {R"({"benchmarks": []})", "in.json:/benchmarks: no benchmarks"},
+      {R"({"benchmarks": {}})", "in.json:/benchmarks: expected an array"},
+      {R"({"benchmarks": [1]})", "in.json:/benchmarks/0: expected an object"},
+      {Wrap(R"({"real_time": 1, "time_unit": "ns"})"), "in.json:/benchmarks/0: missing \"name\""},
+      {Wrap(R"({"name": 5, "real_time": 1, "time_unit": "ns"})"),
+       "in.json:/benchmarks/0/name: expected a string, got a number"},
+      {Wrap(R"({"name": "a", "real_time": "1", "time_unit": "ns"})"),
+       "in.json:/benchmarks/0/real_time: expected a number, got a string"},
+      {Wrap(R"({"name": "a", "real_time": [1], "time_unit": "ns"})"),
+       "in.json:/benchmarks/0/real_time: expected a scalar, got an array"},
+      {Wrap(R"({"name": "a", "real_time": null, "time_unit": "ns"})"),
+       "/benchmarks/0/real_time: expected a number, got a null"},
+      {Wrap(R"({"name": "a", "time_unit": "ns"})"), "/benchmarks/0: missing \"real_time\""},
+      {Wrap(R"({"name": "a", "real_time": 1})"), "/benchmarks/0: missing \"time_unit\""},
+      {Wrap(R"({"name": "a", "real_time": 1, "time_unit": "fortnights"})"),
+       "/benchmarks/0/time_unit: unknown time unit 'fortnights'"},
+      {Wrap(R"({"name": "a", "real_time": NaN, "time_unit": "ns"})"), "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "real_time": Infinity, "time_unit": "ns"})"), "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "real_time": -Infinity, "time_unit": "ns"})"), "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "real_time": 1e999, "time_unit": "ns"})"),
+       "/benchmarks/0/real_time: not a finite number"},
+      {Wrap(R"({"name": "a", "real_time": 1, "time_unit": "ns", "c": 1e400})"),
+       "/benchmarks/0/c: not a finite number"},
+      {Wrap(R"({"name": "a", "run_type": "sometimes", "real_time": 1, "time_unit": "ns"})"),
+       "/benchmarks/0/run_type: unknown run_type"},
+      {Wrap(R"({"name": "a", "error_occurred": "yes"})"),
+       "/benchmarks/0/error_occurred: expected true or false"},
+  };
+  for (const auto& [text, want] : cases) {
+    std::string err = ErrorOf(text);
+    EXPECT_NE(err.find(want), std::string::npos) << "input: " << text << "\nerror: " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+TEST(Reader, MissingFile) {
+  try {
+    ReadBenchmarkFile("/nonexistent/x.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/x.json: cannot open: No such file or directory");
+  }
+}
+
+TEST(Reader, IgnoresWhatItDoesNotKnow) {
+  FileData f = ParseBenchmarkJson(
+      R"({"extra": {"a": [1, {"b": null}]}, "context": {"nested": {"x": 1}},
+          "benchmarks": [{"name": "a", "real_time": 1, "time_unit": "ns", "note": "hi",
+                          "obj": {"k": [1, 2]}, "flag": true, "n": null}]})",
+      "in.json");
+  ASSERT_EQ(f.entries.size(), 1u);
+  EXPECT_TRUE(f.entries[0].counters.empty());
+}
+
+// Inputs the fuzzer found (and the seed corpus) go through the reader and the analyses: each
+// either parses or is rejected with InputError; nothing crashes.
+TEST(Reader, ReplaysFuzzCorpus) {
+  fs::path dir = fs::path(DLB_REPORT_TEST_DATA) / "fuzz";
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      MergedRuns m = Merge({ParseBenchmarkJson(ss.str(), entry.path().string())});
+      Summary(m, {"x"});
+      SweepCurves(m);
+      SpeedupRows(m);
+    } catch (const InputError&) {
+    }
+    ++n;
+  }
+  EXPECT_GT(n, 5);
+}
+
+}  // namespace
+}  // namespace dlb::report
