@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -419,11 +422,20 @@ void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
     return double(ms) / reps;
   };
   for (Candidate& c : cands) {
-    time(c, 1);  // first launch loads modules and compiles runtime kernels
-    const double once = time(c, 1);
-    const int reps = std::clamp(int(2.0 / std::max(once, 1e-3)), 2, 50);
-    c.ms = time(c, reps);
+    // A configuration that fails at execution time is dropped rather than failing the op.
+    try {
+      time(c, 1);  // first launch loads modules and compiles runtime kernels
+      const double once = time(c, 1);
+      const int reps = std::clamp(int(2.0 / std::max(once, 1e-3)), 2, 50);
+      c.ms = time(c, reps);
+    } catch (const Error&) {
+      c.ms = std::numeric_limits<double>::infinity();
+    }
   }
+  cands.erase(std::remove_if(cands.begin(), cands.end(),
+                             [](const Candidate& c) { return std::isinf(c.ms); }),
+              cands.end());
+  DLB_REQUIRE(!cands.empty(), "every cuDNN engine configuration failed to execute");
   std::sort(cands.begin(), cands.end(),
             [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
   const size_t top = std::min<size_t>(3, cands.size());
@@ -481,6 +493,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
 
   const bool search = cfg.algo == "search";
+  const auto t0 = std::chrono::steady_clock::now();
   const auto modes =
       search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                    CUDNN_HEUR_MODE_FALLBACK}
@@ -522,6 +535,8 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     Descriptor vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), ws.get());
     Search(st, usable, vp.get());
   }
+  const double plan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   st.chosen = std::move(usable.front());
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
@@ -541,7 +556,8 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
              (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
              (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
              std::to_string(c.rank) +
-             (search ? ", search: fastest of " + std::to_string(usable.size()) + " timed"
+             (search ? ", search: fastest of " + std::to_string(usable.size()) + " timed in " +
+                           std::to_string(int(plan_ms)) + " ms"
                      : ", heuristic: first usable") +
              ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) +
              "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
