@@ -7,7 +7,7 @@
 #   tools/ci-compare.sh [--allow-missing-base] BASE NEW [compare options, e.g. --threshold 5%]
 #
 # BASE and NEW are JSON files or folders of them. DLBENCH_REPORT names the binary (default: the
-# one on PATH, else build/tools/report/dlbench-report). CI_COMPARE_OUT keeps the Markdown (default:
+# one on PATH, else build/release/ or build/). CI_COMPARE_OUT keeps the Markdown (default:
 # a temporary file).
 set -uo pipefail
 
@@ -27,11 +27,14 @@ shift 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 exe=${DLBENCH_REPORT:-}
 if [[ -z "$exe" ]]; then
-  if command -v dlbench-report >/dev/null 2>&1; then
-    exe=dlbench-report
-  else
-    exe="$here/../build/tools/report/dlbench-report"
-  fi
+  exe=dlbench-report
+  for candidate in "$here/../build/release/tools/report/dlbench-report" \
+                   "$here/../build/tools/report/dlbench-report"; do
+    if ! command -v dlbench-report >/dev/null 2>&1 && [[ -x "$candidate" ]]; then
+      exe=$candidate
+      break
+    fi
+  done
 fi
 
 summary() {

@@ -172,6 +172,38 @@ TEST(Reader, BadInputIsOneLineNamingThePlace) {
   }
 }
 
+// Files over 4 MB are lexed in parallel slices: the same entries in the same order, the same errors.
+TEST(Reader, LargeFilesParseInParallelWithTheSameResult) {
+  std::string b;
+  for (int i = 0; i < 40000; ++i) {
+    if (i) b += ",\n";
+    b += R"({"name": "gemm/cpu/onednn/w)" + std::to_string(i) +
+         R"(/manual_time", "run_type": "iteration", "label": "a \"quoted\" {brace} [x]\\",)"
+         R"( "real_time": )" + std::to_string(i + 1) + R"(, "time_unit": "ns", "flop_per_s": 2})";
+  }
+  std::string text = Wrap(b);
+  ASSERT_GT(text.size(), 4u << 20);
+  FileData f = ParseBenchmarkJson(text, "big.json");
+  ASSERT_EQ(f.entries.size(), 40000u);
+  for (int i = 0; i < 40000; i += 997) {
+    EXPECT_EQ(f.entries[i].name, "gemm/cpu/onednn/w" + std::to_string(i) + "/manual_time");
+    EXPECT_DOUBLE_EQ(f.entries[i].real_ns, i + 1);
+  }
+  EXPECT_EQ(f.entries[5].label, "a \"quoted\" {brace} [x]\\");
+  EXPECT_EQ(f.context.at("host_name"), "h");
+  // An error deep inside: the exact place, as the sequential parse names it.
+  std::string bad = text;
+  size_t at = bad.find("\"real_time\": 30001,");
+  bad.replace(at, 19, "\"real_time\": NaN,  ");
+  std::string err = ErrorOf(bad);
+  EXPECT_NE(err.find("NaN or Infinity"), std::string::npos) << err;
+  EXPECT_EQ(err.rfind("in.json:30003:", 0), 0u) << err;
+  std::string missing_comma = text;
+  size_t cut = missing_comma.find(",\n", missing_comma.size() / 2);
+  missing_comma[cut] = ' ';
+  EXPECT_NE(ErrorOf(missing_comma).find("syntax"), std::string::npos);
+}
+
 TEST(Reader, MissingFile) {
   try {
     ReadBenchmarkFile("/nonexistent/x.json");

@@ -347,7 +347,7 @@ std::string RenderSvg(const Chart& chart) {
     << "</text><g class=\"plot\">";
   for (size_t si = 0; si < chart.series.size(); ++si) {
     const Series& s = chart.series[si];
-    const char* color = kPalette[si % 10];
+    const char* color = kPalette[(s.color >= 0 ? static_cast<size_t>(s.color) : si) % 10];
     std::string pts;
     for (auto [x, y] : s.points) {
       if (!std::isfinite(x) || !std::isfinite(y) || (chart.log_x && x <= 0) ||

@@ -37,6 +37,7 @@ struct Series {
   std::vector<std::pair<double, double>> points;
   bool line = true;     // joined by a line
   bool markers = true;  // a dot per point
+  int color = -1;       // palette index; -1: the series' position
 };
 
 struct Chart {

@@ -9,7 +9,11 @@
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 #include <unordered_map>
+
+#include <sys/stat.h>
 
 #include "tools/report/stats.h"
 
@@ -434,7 +438,9 @@ class Handler {
 
 }  // namespace
 
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
+namespace {
+
+FileData ParseSequential(std::string_view text, const std::string& path) {
   FileData out;
   out.path = path;
   Handler h(text, path, &out);
@@ -445,13 +451,142 @@ FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
   return out;
 }
 
+// Where the elements of the top-level "benchmarks" array start, found by a quick structural scan
+// (strings, escapes, nesting) that is much cheaper than lexing. Empty when the text is anything
+// but a plain object with a "benchmarks" array of objects: the sequential parse then reports.
+struct Layout {
+  size_t open = 0, close = 0;  // offsets of '[' and ']'
+  std::vector<size_t> starts;  // offsets of each element's '{'
+};
+
+std::optional<Layout> Scan(std::string_view t) {
+  Layout l;
+  int depth = 0;
+  bool in_array = false, done = false;
+  int commas = 0;
+  size_t key_begin = 0, key_end = 0;  // the last string seen at depth 1
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '"') {
+      size_t b = ++i;
+      // memchr to the closing quote: one not preceded by an odd number of backslashes.
+      while (true) {
+        const void* q = std::memchr(t.data() + i, '"', t.size() - i);
+        if (!q) return std::nullopt;
+        i = static_cast<size_t>(static_cast<const char*>(q) - t.data());
+        size_t bs = 0;
+        while (i - bs > b && t[i - bs - 1] == '\\') ++bs;
+        if (bs % 2 == 0) break;
+        ++i;
+      }
+      if (depth == 1) {
+        key_begin = b;
+        key_end = i;
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (depth == 1 && c == '[' && !done && t.substr(key_begin, key_end - key_begin) == "benchmarks") {
+        l.open = i;
+        in_array = true;
+      } else if (depth == 2 && in_array) {
+        // Exactly one comma between elements, none before the first.
+        if (c != '{' || commas != (l.starts.empty() ? 0 : 1)) return std::nullopt;
+        l.starts.push_back(i);
+        commas = 0;
+      }
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth < 0) return std::nullopt;
+      if (depth == 1 && in_array && c == ']') {
+        if (commas != 0) return std::nullopt;
+        l.close = i;
+        in_array = false;
+        done = true;
+      }
+    } else if (depth == 2 && in_array && c == ',') {
+      ++commas;
+    } else if (depth == 2 && in_array && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      return std::nullopt;  // a scalar element: let the parser name it
+    }
+  }
+  if (depth != 0 || !done || l.starts.empty()) return std::nullopt;
+  return l;
+}
+
+}  // namespace
+
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
+  // Large files are lexed in parallel, a slice of the benchmarks array per thread; any error
+  // falls back to the sequential parse, which names the place exactly.
+  constexpr size_t kParallelBytes = 4 << 20;
+  unsigned threads = std::min(4u, std::max(2u, std::thread::hardware_concurrency()));
+  if (text.size() < kParallelBytes) return ParseSequential(text, path);
+  std::optional<Layout> layout = Scan(text);
+  if (!layout || layout->starts.size() < threads) return ParseSequential(text, path);
+  try {
+    std::string skeleton(text.substr(0, layout->open + 1));
+    skeleton.append(text.substr(layout->close));
+    // Slices of about equal bytes, each cut at an element start.
+    std::vector<std::pair<size_t, size_t>> slices;
+    size_t per = (layout->close - layout->open) / threads, first = 0;
+    const auto& st = layout->starts;
+    for (unsigned k = 0; k < threads && first < st.size(); ++k) {
+      size_t last = first + 1;
+      if (k + 1 == threads) {
+        last = st.size();
+      } else {
+        while (last < st.size() && st[last] - st[first] < per) ++last;
+      }
+      size_t end = last < st.size() ? st[last] : layout->close;
+      while (end > st[first] && text[end - 1] != '}') --end;  // drop the comma and blanks
+      slices.emplace_back(st[first], end);
+      first = last;
+    }
+    auto parse_slice = [&](std::pair<size_t, size_t> r) {
+      std::string chunk = "{\"benchmarks\": [";
+      chunk.append(text.substr(r.first, r.second - r.first));
+      chunk += "]}";
+      return ParseSequential(chunk, path);
+    };
+    std::vector<std::future<FileData>> parts;
+    for (size_t k = 1; k < slices.size(); ++k)
+      parts.push_back(std::async(std::launch::async, parse_slice, slices[k]));
+    FileData out = parse_slice(slices[0]);
+    out.path = path;
+    for (auto& p : parts) {
+      FileData f = p.get();
+      out.entries.insert(out.entries.end(), std::make_move_iterator(f.entries.begin()),
+                         std::make_move_iterator(f.entries.end()));
+    }
+    // The context (and anything else) from the text without the array; "[]" parses as empty.
+    FileData skel;
+    skel.path = path;
+    Handler h(skeleton, path, &skel);
+    json::sax_parse(skeleton.data(), skeleton.data() + skeleton.size(), &h);
+    out.context = std::move(skel.context);
+    return out;
+  } catch (const InputError&) {
+    return ParseSequential(text, path);
+  }
+}
+
 FileData ReadBenchmarkFile(const std::string& path) {
   std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
   std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    text.reserve(static_cast<size_t>(st.st_size) + 1);
+  // Read straight into the string's storage: no regrowth copies for 100 MB files.
+  size_t used = 0;
+  while (true) {
+    if (text.size() == used) text.resize(std::max<size_t>(used * 2, std::max<size_t>(text.capacity(), 1 << 16)));
+    size_t n = std::fread(text.data() + used, 1, text.size() - used, f);
+    used += n;
+    if (n == 0) break;
+  }
+  text.resize(used);
   bool bad = std::ferror(f);
   int err = errno;
   if (f != stdin) std::fclose(f);

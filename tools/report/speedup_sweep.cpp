@@ -261,9 +261,12 @@ std::vector<Section> SweepSections(const MergedRuns& runs) {
                  {"time per batch", "time_ns"}, {"time per sample", "per_sample_ns"},
                  {"throughput /s", "throughput"}, {"fit", "fit_ns"}};
     double lo = INFINITY, hi = 0;
+    int color = 0;
     for (const SweepCurve* c : by_key[k]) {
       std::string name = c->device + "/" + c->backend;
-      Series thr{name, {}, true, true}, per{name, {}, true, true}, fit{name + " fit", {}, true, false};
+      Series thr{name, {}, true, true, color}, per{name, {}, true, true, color},
+          fit{name + " fit", {}, true, false, color};
+      ++color;
       for (const auto& p : c->points) {
         thr.points.emplace_back(p.bs, p.throughput);
         per.points.emplace_back(p.bs, p.per_sample_ns);
