@@ -1,0 +1,63 @@
+#include "tests/benchmarks/smoke.h"
+
+namespace dlb::testing {
+namespace {
+
+TEST(BenchGemm, SmokeTierWritesValidJson) {
+  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --benchmark_min_time=0.02");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int measured = CheckSmokeJson(r.json, "gemm");
+#ifdef DLBENCH_HAVE_ONEDNN
+  EXPECT_GT(measured, 0) << "no CPU case was measured";
+#endif
+  // The smoke tier holds at least one square and one fully connected (batch-as-M) case per device.
+  bool fc = false;
+  for (const auto& b : r.json["benchmarks"])
+    fc |= b["name"].get<std::string>().find("/bs:") != std::string::npos;
+  EXPECT_TRUE(fc);
+}
+
+TEST(BenchGemm, FiltersSelectCases) {
+  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --benchmark_min_time=0.01 "
+                                       "--benchmark_filter='gemm/cpu/.*/dt:f32'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  ASSERT_FALSE(r.json["benchmarks"].empty());
+  for (const auto& b : r.json["benchmarks"]) {
+    std::string name = b["name"];
+    EXPECT_EQ(name.rfind("gemm/cpu/", 0), 0u) << name;
+    EXPECT_NE(name.find("/dt:f32"), std::string::npos) << name;
+  }
+}
+
+TEST(BenchGemm, BadFlagsExitTwoWithOneLine) {
+  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=galactic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--dlb_tier=galactic"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  Result u = RunBinary(DLB_BENCH_GEMM, "--dlb_frobnicate=1");
+  EXPECT_EQ(u.exit_code, 2);
+  EXPECT_NE(u.output.find("unknown flag --dlb_frobnicate"), std::string::npos) << u.output;
+}
+
+TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
+  auto dir = std::filesystem::temp_directory_path() / "dlb_bad_workloads";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "gemm_bad.csv") << "name,m,n,k,ta,tb,count,tier\nsquare.1,1,1,one,0,0,1,smoke\n";
+  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_workloads=" + dir.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("gemm_bad.csv:2: column 'k'"), std::string::npos) << r.output;
+}
+
+TEST(BenchGemm, VerifyOffIsSaidInTheLabel) {
+  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_verify=off --dlb_device=cpu "
+                                       "--benchmark_min_time=0.01 --benchmark_filter=/dt:f32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& b : r.json["benchmarks"]) {
+    if (b.value("error_occurred", false)) continue;
+    EXPECT_NE(b["label"].get<std::string>().find("not verified"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dlb::testing
