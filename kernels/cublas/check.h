@@ -9,7 +9,7 @@
 
 namespace dlb {
 
-inline void Check(cublasStatus_t status, const char *expr, const char *file, int line) {
+inline void Check(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS)
     Fail(file, line, expr,
          std::string(cublasGetStatusName(status)) + ": " + cublasGetStatusString(status));

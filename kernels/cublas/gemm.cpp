@@ -41,17 +41,20 @@ cublasComputeType_t ComputeType(DType dt) {
   return dt == DType::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-const char *ComputeName(DType dt) { return dt == DType::kTF32 ? "32F_FAST_TF32" : "32F"; }
+const char* ComputeName(DType dt) { return dt == DType::kTF32 ? "32F_FAST_TF32" : "32F"; }
 
-std::string MiB(size_t bytes) {
+std::string Bytes(size_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%gMiB", bytes / 1048576.0);
+  if (bytes >= (size_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%g MiB", bytes / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%g KiB", bytes / 1024.0);
   return buf;
 }
 
 // What both ops need: a device, sizes cuBLAS's int arguments hold, tensor cores
 // for 16-bit/tf32.
-Support CommonSupport(const GemmShape &s, DType dt) {
+Support CommonSupport(const GemmShape& s, DType dt) {
   if (cuda::DeviceCount() == 0) return Support::No("unsupported: " + cuda::NoDeviceReason());
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
   if (s.m > INT_MAX || s.n > INT_MAX || s.k > INT_MAX)
@@ -74,39 +77,40 @@ struct ColumnMajor {
   cublasOperation_t op_first, op_second;
   int64_t ld_first, ld_second, ld_c;
 };
-ColumnMajor MapRowMajor(const GemmShape &s) {
+ColumnMajor MapRowMajor(const GemmShape& s) {
   return {s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, s.tb ? s.k : s.n,
           s.ta ? s.m : s.k, s.n};
 }
 
-// cublasLtMatmulTile_t values 1..35 as "RxC" (the ones Hopper kernels use).
-std::string TileName(int id) {
-  static const char *kNames[] = {"undef",   "8x8",     "8x16",    "16x8",   "8x32",   "16x16",
-                                 "32x8",    "8x64",    "16x32",   "32x16",  "64x8",   "32x32",
-                                 "32x64",   "64x32",   "32x128",  "64x64",  "128x32", "64x128",
-                                 "128x64",  "64x256",  "128x128", "256x64", "64x512", "128x256",
-                                 "256x128", "512x64",  "64x96",   "96x64",  "96x128", "128x160",
-                                 "160x128", "192x128", "128x192", "128x96", "32x256", "256x32"};
-  if (id >= 0 && id < static_cast<int>(sizeof kNames / sizeof kNames[0])) return kNames[id];
-  return "tile" + std::to_string(id);
+// cublasLtMatmulTile_t ids up to 35 as "RxC"; later ids (Hopper's 320x128 is 248) by number,
+// which cublasLt.h's enum resolves.
+std::string TileName(uint32_t id) {
+  static const char* kNames[] = {"undefined", "8x8",     "8x16",    "16x8",   "8x32",   "16x16",
+                                 "32x8",      "8x64",    "16x32",   "32x16",  "64x8",   "32x32",
+                                 "32x64",     "64x32",   "32x128",  "64x64",  "128x32", "64x128",
+                                 "128x64",    "64x256",  "128x128", "256x64", "64x512", "128x256",
+                                 "256x128",   "512x64",  "64x96",   "96x64",  "96x128", "128x160",
+                                 "160x128",   "192x128", "128x192", "128x96", "32x256", "256x32"};
+  if (id < sizeof kNames / sizeof kNames[0]) return kNames[id];
+  return "id " + std::to_string(id);
 }
 
 template <class T>
-T AlgoAttr(const cublasLtMatmulAlgo_t &algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+T AlgoAttr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   T value{};
   size_t written = 0;
   DLB_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value, &written));
   return value;
 }
 
-std::string AlgoName(const cublasLtMatmulAlgo_t &algo) {
+std::string AlgoName(const cublasLtMatmulAlgo_t& algo) {
   auto id = AlgoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
   auto tile = AlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
   auto stages = AlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
   auto splitk = AlgoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
   auto swizzle = AlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
   auto cluster = AlgoAttr<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
-  return "algo " + std::to_string(id) + " tile " + TileName(static_cast<int>(tile)) + " stages " +
+  return "algo " + std::to_string(id) + " tile " + TileName(tile) + " stages " +
          std::to_string(stages) + " splitk " + std::to_string(std::max<int32_t>(splitk, 1)) +
          " swizzle " + std::to_string(swizzle) + " cluster " + std::to_string(cluster);
 }
@@ -118,7 +122,7 @@ struct PreferenceDeleter {
 };
 
 // Throws when the case is unsupported, before any buffer is allocated.
-const GemmShape &Supported(Support support, const GemmShape &s) {
+const GemmShape& Supported(Support support, const GemmShape& s) {
   DLB_REQUIRE(support.ok, support.why);
   return s;
 }
@@ -143,7 +147,7 @@ size_t WorkspaceBytes() {
   return major == 9 && minor == 0 ? size_t{32} << 20 : (size_t{4} << 20) + (size_t{128} << 10);
 }
 
-GemmBuffers::GemmBuffers(const GemmShape &s, const RunConfig &cfg)
+GemmBuffers::GemmBuffers(const GemmShape& s, const RunConfig& cfg)
     : shape_(s),
       dtype_(cfg.dtype),
       stream_(cuda::MakeStream()),
@@ -165,7 +169,7 @@ HostTensor GemmBuffers::Output() const {
 }
 
 Cost GemmBuffers::cost() const {
-  const GemmShape &s = shape_;
+  const GemmShape& s = shape_;
   double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n);
   return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
 }
@@ -173,11 +177,11 @@ Cost GemmBuffers::cost() const {
 // ---- cublasGemmEx
 // ------------------------------------------------------------------------------
 
-Support CublasGemm::Supports(const GemmShape &s, const RunConfig &cfg) {
+Support CublasGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   return CommonSupport(s, cfg.dtype);
 }
 
-CublasGemm::CublasGemm(const GemmShape &s, const RunConfig &cfg)
+CublasGemm::CublasGemm(const GemmShape& s, const RunConfig& cfg)
     : buffers_(Supported(Supports(s, cfg), s), cfg), workspace_(WorkspaceBytes()) {
   cublasHandle_t raw = nullptr;
   DLB_CHECK(cublasCreate(&raw));
@@ -192,7 +196,7 @@ CublasGemm::CublasGemm(const GemmShape &s, const RunConfig &cfg)
 }
 
 void CublasGemm::Run() {
-  const GemmShape &s = buffers_.shape();
+  const GemmShape& s = buffers_.shape();
   const DType dt = buffers_.dtype();
   const ColumnMajor cm = MapRowMajor(s);
   const float alpha = 1.0f, beta = 0.0f;
@@ -204,19 +208,19 @@ void CublasGemm::Run() {
 
 std::string CublasGemm::label() const {
   return "cublasGemmEx CUBLAS_GEMM_DEFAULT compute " + std::string(ComputeName(buffers_.dtype())) +
-         " workspace " + MiB(workspace_.bytes()) + " " + std::string(Name(buffers_.dtype()));
+         " workspace " + Bytes(workspace_.bytes()) + " " + std::string(Name(buffers_.dtype()));
 }
 
 // ---- cublasLtMatmul
 // ----------------------------------------------------------------------------
 
-Support CublasLtGemm::Supports(const GemmShape &s, const RunConfig &cfg) {
+Support CublasLtGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   if (cfg.algo != "heuristic" && cfg.algo != "search")
     return Support::No("unsupported: algo " + cfg.algo + " (heuristic|search)");
   return CommonSupport(s, cfg.dtype);
 }
 
-CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
+CublasLtGemm::CublasLtGemm(const GemmShape& s, const RunConfig& cfg)
     : buffers_(Supported(Supports(s, cfg), s), cfg), workspace_(WorkspaceBytes()) {
   const DType dt = cfg.dtype;
   const ColumnMajor cm = MapRowMajor(s);
@@ -279,8 +283,8 @@ CublasLtGemm::CublasLtGemm(const GemmShape &s, const RunConfig &cfg)
   }
   algo_ = results[size_t(chosen)].algo;
   label_ = "cublasLtMatmul " + how + " (" + AlgoName(algo_) + ") compute " + ComputeName(dt) +
-           " workspace " + MiB(workspace_.bytes()) + " (needs " +
-           MiB(results[size_t(chosen)].workspaceSize) + ") " + std::string(Name(dt));
+           " workspace " + Bytes(workspace_.bytes()) + " (needs " +
+           Bytes(results[size_t(chosen)].workspaceSize) + ") " + std::string(Name(dt));
 }
 
 void CublasLtGemm::Run() {

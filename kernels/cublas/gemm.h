@@ -45,13 +45,13 @@ size_t WorkspaceBytes();
 // with NaN.
 class GemmBuffers {
  public:
-  GemmBuffers(const GemmShape &s, const RunConfig &cfg);
-  const GemmShape &shape() const { return shape_; }
+  GemmBuffers(const GemmShape& s, const RunConfig& cfg);
+  const GemmShape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   cudaStream_t stream() const { return stream_.get(); }
-  void *a() const { return a_.get(); }
-  void *b() const { return b_.get(); }
-  void *c() const { return c_.get(); }
+  void* a() const { return a_.get(); }
+  void* b() const { return b_.get(); }
+  void* c() const { return c_.get(); }
   HostTensor Output() const;
   Cost cost() const;
 
@@ -67,8 +67,8 @@ class GemmBuffers {
 class CublasGemm {
  public:
   static constexpr bool kGpu = true;
-  static Support Supports(const GemmShape &s, const RunConfig &cfg);
-  CublasGemm(const GemmShape &s, const RunConfig &cfg);
+  static Support Supports(const GemmShape& s, const RunConfig& cfg);
+  CublasGemm(const GemmShape& s, const RunConfig& cfg);
   void Run();
   HostTensor Output() const { return buffers_.Output(); }
   Cost cost() const { return buffers_.cost(); }
@@ -87,8 +87,8 @@ class CublasGemm {
 class CublasLtGemm {
  public:
   static constexpr bool kGpu = true;
-  static Support Supports(const GemmShape &s, const RunConfig &cfg);
-  CublasLtGemm(const GemmShape &s, const RunConfig &cfg);
+  static Support Supports(const GemmShape& s, const RunConfig& cfg);
+  CublasLtGemm(const GemmShape& s, const RunConfig& cfg);
   void Run();
   HostTensor Output() const { return buffers_.Output(); }
   Cost cost() const { return buffers_.cost(); }

@@ -1,5 +1,6 @@
 #include "kernels/onednn/matmul.h"
 
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -31,15 +32,17 @@ memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
   return memory::desc({rows, cols}, DataType(dt), strides);
 }
 
-void Fill(const memory &m, const std::vector<float> &values, DType dt) {
+void Fill(const memory& m, const std::vector<float>& values, DType dt) {
   std::vector<uint8_t> bytes = ToStorage(values, dt);
   std::memcpy(m.get_data_handle(), bytes.data(), bytes.size());
 }
 
 }  // namespace
 
-Support OneDnnMatmul::Supports(const GemmShape &s, const RunConfig &cfg) {
+Support OneDnnMatmul::Supports(const GemmShape& s, const RunConfig& cfg) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
+  if (cfg.algo != "heuristic" && cfg.algo != "search")
+    return Support::No("unsupported: algo " + cfg.algo + " (heuristic|search)");
   switch (cfg.dtype) {
     case DType::kF32:
       return Support::Yes();
@@ -63,7 +66,7 @@ Support OneDnnMatmul::Supports(const GemmShape &s, const RunConfig &cfg) {
   return Support::No("unsupported dtype");
 }
 
-OneDnnMatmul::OneDnnMatmul(const GemmShape &s, const RunConfig &cfg)
+OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
     : shape_(s), dtype_(cfg.dtype) {
   Support support = Supports(s, cfg);
   DLB_REQUIRE(support.ok, support.why);
@@ -81,21 +84,53 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape &s, const RunConfig &cfg)
 #else
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, Engine());
 #endif
-  matmul_ = dnnl::matmul(pd);
-
   a_ = memory(pd.src_desc(), Engine());
   b_ = memory(pd.weights_desc(), Engine());
   c_ = memory(pd.dst_desc(), Engine());
-  scratchpad_ = memory(pd.scratchpad_desc(), Engine());
   Fill(a_, SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_), dtype_);
   Fill(b_, SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_), dtype_);
+  std::string how = "heuristic";
+  if (cfg.algo == "search") {
+    // Every implementation oneDNN offers for these exact (strided) layouts, reference ones aside,
+    // is timed once; oneDNN's first choice is not always its fastest (brgemm vs gemm:jit f32).
+    int candidates = 0;
+    double best = 0;
+    do {
+      std::string impl = pd.impl_info_str();
+      if (impl.find("ref") != std::string::npos) continue;
+      dnnl::matmul candidate(pd);
+      memory scratchpad(pd.scratchpad_desc(), Engine());
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_},
+                                              {DNNL_ARG_WEIGHTS, b_},
+                                              {DNNL_ARG_DST, c_},
+                                              {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      candidate.execute(Stream(), args);  // warm-up: first-touch of scratchpad and caches
+      Stream().wait();
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < 2; ++i) candidate.execute(Stream(), args);
+      Stream().wait();
+      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (candidates++ == 0 || t < best) {
+        best = t;
+        matmul_ = candidate;
+        scratchpad_ = scratchpad;
+        label_ = impl;
+      }
+    } while (pd.next_impl());
+    DLB_REQUIRE(candidates > 0, "oneDNN offers only reference matmul implementations here");
+    how = "search best of " + std::to_string(candidates) + " impls";
+  } else {
+    matmul_ = dnnl::matmul(pd);
+    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
+    label_ = pd.impl_info_str();
+  }
+  // Poisoned after any search, so verification proves that Run() writes every element.
   Fill(c_, std::vector<float>(size_t(s.m * s.n), std::numeric_limits<float>::quiet_NaN()), dtype_);
   args_ = {{DNNL_ARG_SRC, a_},
            {DNNL_ARG_WEIGHTS, b_},
            {DNNL_ARG_DST, c_},
            {DNNL_ARG_SCRATCHPAD, scratchpad_}};
-  label_ = std::string(pd.impl_info_str()) + " " + std::string(Name(dtype_)) + " threads " +
-           std::to_string(Threads());
+  label_ += " " + how + " " + std::string(Name(dtype_)) + " threads " + std::to_string(Threads());
 }
 
 void OneDnnMatmul::Run() { matmul_.execute(Stream(), args_); }
@@ -107,7 +142,7 @@ HostTensor OneDnnMatmul::Output() const {
 }
 
 Cost OneDnnMatmul::cost() const {
-  const GemmShape &s = shape_;
+  const GemmShape& s = shape_;
   double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n);
   return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
 }

@@ -15,8 +15,8 @@ namespace dlb::onednn {
 class OneDnnMatmul {
  public:
   static constexpr bool kGpu = false;
-  static Support Supports(const GemmShape &s, const RunConfig &cfg);
-  OneDnnMatmul(const GemmShape &s, const RunConfig &cfg);
+  static Support Supports(const GemmShape& s, const RunConfig& cfg);
+  OneDnnMatmul(const GemmShape& s, const RunConfig& cfg);
   void Run();
   HostTensor Output() const;
   Cost cost() const;

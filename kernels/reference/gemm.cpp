@@ -6,21 +6,21 @@ namespace dlb {
 
 namespace {
 
-void CheckSizes(const GemmShape &s, const std::vector<float> &a, const std::vector<float> &b) {
+void CheckSizes(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b) {
   DLB_REQUIRE(s.m >= 0 && s.n >= 0 && s.k >= 0, "GEMM sizes must not be negative");
   DLB_REQUIRE(static_cast<int64_t>(a.size()) == s.m * s.k, "A must hold m*k values");
   DLB_REQUIRE(static_cast<int64_t>(b.size()) == s.k * s.n, "B must hold k*n values");
 }
 
 // op(A)[i][p] and op(B)[p][j] read straight from the storage layout.
-double A(const GemmShape &s, const std::vector<float> &a, int64_t i, int64_t p) {
+double A(const GemmShape& s, const std::vector<float>& a, int64_t i, int64_t p) {
   return s.ta ? a[p * s.m + i] : a[i * s.k + p];
 }
-double B(const GemmShape &s, const std::vector<float> &b, int64_t p, int64_t j) {
+double B(const GemmShape& s, const std::vector<float>& b, int64_t p, int64_t j) {
   return s.tb ? b[j * s.k + p] : b[p * s.n + j];
 }
 
-double Dot(const GemmShape &s, const std::vector<float> &a, const std::vector<float> &b, int64_t i,
+double Dot(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b, int64_t i,
            int64_t j) {
   double acc = 0;
   for (int64_t p = 0; p < s.k; ++p) acc += A(s, a, i, p) * B(s, b, p, j);
@@ -29,8 +29,8 @@ double Dot(const GemmShape &s, const std::vector<float> &a, const std::vector<fl
 
 }  // namespace
 
-std::vector<double> ReferenceGemm(const GemmShape &s, const std::vector<float> &a,
-                                  const std::vector<float> &b) {
+std::vector<double> ReferenceGemm(const GemmShape& s, const std::vector<float>& a,
+                                  const std::vector<float>& b) {
   CheckSizes(s, a, b);
   std::vector<double> c(static_cast<size_t>(s.m * s.n));
   for (int64_t i = 0; i < s.m; ++i)
@@ -38,7 +38,7 @@ std::vector<double> ReferenceGemm(const GemmShape &s, const std::vector<float> &
   return c;
 }
 
-double ReferenceGemmAt(const GemmShape &s, const std::vector<float> &a, const std::vector<float> &b,
+double ReferenceGemmAt(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
                        int64_t i, int64_t j) {
   CheckSizes(s, a, b);
   DLB_REQUIRE(i >= 0 && i < s.m && j >= 0 && j < s.n, "element outside C");

@@ -11,11 +11,11 @@ namespace dlb {
 // C = op(A) * op(B), m x n row-major, accumulated in double. `a` and `b` are in
 // the storage order of shapes.h: A m x k (k x m when ta), B k x n (n x k when
 // tb).
-std::vector<double> ReferenceGemm(const GemmShape &s, const std::vector<float> &a,
-                                  const std::vector<float> &b);
+std::vector<double> ReferenceGemm(const GemmShape& s, const std::vector<float>& a,
+                                  const std::vector<float>& b);
 
 // One element C[i][j]: verifies a big GEMM at sampled positions in O(k) each.
-double ReferenceGemmAt(const GemmShape &s, const std::vector<float> &a, const std::vector<float> &b,
+double ReferenceGemmAt(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
                        int64_t i, int64_t j);
 
 }  // namespace dlb

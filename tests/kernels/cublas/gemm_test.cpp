@@ -17,7 +17,7 @@ constexpr DType kDTypes[] = {DType::kF32, DType::kTF32, DType::kF16, DType::kBF1
 // two hide.
 constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {256, 128, 512}};
 
-double RelativeL2(const std::vector<float> &got, const std::vector<double> &want) {
+double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     double d = double(got[i]) - want[i];
@@ -28,7 +28,7 @@ double RelativeL2(const std::vector<float> &got, const std::vector<double> &want
 }
 
 template <class Op>
-void ExpectMatchesReference(const GemmShape &s, const RunConfig &cfg) {
+void ExpectMatchesReference(const GemmShape& s, const RunConfig& cfg) {
   SCOPED_TRACE(std::string(Name(cfg.dtype)) + " " + std::to_string(s.m) + "x" +
                std::to_string(s.n) + "x" + std::to_string(s.k) + " ta=" + std::to_string(s.ta) +
                " tb=" + std::to_string(s.tb) + " algo=" + cfg.algo);

@@ -15,7 +15,7 @@ namespace {
 // Odd sizes catch stride and transpose mix-ups that square powers of two hide.
 constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
 
-double RelativeL2(const std::vector<float> &got, const std::vector<double> &want) {
+double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     double d = double(got[i]) - want[i];
@@ -60,9 +60,26 @@ TEST_P(OneDnnMatmulTest, OutputIsPoisonedUntilRunAndLabelNamesImpl) {
   EXPECT_NE(op.label().find("threads"), std::string::npos) << op.label();
 }
 
+TEST_P(OneDnnMatmulTest, SearchKeepsACorrectImplementationAndSaysSo) {
+  RunConfig cfg;
+  cfg.dtype = GetParam();
+  cfg.algo = "search";
+  GemmShape s{127, 65, 33, true, false};
+  Support support = OneDnnMatmul::Supports(s, cfg);
+  if (!support.ok) GTEST_SKIP() << support.why;
+  OneDnnMatmul op(s, cfg);
+  EXPECT_NE(op.label().find("search best of"), std::string::npos) << op.label();
+  EXPECT_EQ(op.label().find("ref"), std::string::npos) << op.label();
+  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
+  op.Run();
+  auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
+  auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
+  EXPECT_LT(RelativeL2(op.Output().data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype));
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, OneDnnMatmulTest,
                          ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
-                         [](const auto &info) { return std::string(Name(info.param)); });
+                         [](const auto& info) { return std::string(Name(info.param)); });
 
 TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   RunConfig cfg;
@@ -75,6 +92,8 @@ TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   EXPECT_EQ(OneDnnMatmul::Supports({8, 8, 8}, cfg).ok, HasBf16());
   cfg.dtype = DType::kF32;
   EXPECT_FALSE(OneDnnMatmul::Supports({0, 8, 8}, cfg).ok);
+  cfg.algo = "exhaustive";
+  EXPECT_FALSE(OneDnnMatmul::Supports({8, 8, 8}, cfg).ok);
 }
 
 TEST(OneDnnMatmulCost, CountsTwoFlopsPerMacAndStorageBytes) {
