@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The main job: builds dlbench, runs every benchmark family at the default tier on this machine's
+# CPU and, if present, its GPU, writes reports/latest/<family>.json, then reports/latest/report.md
+# and report.html (summary, CPU-vs-GPU speedups, batch-size sweeps), and prints their paths.
+#   tools/dlbench-run.sh [--dlb_* and --benchmark_* flags passed to every binary]
+# DLB_TIER=smoke|default|full (and every other DLB_* variable) works as the flags do.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash tools/install-deps.sh --build
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)"
+
+out=reports/latest
+mkdir -p "$out"
+bin=build/release/benchmarks
+for family in gemm conv; do
+  [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
+  # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
+  tmp=$(mktemp "$out/.$family.XXXXXX")
+  trap 'rm -f "$tmp"' EXIT
+  echo "dlbench: running bench_$family (tier ${DLB_TIER:-default})"
+  "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
+  mv "$tmp" "$out/$family.json"
+  trap - EXIT
+done
+
+jsons=("$out"/*.json)
+build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out"
+echo "dlbench: results in:"
+for f in "${jsons[@]}" "$out/report.md" "$out/report.html"; do echo "  $root/$f"; done
