@@ -52,8 +52,7 @@ std::string Bytes(size_t bytes) {
   return buf;
 }
 
-// What both ops need: a device, sizes cuBLAS's int arguments hold, tensor cores
-// for 16-bit/tf32.
+// What both ops need: a device, sizes cuBLAS's int arguments hold, tensor cores for 16-bit/tf32.
 Support CommonSupport(const GemmShape& s, DType dt) {
   if (cuda::DeviceCount() == 0) return Support::No("unsupported: " + cuda::NoDeviceReason());
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
@@ -70,9 +69,8 @@ Support CommonSupport(const GemmShape& s, DType dt) {
   return Support::Yes();
 }
 
-// Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T (cuBLAS m =
-// n, n = m): cuBLAS's first operand is our B, read transposed when tb, its
-// second is our A.
+// Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T (cuBLAS m = n, n = m): cuBLAS's
+// first operand is our B, read transposed when tb, its second is our A.
 struct ColumnMajor {
   cublasOperation_t op_first, op_second;
   int64_t ld_first, ld_second, ld_c;
@@ -82,8 +80,8 @@ ColumnMajor MapRowMajor(const GemmShape& s) {
           s.ta ? s.m : s.k, s.n};
 }
 
-// cublasLtMatmulTile_t ids up to 35 as "RxC"; later ids (Hopper's 320x128 is 248) by number,
-// which cublasLt.h's enum resolves.
+// cublasLtMatmulTile_t ids up to 35 as "RxC"; later ids (Hopper's 320x128 is 248) by number, which
+// cublasLt.h's enum resolves.
 std::string TileName(uint32_t id) {
   static const char* kNames[] = {"undefined", "8x8",     "8x16",    "16x8",   "8x32",   "16x16",
                                  "32x8",      "8x64",    "16x32",   "32x16",  "64x8",   "32x32",
@@ -174,8 +172,7 @@ Cost GemmBuffers::cost() const {
   return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
 }
 
-// ---- cublasGemmEx
-// ------------------------------------------------------------------------------
+// ---- cublasGemmEx -------------------------------------------------------------------------------
 
 Support CublasGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   return CommonSupport(s, cfg.dtype);
@@ -187,11 +184,9 @@ CublasGemm::CublasGemm(const GemmShape& s, const RunConfig& cfg)
   DLB_CHECK(cublasCreate(&raw));
   handle_.reset(raw);
   DLB_CHECK(cublasSetStream(handle_.get(), stream()));
-  // An explicit workspace keeps cuBLAS from allocating one on the stream during
-  // Run().
+  // An explicit workspace keeps cuBLAS from allocating one on the stream during Run().
   DLB_CHECK(cublasSetWorkspace(handle_.get(), workspace_.get(), workspace_.bytes()));
-  // The compute type alone decides TF32; the default math mode never downgrades
-  // 32F.
+  // The compute type alone decides TF32; the default math mode never downgrades 32F.
   DLB_CHECK(cublasSetMathMode(handle_.get(), CUBLAS_DEFAULT_MATH));
 }
 
@@ -211,8 +206,7 @@ std::string CublasGemm::label() const {
          " workspace " + Bytes(workspace_.bytes()) + " " + std::string(Name(buffers_.dtype()));
 }
 
-// ---- cublasLtMatmul
-// ----------------------------------------------------------------------------
+// ---- cublasLtMatmul -----------------------------------------------------------------------------
 
 Support CublasLtGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   if (cfg.algo != "heuristic" && cfg.algo != "search")
@@ -261,8 +255,7 @@ CublasLtGemm::CublasLtGemm(const GemmShape& s, const RunConfig& cfg)
   int chosen = 0;
   std::string how = "heuristic #0";
   if (search && returned > 1) {
-    // One warm-up and a few timed launches each: enough to rank kernels that
-    // differ by > 1%.
+    // One warm-up and a few timed launches each: enough to rank kernels that differ by > 1%.
     cuda::EventTimer timer;
     double best = 0;
     for (int i = 0; i < returned; ++i) {
@@ -276,8 +269,7 @@ CublasLtGemm::CublasLtGemm(const GemmShape& s, const RunConfig& cfg)
     }
     how = "search best of " + std::to_string(returned) + " heuristic results: #" +
           std::to_string(chosen);
-    // Timing wrote C: poison again so verification still proves the chosen
-    // Run() writes it.
+    // Timing wrote C: poison again so verification still proves the chosen Run() writes it.
     cuda::Poison(buffers_.c(), size_t(s.m * s.n), dt, stream());
     cuda::Sync(stream());
   }

@@ -1,10 +1,8 @@
-// GEMM on the GPU through cuBLAS (cublasGemmEx) and cuBLASLt (cublasLtMatmul),
-// row-major as shapes.h defines it. cuBLAS is column-major, so both compute C^T
-// = op(B)^T op(A)^T: a row-major matrix read column-major is its transpose,
-// which needs no copy.
-//   f32: CUBLAS_COMPUTE_32F (no TF32); tf32: f32 storage,
-//   CUBLAS_COMPUTE_32F_FAST_TF32; f16/bf16: 16-bit in and out (as
-//   torch.matmul), f32 accumulation.
+// GEMM on the GPU through cuBLAS (cublasGemmEx) and cuBLASLt (cublasLtMatmul), row-major as
+// shapes.h defines it. cuBLAS is column-major, so both compute C^T = op(B)^T op(A)^T: a row-major
+// matrix read column-major is its transpose, which needs no copy.
+//   f32: CUBLAS_COMPUTE_32F (no TF32); tf32: f32 storage, CUBLAS_COMPUTE_32F_FAST_TF32;
+//   f16/bf16: 16-bit in and out (as torch.matmul), f32 accumulation.
 #pragma once
 
 #include <cublasLt.h>
@@ -36,13 +34,11 @@ using LtHandle = std::unique_ptr<cublasLtContext, LtHandleDeleter>;
 using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
 using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 
-// The workspace torch gives cuBLAS: 32 MiB on Hopper (sm_90), 4 MiB + 128 KiB
-// elsewhere (CUBLAS_WORKSPACE_CONFIG default :4096:2:16:8), so both libraries
-// may pick the same kernels.
+// The workspace torch gives cuBLAS: 32 MiB on Hopper (sm_90), 4 MiB + 128 KiB elsewhere
+// (CUBLAS_WORKSPACE_CONFIG default :4096:2:16:8), so both libraries may pick the same kernels.
 size_t WorkspaceBytes();
 
-// Operands, output and stream both GEMM ops share: seeded A and B, C poisoned
-// with NaN.
+// Operands, output and stream both GEMM ops share: seeded A and B, C poisoned with NaN.
 class GemmBuffers {
  public:
   GemmBuffers(const GemmShape& s, const RunConfig& cfg);
@@ -62,8 +58,7 @@ class GemmBuffers {
   cuda::DeviceBuffer<unsigned char> a_, b_, c_;
 };
 
-// cublasGemmEx with CUBLAS_GEMM_DEFAULT: the path torch.matmul takes on CUDA by
-// default.
+// cublasGemmEx with CUBLAS_GEMM_DEFAULT: the path torch.matmul takes on CUDA by default.
 class CublasGemm {
  public:
   static constexpr bool kGpu = true;
@@ -81,9 +76,9 @@ class CublasGemm {
   cuda::DeviceBuffer<unsigned char> workspace_;
 };
 
-// cublasLtMatmul with the algorithm cublasLtMatmulAlgoGetHeuristic ranks first
-// (cfg.algo "heuristic"), or with cfg.algo "search" the fastest of the top
-// heuristic results, each timed once in the constructor.
+// cublasLtMatmul with the algorithm cublasLtMatmulAlgoGetHeuristic ranks first (cfg.algo
+// "heuristic"), or with cfg.algo "search" the fastest of the top heuristic results, each timed once
+// in the constructor.
 class CublasLtGemm {
  public:
   static constexpr bool kGpu = true;

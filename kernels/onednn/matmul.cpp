@@ -25,8 +25,7 @@ memory::data_type DataType(DType dt) {
   }
 }
 
-// A logical rows x cols matrix stored row-major, or stored transposed (cols x
-// rows row-major).
+// A logical rows x cols matrix stored row-major, or stored transposed (cols x rows row-major).
 memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
   memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
   return memory::desc({rows, cols}, DataType(dt), strides);
@@ -76,8 +75,7 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   const memory::desc b_md = Matrix(s.k, s.n, s.tb, dtype_);
   const memory::desc c_md = Matrix(s.m, s.n, false, dtype_);
   dnnl::primitive_attr attr;
-  // A user scratchpad is allocated here once; the library's would be sized on
-  // first execute.
+  // A user scratchpad is allocated here once; the library's would be sized on first execute.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 #if DNNL_VERSION_MAJOR >= 3
   dnnl::matmul::primitive_desc pd(Engine(), a_md, b_md, c_md, attr);

@@ -1,7 +1,6 @@
-// GEMM on the CPU through the oneDNN matmul primitive, row-major as shapes.h
-// defines it. Transposed operands are described by strides, so no copy or
-// reorder runs; the output has the input's dtype (bf16 in, bf16 out, as
-// PyTorch) and accumulates in f32.
+// GEMM on the CPU through the oneDNN matmul primitive, row-major as shapes.h defines it. Transposed
+// operands are described by strides, so no copy or reorder runs; the output has the input's dtype
+// (bf16 in, bf16 out, as PyTorch) and accumulates in f32.
 #pragma once
 
 #include <dnnl.hpp>

@@ -8,9 +8,8 @@
 
 namespace dlb {
 
-// C = op(A) * op(B), m x n row-major, accumulated in double. `a` and `b` are in
-// the storage order of shapes.h: A m x k (k x m when ta), B k x n (n x k when
-// tb).
+// C = op(A) * op(B), m x n row-major, accumulated in double. `a` and `b` are in the storage order
+// of shapes.h: A m x k (k x m when ta), B k x n (n x k when tb).
 std::vector<double> ReferenceGemm(const GemmShape& s, const std::vector<float>& a,
                                   const std::vector<float>& b);
 

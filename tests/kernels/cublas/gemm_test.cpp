@@ -13,8 +13,7 @@ namespace dlb::cublas {
 namespace {
 
 constexpr DType kDTypes[] = {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16};
-// Odd sizes catch leading-dimension and transpose mix-ups that square powers of
-// two hide.
+// Odd sizes catch leading-dimension and transpose mix-ups that square powers of two hide.
 constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {256, 128, 512}};
 
 double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {

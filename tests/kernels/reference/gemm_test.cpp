@@ -8,8 +8,7 @@
 namespace dlb {
 namespace {
 
-// A = [[1 2 3], [4 5 6]] (2x3), B = [[7 8], [9 10], [11 12]] (3x2): C = [[58
-// 64], [139 154]].
+// A = [[1 2 3], [4 5 6]] (2x3), B = [[7 8], [9 10], [11 12]] (3x2): C = [[58 64], [139 154]].
 const std::vector<float> kA = {1, 2, 3, 4, 5, 6};
 const std::vector<float> kB = {7, 8, 9, 10, 11, 12};
 const std::vector<double> kC = {58, 64, 139, 154};
