@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -191,7 +192,7 @@ Graph BuildGraph(cudnnHandle_t handle, const ConvShape& s, const RunConfig& cfg,
 
 // One engine configuration from the heuristics, with what the label and the filters need.
 struct Candidate {
-  Descriptor cfg, plan;
+  Descriptor engine_desc, cfg, plan;
   int64_t engine = -1;
   std::string knobs;  // "k2=3,k14=4": cuDNN's knob types and chosen values
   std::set<int> numerical, behavior;
@@ -212,6 +213,49 @@ const char* ModeName(cudnnBackendHeurMode_t mode) {
     default:
       return "heur";
   }
+}
+
+// Reads what the label and the filters need off an engine configuration.
+Candidate Describe(Descriptor cfg) {
+  Candidate c;
+  c.engine_desc = MakeDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  void* e = c.engine_desc.get();
+  int64_t n = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e));
+  DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                     &c.engine));
+  cudnnBackendNumericalNote_t nn[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                     CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, nn));
+  for (int64_t j = 0; j < n; ++j) c.numerical.insert(nn[j]);
+  cudnnBackendBehaviorNote_t bn[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                     CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn));
+  for (int64_t j = 0; j < n; ++j) c.behavior.insert(bn[j]);
+
+  std::vector<Descriptor> knobs;
+  std::vector<void*> kraw;
+  for (int j = 0; j < CUDNN_KNOB_TYPE_COUNTS; ++j) {
+    knobs.push_back(MakeDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    kraw.push_back(knobs.back().get());
+  }
+  int64_t nk = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, &nk,
+                                     kraw.data()));
+  for (int64_t j = 0; j < nk; ++j) {
+    cudnnBackendKnobType_t type;
+    int64_t value = 0;
+    DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                       CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
+    DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64,
+                                       1, &n, &value));
+    c.knobs +=
+        (c.knobs.empty() ? "k" : ",k") + std::to_string(int(type)) + "=" + std::to_string(value);
+  }
+  c.cfg = std::move(cfg);
+  return c;
 }
 
 // The heuristics' engine configurations, best first. A mode that cannot handle the graph
@@ -236,47 +280,36 @@ std::vector<Candidate> Heuristics(void* graph, cudnnBackendHeurMode_t mode) {
   DLB_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()));
   for (int64_t i = 0; i < got; ++i) {
-    Candidate c;
+    Candidate c = Describe(std::move(cfgs[i]));
     c.source = ModeName(mode);
     c.rank = static_cast<int>(i);
-    Descriptor engine = MakeDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    void* e = engine.get();
-    int64_t n = 0;
-    DLB_CHECK(cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_ENGINE,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e));
-    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
-                                       &c.engine));
-    cudnnBackendNumericalNote_t nn[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                       CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
-                                       &n, nn));
-    for (int64_t j = 0; j < n; ++j) c.numerical.insert(nn[j]);
-    cudnnBackendBehaviorNote_t bn[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-    DLB_CHECK(cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                       CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, bn));
-    for (int64_t j = 0; j < n; ++j) c.behavior.insert(bn[j]);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
-    std::vector<Descriptor> knobs;
-    std::vector<void*> kraw;
-    for (int j = 0; j < CUDNN_KNOB_TYPE_COUNTS; ++j) {
-      knobs.push_back(MakeDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
-      kraw.push_back(knobs.back().get());
-    }
-    int64_t nk = 0;
-    DLB_CHECK(cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, &nk,
-                                       kraw.data()));
-    for (int64_t j = 0; j < nk; ++j) {
-      cudnnBackendKnobType_t type;
-      int64_t value = 0;
-      DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
-                                         CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
-      DLB_CHECK(cudnnBackendGetAttribute(kraw[j], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
-                                         CUDNN_TYPE_INT64, 1, &n, &value));
-      c.knobs +=
-          (c.knobs.empty() ? "k" : ",k") + std::to_string(int(type)) + "=" + std::to_string(value);
-    }
-    c.cfg = std::move(cfgs[i]);
+// Every engine of the graph with its default knobs: what the heuristics do not rank still gets
+// timed. Engines that compile kernels at run time are left to the heuristics (each costs
+// seconds to build).
+std::vector<Candidate> AllEngines(void* graph) {
+  std::vector<Candidate> out;
+  int64_t count = 0, n = 0;
+  DLB_CHECK(cudnnBackendGetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+                                     CUDNN_TYPE_INT64, 1, &n, &count));
+  for (int64_t i = 0; i < count; ++i) {
+    Descriptor engine = MakeDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    Set(engine.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+    Set(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i);
+    if (cudnnBackendFinalize(engine.get()) != CUDNN_STATUS_SUCCESS) continue;  // not for this graph
+    Descriptor cfg = MakeDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    void* e = engine.get();
+    Set(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e);
+    if (cudnnBackendFinalize(cfg.get()) != CUDNN_STATUS_SUCCESS) continue;
+    Candidate c = Describe(std::move(cfg));
+    if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) continue;
+    c.source = "all_engines";
+    c.rank = static_cast<int>(i);
+    c.engine_desc = std::move(engine);
     out.push_back(std::move(c));
   }
   return out;
@@ -502,7 +535,12 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   std::set<std::string> seen;
   int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
   for (auto mode : modes) {
-    for (Candidate& c : Heuristics(st.graph.graph.get(), mode)) {
+    std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
+    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
+      std::vector<Candidate> all = AllEngines(st.graph.graph.get());
+      std::move(all.begin(), all.end(), std::back_inserter(proposed));
+    }
+    for (Candidate& c : proposed) {
       if (!seen.insert(Key(c)).second) continue;
       if (!Acceptable(c, cfg.dtype)) {
         ++rejected_numerics;
@@ -551,8 +589,9 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   if (c.numerical.count(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) notes += "nondeterministic ";
   if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
   if (!notes.empty()) notes.pop_back();
-  st.label = "cudnn " + std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) +
-             " backend engine " + std::to_string(c.engine) +
+  const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
+  st.label = "cudnn " + std::to_string(version / 10000) + "." +
+             std::to_string(version / 100 % 100) + " backend engine " + std::to_string(c.engine) +
              (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
              (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
              std::to_string(c.rank) +
