@@ -233,6 +233,18 @@ TEST(Reader, ReplaysFuzzCorpus) {
     std::ifstream in(entry.path(), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
+    std::string seq_error, par_error;
+    try {
+      ParseBenchmarkJson(ss.str(), "x", 0);  // the parallel reader, forced
+    } catch (const InputError& e) {
+      par_error = e.what();
+    }
+    try {
+      ParseBenchmarkJson(ss.str(), "x", SIZE_MAX);
+    } catch (const InputError& e) {
+      seq_error = e.what();
+    }
+    EXPECT_EQ(seq_error, par_error) << entry.path();
     try {
       MergedRuns m = Merge({ParseBenchmarkJson(ss.str(), entry.path().string())});
       Summary(m, {"x"});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <functional>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -270,6 +272,14 @@ class Handler {
     throw InputError(path_, LineCol(position > 0 ? position - 1 : 0), "syntax " + reason);
   }
 
+  // For parsing elements of the benchmarks array one by one: as if inside "benchmarks": [ ... ].
+  void EnterArray() {
+    depth_ = 2;
+    section_ = Section::kBenchmarks;
+    saw_benchmarks_ = true;
+    key_.clear();
+  }
+
   void Finish() {
     if (depth_ != 0) throw InputError(path_, LineCol(text_.size()), "truncated JSON");
     if (!saw_benchmarks_) Fail("/benchmarks", "missing: not Google Benchmark JSON");
@@ -457,6 +467,7 @@ FileData ParseSequential(std::string_view text, const std::string& path) {
 struct Layout {
   size_t open = 0, close = 0;  // offsets of '[' and ']'
   std::vector<size_t> starts;  // offsets of each element's '{'
+  std::vector<size_t> ends;    // one past each element's '}'
 };
 
 std::optional<Layout> Scan(std::string_view t) {
@@ -498,6 +509,7 @@ std::optional<Layout> Scan(std::string_view t) {
       ++depth;
     } else if (c == '}' || c == ']') {
       if (--depth < 0) return std::nullopt;
+      if (depth == 2 && in_array) l.ends.push_back(i + 1);
       if (depth == 1 && in_array && c == ']') {
         if (commas != 0) return std::nullopt;
         l.close = i;
@@ -514,56 +526,171 @@ std::optional<Layout> Scan(std::string_view t) {
   return l;
 }
 
+// One element of the benchmarks array, `{"key": scalar, ...}`, lexed directly into the handler.
+// Returns false on anything it does not handle with certainty (escapes, non-ASCII, nesting, odd
+// numbers); the caller then hands the element to nlohmann's parser. Never accepts invalid JSON.
+class FastElement {
+ public:
+  FastElement(std::string_view s, Handler* h) : s_(s), h_(h) {}
+
+  bool Parse() {
+    Ws();
+    if (!Eat('{')) return false;
+    h_->start_object(0);
+    Ws();
+    if (Eat('}')) return End();
+    while (true) {
+      std::string key;
+      if (!String(&key)) return false;
+      h_->key(key);
+      Ws();
+      if (!Eat(':')) return false;
+      Ws();
+      if (!Value()) return false;
+      Ws();
+      if (Eat(',')) {
+        Ws();
+        continue;
+      }
+      if (Eat('}')) return End();
+      return false;
+    }
+  }
+
+ private:
+  bool End() {
+    h_->end_object();
+    Ws();
+    return i_ == s_.size();
+  }
+  void Ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
+  }
+  bool Eat(char c) {
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool Lit(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) return false;
+    i_ += w.size();
+    return true;
+  }
+  // Plain ASCII strings without escapes or control characters only.
+  bool String(std::string* out) {
+    if (!Eat('"')) return false;
+    size_t b = i_;
+    while (i_ < s_.size()) {
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') break;
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++i_;
+    }
+    if (i_ >= s_.size()) return false;
+    out->assign(s_.data() + b, i_ - b);
+    ++i_;
+    return true;
+  }
+  bool Digits() {
+    size_t b = i_;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+    return i_ > b;
+  }
+  // JSON's number grammar, then from_chars; out of range goes to nlohmann (which says overflow).
+  bool Number() {
+    size_t b = i_;
+    Eat('-');
+    if (Eat('0')) {
+      if (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') return false;
+    } else if (!Digits()) {
+      return false;
+    }
+    if (Eat('.') && !Digits()) return false;
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (!Eat('+')) Eat('-');
+      if (!Digits()) return false;
+    }
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s_.data() + b, s_.data() + i_, v);
+    if (ec != std::errc() || ptr != s_.data() + i_ || !std::isfinite(v)) return false;
+    h_->number_float(v, kEmpty);
+    return true;
+  }
+  bool Value() {
+    if (i_ >= s_.size()) return false;
+    char c = s_[i_];
+    if (c == '"') {
+      std::string v;
+      if (!String(&v)) return false;
+      h_->string(v);
+      return true;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return Number();
+    if (c == 't' && Lit("true")) return h_->boolean(true);
+    if (c == 'f' && Lit("false")) return h_->boolean(false);
+    if (c == 'n' && Lit("null")) return h_->null();
+    return false;  // objects, arrays, anything odd
+  }
+
+  static inline const std::string kEmpty;
+  std::string_view s_;
+  Handler* h_;
+  size_t i_ = 0;
+};
+
+FileData ParseElements(std::string_view text, const Layout& l, size_t first, size_t last,
+                       const std::string& path) {
+  FileData out;
+  out.path = path;
+  Handler h(text, path, &out);
+  out.entries.reserve(last - first);
+  for (size_t k = first; k < last; ++k) {
+    std::string_view e = text.substr(l.starts[k], l.ends[k] - l.starts[k]);
+    h.EnterArray();
+    if (FastElement(e, &h).Parse()) continue;
+    h.EnterArray();
+    json::sax_parse(e.data(), e.data() + e.size(), &h);
+  }
+  return out;
+}
+
 }  // namespace
 
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
-  // Large files are lexed in parallel, a slice of the benchmarks array per thread; any error
-  // falls back to the sequential parse, which names the place exactly.
-  constexpr size_t kParallelBytes = 4 << 20;
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path,
+                            size_t parallel_bytes) {
+  // Large files: a quick structural scan finds the elements of the benchmarks array; threads lex
+  // slices of them (plain elements directly, others through nlohmann). Any error falls back to the
+  // sequential nlohmann parse of the whole text, which names the place exactly.
   unsigned threads = std::min(4u, std::max(2u, std::thread::hardware_concurrency()));
-  if (text.size() < kParallelBytes) return ParseSequential(text, path);
+  if (text.size() < parallel_bytes) return ParseSequential(text, path);
   std::optional<Layout> layout = Scan(text);
-  if (!layout || layout->starts.size() < threads) return ParseSequential(text, path);
+  if (!layout || layout->starts.size() < threads || layout->ends.size() != layout->starts.size())
+    return ParseSequential(text, path);
   try {
-    std::string skeleton(text.substr(0, layout->open + 1));
-    skeleton.append(text.substr(layout->close));
-    // Slices of about equal bytes, each cut at an element start.
-    std::vector<std::pair<size_t, size_t>> slices;
-    size_t per = (layout->close - layout->open) / threads, first = 0;
-    const auto& st = layout->starts;
-    for (unsigned k = 0; k < threads && first < st.size(); ++k) {
-      size_t last = first + 1;
-      if (k + 1 == threads) {
-        last = st.size();
-      } else {
-        while (last < st.size() && st[last] - st[first] < per) ++last;
-      }
-      size_t end = last < st.size() ? st[last] : layout->close;
-      while (end > st[first] && text[end - 1] != '}') --end;  // drop the comma and blanks
-      slices.emplace_back(st[first], end);
-      first = last;
-    }
-    auto parse_slice = [&](std::pair<size_t, size_t> r) {
-      std::string chunk = "{\"benchmarks\": [";
-      chunk.append(text.substr(r.first, r.second - r.first));
-      chunk += "]}";
-      return ParseSequential(chunk, path);
-    };
+    const Layout& l = *layout;
+    size_t n = l.starts.size();
     std::vector<std::future<FileData>> parts;
-    for (size_t k = 1; k < slices.size(); ++k)
-      parts.push_back(std::async(std::launch::async, parse_slice, slices[k]));
-    FileData out = parse_slice(slices[0]);
-    out.path = path;
+    for (unsigned k = 1; k < threads; ++k)
+      parts.push_back(std::async(std::launch::async, ParseElements, text, std::cref(l),
+                                 n * k / threads, n * (k + 1) / threads, std::cref(path)));
+    FileData out = ParseElements(text, l, 0, n / threads, path);
     for (auto& p : parts) {
       FileData f = p.get();
       out.entries.insert(out.entries.end(), std::make_move_iterator(f.entries.begin()),
                          std::make_move_iterator(f.entries.end()));
     }
-    // The context (and anything else) from the text without the array; "[]" parses as empty.
+    // The context (and the document's syntax around the array) from the text without the array.
+    std::string skeleton(text.substr(0, l.open + 1));
+    skeleton.append(text.substr(l.close));
     FileData skel;
     skel.path = path;
     Handler h(skeleton, path, &skel);
     json::sax_parse(skeleton.data(), skeleton.data() + skeleton.size(), &h);
+    if (out.entries.empty()) throw InputError(path, "/benchmarks", "no benchmarks");
     out.context = std::move(skel.context);
     return out;
   } catch (const InputError&) {

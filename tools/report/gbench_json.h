@@ -52,8 +52,10 @@ struct FileData {
   std::vector<Entry> entries;
 };
 
-// Parses JSON text; `path` only names the input in errors. Throws InputError.
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path);
+// Parses JSON text; `path` only names the input in errors. Throws InputError. Texts of at least
+// `parallel_bytes` are lexed on several threads (same result; tests and the fuzzer lower it).
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path,
+                            size_t parallel_bytes = size_t{1} << 20);
 // Reads and parses a file ("-" is stdin). Throws InputError.
 FileData ReadBenchmarkFile(const std::string& path);
 // Reads several files, two at a time (the machine has two cores); results in argument order.
