@@ -145,12 +145,13 @@ TEST(CudnnConv, SearchPicksAVerifiedEngine) {
   }
 }
 
-TEST(CudnnConv, FloatMathExcludesTensorCores) {
+TEST(CudnnConv, FloatMathIsDirectFp32) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   RunConfig cfg;
   cfg.algo = "search";
   CudnnConvFwd op(Shape(8, 64, 14, 14, 64, 3, 1, 1), cfg);
-  EXPECT_EQ(op.label().find("tensor_core"), std::string::npos) << op.label();
+  for (const char* note : {"tensor_core", "fft", "winograd"})
+    EXPECT_EQ(op.label().find(note), std::string::npos) << op.label();
   EXPECT_NE(op.label().find("fp32 (no tf32)"), std::string::npos) << op.label();
 }
 
