@@ -52,7 +52,8 @@ class Cli : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::binary) << text;
   }
   size_t Files() {
-    return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+    return static_cast<size_t>(
+        std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
   fs::path dir_;
 };
@@ -104,8 +105,8 @@ TEST_F(Cli, BadInputIsOneLineExitOneAndNoPartialFile) {
   Write("trunc.json", "{\"benchmarks\": [{\"name\": \"a\", \"real_ti");
   Write("report.md", "previous report\n");
   size_t before = Files();
-  Result r = Run("summary " + (dir_ / "trunc.json").string() + " -o " +
-                 (dir_ / "report.md").string());
+  Result r =
+      Run("summary " + (dir_ / "trunc.json").string() + " -o " + (dir_ / "report.md").string());
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.err.rfind("dlbench-report: " + (dir_ / "trunc.json").string() + ":1:", 0), 0u)
       << r.err;
@@ -115,7 +116,8 @@ TEST_F(Cli, BadInputIsOneLineExitOneAndNoPartialFile) {
 
   Result missing = Run("summary /nonexistent/x.json");
   EXPECT_EQ(missing.rc, 1);
-  EXPECT_EQ(missing.err, "dlbench-report: /nonexistent/x.json: cannot open: No such file or directory\n");
+  EXPECT_EQ(missing.err,
+            "dlbench-report: /nonexistent/x.json: cannot open: No such file or directory\n");
 
   Result usage = Run("compare only_one.json");
   EXPECT_EQ(usage.rc, 1);

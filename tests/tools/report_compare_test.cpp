@@ -93,8 +93,9 @@ TEST(Compare, ThresholdDecides) {
   EXPECT_EQ(r.exit_code, 0);
   opt.threshold = 0.01;  // now the significant +1.1% conv counts
   r = RunGolden(opt);
-  EXPECT_STREQ(VerdictName(Find(r, "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:bf16/fmt:nhwc/"
-                                   "pass:fwd/manual_time")
+  EXPECT_STREQ(VerdictName(Find(r,
+                                "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:bf16/fmt:nhwc/"
+                                "pass:fwd/manual_time")
                                ->verdict),
                "slower");
 }
@@ -126,7 +127,8 @@ std::string SweepJson() {
   auto add = [&](const std::string& name, double us) {
     for (int rep = 0; rep < 3; ++rep) {
       if (!b.empty()) b += ",";
-      b += R"({"name": ")" + name + R"(", "run_type": "iteration", "repetitions": 3, "real_time": )" +
+      b += R"({"name": ")" + name +
+           R"(", "run_type": "iteration", "repetitions": 3, "real_time": )" +
            std::to_string(us * (1 + 0.001 * rep)) + R"(, "time_unit": "us"})";
     }
   };
@@ -148,7 +150,7 @@ TEST(Speedup, PairsCpuWithGpuByName) {
     EXPECT_EQ(r.cpu_backend, "onednn");
     EXPECT_EQ(r.gpu_backend, "cudnn");
     double bs = std::stod(r.bs);
-    double gpu = bs * (400 / std::pow(bs, 0.9) + 2) * 1.001;  // median of 3 reps
+    double gpu = bs * (400 / std::pow(bs, 0.9) + 2) * 1.001;      // median of 3 reps
     EXPECT_NEAR(r.speedup / (bs * 50.0 * 1.001 / gpu), 1, 1e-6);  // the JSON keeps 6 decimals
     EXPECT_FALSE(r.has_interval);  // 3 x 3 repetitions are too few for a 95% interval
   }

@@ -75,10 +75,11 @@ TEST(Html, ChartsAreDrawnInChromium) {
   std::string flags =
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
       "--disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir=" + (dir / "profile").string();
+      "--user-data-dir=" +
+      (dir / "profile").string();
   std::string url = "file://" + (dir / "report.html").string();
-  std::string cmd = chromium + flags + " --dump-dom " + url + " >" + (dir / "dom.html").string() +
-                    " 2>/dev/null";
+  std::string cmd =
+      chromium + flags + " --dump-dom " + url + " >" + (dir / "dom.html").string() + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string dom = Slurp(dir / "dom.html");
   size_t drawn = 0, not_drawn = 0;

@@ -22,9 +22,10 @@ int Json(const char* path, int benches, int reps, double scale, unsigned seed) {
   if (!f) return 1;
   std::mt19937 rng(seed);
   std::normal_distribution<double> noise(1.0, 0.01);
-  std::fprintf(f, "{\n  \"context\": {\"date\": \"2026-11-22T00:00:00+00:00\", \"host_name\": "
-                  "\"perf\", \"num_cpus\": 2, \"library_build_type\": \"release\"},\n"
-                  "  \"benchmarks\": [\n");
+  std::fprintf(f,
+               "{\n  \"context\": {\"date\": \"2026-11-22T00:00:00+00:00\", \"host_name\": "
+               "\"perf\", \"num_cpus\": 2, \"library_build_type\": \"release\"},\n"
+               "  \"benchmarks\": [\n");
   bool first = true;
   for (int i = 0; i < benches; ++i) {
     std::string n = Name(i);
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
   if (mode == "json" && argc == 7)
     return Json(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), std::atof(argv[5]),
                 static_cast<unsigned>(std::atoi(argv[6])));
-  if (mode == "history" && argc == 5) return History(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
-  std::fprintf(stderr,
-               "usage: report_perfgen json OUT BENCHES REPS SCALE SEED | history DB RUNS BENCHES\n");
+  if (mode == "history" && argc == 5)
+    return History(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  std::fprintf(
+      stderr, "usage: report_perfgen json OUT BENCHES REPS SCALE SEED | history DB RUNS BENCHES\n");
   return 1;
 }

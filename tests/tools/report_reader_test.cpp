@@ -172,14 +172,16 @@ TEST(Reader, BadInputIsOneLineNamingThePlace) {
   }
 }
 
-// Files over 4 MB are lexed in parallel slices: the same entries in the same order, the same errors.
+// Files over 4 MB are lexed in parallel slices: the same entries in the same order, the same
+// errors.
 TEST(Reader, LargeFilesParseInParallelWithTheSameResult) {
   std::string b;
   for (int i = 0; i < 40000; ++i) {
     if (i) b += ",\n";
     b += R"({"name": "gemm/cpu/onednn/w)" + std::to_string(i) +
          R"(/manual_time", "run_type": "iteration", "label": "a \"quoted\" {brace} [x]\\",)"
-         R"( "real_time": )" + std::to_string(i + 1) + R"(, "time_unit": "ns", "flop_per_s": 2})";
+         R"( "real_time": )" +
+         std::to_string(i + 1) + R"(, "time_unit": "ns", "flop_per_s": 2})";
   }
   std::string text = Wrap(b);
   ASSERT_GT(text.size(), 4u << 20);

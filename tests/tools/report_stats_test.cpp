@@ -1,8 +1,8 @@
-#include "tools/report/stats.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "tools/report/stats.h"
 
 namespace dlb::report {
 namespace {
@@ -27,7 +27,10 @@ TEST(MannWhitneyU, MatchesScipy) {
   const Golden cases[] = {
       {"exact 3v3", {1, 2, 3}, {4, 5, 6}, 0.0, 0.1},
       {"exact 2v2", {10, 11}, {12, 13}, 0.0, 0.3333333333333333},
-      {"exact 5v8", {1.1, 2.3, 0.7, 5.5, 3.2}, {4.4, 6.1, 7.7, 2.9, 8.8, 9.9, 5.0, 6.6}, 4.0,
+      {"exact 5v8",
+       {1.1, 2.3, 0.7, 5.5, 3.2},
+       {4.4, 6.1, 7.7, 2.9, 8.8, 9.9, 5.0, 6.6},
+       4.0,
        0.018648018648018648},
       {"exact 8v20", r8, r20, 10.0, 8.751313099139186e-05},
       {"ties 3v3 (asymptotic)", {1, 2, 2}, {2, 3, 4}, 1.0, 0.16415972847851523},

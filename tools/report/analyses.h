@@ -27,8 +27,8 @@ const char* VerdictName(Verdict v);
 struct CompareRow {
   std::string name, family;
   double base_ns = 0, new_ns = 0;
-  double delta = 0;      // (new - base) / |base| of the median times, as compare.py's median row
-  double p = 0, q = 0;   // two-sided Mann-Whitney U over real_time repetitions; NaN without test
+  double delta = 0;     // (new - base) / |base| of the median times, as compare.py's median row
+  double p = 0, q = 0;  // two-sided Mann-Whitney U over real_time repetitions; NaN without test
   size_t base_reps = 0, new_reps = 0;
   Verdict verdict = Verdict::kSame;
   std::map<std::string, double> rate_deltas;  // counters ending in _per_s: (new-base)/|base|

@@ -2,8 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -32,7 +32,9 @@ Format ResolveFormat(const OutputOpts& o) {
   return FormatFromPath(o.out, Format::kMarkdown);
 }
 
-void Emit(const Document& d, const OutputOpts& o) { WriteOutput(o.out, Render(d, ResolveFormat(o))); }
+void Emit(const Document& d, const OutputOpts& o) {
+  WriteOutput(o.out, Render(d, ResolveFormat(o)));
+}
 
 // A folder stands for the *.json files in it, sorted: a suite run leaves one file per binary.
 std::vector<std::string> Expand(const std::vector<std::string>& paths) {

@@ -76,7 +76,8 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
       if (!b.message.empty()) row.note = std::string("base: ") + b.message;
     } else if (!nm) {
       row.verdict = Verdict::kMissing;
-      if (n && !n->message.empty()) row.note = std::string(StatusName(n->status)) + ": " + n->message;
+      if (n && !n->message.empty())
+        row.note = std::string(StatusName(n->status)) + ": " + n->message;
     } else {
       row.delta = RelativeChange(row.base_ns, row.new_ns);
       if (b.real_ns.size() >= kMinReps && n->real_ns.size() >= kMinReps &&
@@ -147,20 +148,21 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   std::string tally;
   for (Verdict v : {Verdict::kSlower, Verdict::kFaster, Verdict::kNoisy, Verdict::kSame,
                     Verdict::kNew, Verdict::kMissing})
-    tally += std::string(tally.empty() ? "" : ", ") + std::to_string(counts[v]) + " " +
-             VerdictName(v);
+    tally +=
+        std::string(tally.empty() ? "" : ", ") + std::to_string(counts[v]) + " " + VerdictName(v);
   d.notes.push_back(std::string(r.regressions ? "**REGRESSION**: " : "**OK**: ") +
                     std::to_string(r.regressions) + " significant slowdown(s) beyond " +
-                    FormatPercent(opt.threshold, 1) + " (" + tally + "). Geomean of time ratios: " +
-                    FormatSigned(r.geomean_delta) + " over " + std::to_string(r.geomean_count) +
-                    " benchmarks.");
+                    FormatPercent(opt.threshold, 1) + " (" + tally +
+                    "). Geomean of time ratios: " + FormatSigned(r.geomean_delta) + " over " +
+                    std::to_string(r.geomean_count) + " benchmarks.");
   d.notes.push_back(
       "Change = (new - base) / base of the median time. p: two-sided Mann-Whitney U over the "
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
-      "|change| >= threshold and q < " + FormatNumber(opt.alpha, 3) +
-      " (or, without repetitions, on the threshold alone).");
-  if (not_compared) d.notes.push_back(std::to_string(not_compared) +
-                                      " benchmark(s) measured in neither file (skipped or failed).");
+      "|change| >= threshold and q < " +
+      FormatNumber(opt.alpha, 3) + " (or, without repetitions, on the threshold alone).");
+  if (not_compared)
+    d.notes.push_back(std::to_string(not_compared) +
+                      " benchmark(s) measured in neither file (skipped or failed).");
 
   std::set<std::string> rate_names;
   for (const auto& row : r.rows)
@@ -168,9 +170,14 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   auto make_table = [&](const std::string& title) {
     Table t;
     t.title = title;
-    t.columns = {{"benchmark", "name"},   {"base", "base_ns"},     {"new", "new_ns"},
-                 {"change", "change"},    {"p", "p"},              {"q", "q"},
-                 {"reps", "reps"},        {"verdict", "verdict"}};
+    t.columns = {{"benchmark", "name"},
+                 {"base", "base_ns"},
+                 {"new", "new_ns"},
+                 {"change", "change"},
+                 {"p", "p"},
+                 {"q", "q"},
+                 {"reps", "reps"},
+                 {"verdict", "verdict"}};
     for (const auto& c : rate_names) t.columns.push_back({RateTitle(c), "change_" + c});
     t.columns.push_back({"note", "note"});
     return t;

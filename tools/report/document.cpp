@@ -85,9 +85,12 @@ std::string MdEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -229,8 +232,8 @@ std::string RenderSvg(const Chart& chart) {
     if (!(b > a)) b = a + 1;
     double plot_w = W - left - right - 60;
     auto X = [&](double v) { return left + (tx(v) - a) / (b - a) * plot_w; };
-    o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
-      << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
+    o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
+      << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
     o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
       << HtmlEscape(chart.title) << "</text><g class=\"plot\">";
     double base = chart.log_x ? X(std::pow(10, a)) : X(std::max(0.0, a));
@@ -250,8 +253,8 @@ std::string RenderSvg(const Chart& chart) {
     }
     o << "</g>";
     double axis_y = top + static_cast<double>(chart.bars.size()) * (bar_h + gap) + 4;
-    o << "<line x1=\"" << left << "\" y1=\"" << axis_y << "\" x2=\"" << left + plot_w
-      << "\" y2=\"" << axis_y << "\" stroke=\"#444\"/>";
+    o << "<line x1=\"" << left << "\" y1=\"" << axis_y << "\" x2=\"" << left + plot_w << "\" y2=\""
+      << axis_y << "\" stroke=\"#444\"/>";
     std::vector<double> ticks;
     if (chart.log_x) {
       for (double e = a; e <= b + 1e-9; e += 1) ticks.push_back(std::pow(10, e));
@@ -310,8 +313,8 @@ std::string RenderSvg(const Chart& chart) {
   double pw = W - lft - rgt, ph = H - top - bottom;
   auto PX = [&](double x) { return lft + (fx(x) - x0) / (x1 - x0) * pw; };
   auto PY = [&](double y) { return top + ph - (fy(y) - y0) / (y1 - y0) * ph; };
-  o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
-    << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
+  o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
+    << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
   o << "<text x=\"" << lft + pw / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
     << HtmlEscape(chart.title) << "</text>";
   // Axes and ticks.
@@ -332,7 +335,8 @@ std::string RenderSvg(const Chart& chart) {
   std::vector<double> yt;
   if (chart.log_y) {
     for (double e = std::ceil(y0); e <= y1 + 1e-9; e += 1) yt.push_back(std::pow(10, e));
-    if (yt.size() < 2) yt = {std::pow(10, y0 + (y1 - y0) * 0.1), std::pow(10, y1 - (y1 - y0) * 0.1)};
+    if (yt.size() < 2)
+      yt = {std::pow(10, y0 + (y1 - y0) * 0.1), std::pow(10, y1 - (y1 - y0) * 0.1)};
   } else {
     yt = NiceTicks(y0, y1, 5);
   }
@@ -376,7 +380,8 @@ std::string RenderHtml(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" +
-         HtmlEscape(doc.title) + "</title>\n<style>\n"
+         HtmlEscape(doc.title) +
+         "</title>\n<style>\n"
          "body{font:14px/1.4 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;"
          "color:#222;max-width:1400px}\n"
          "table{border-collapse:collapse;margin:8px 0 20px}\n"

@@ -1,5 +1,6 @@
 // What every subcommand produces: titled sections of tables and charts, rendered as Markdown, a
-// self-contained HTML page with SVG charts, CSV or JSON. Subcommands never format output themselves.
+// self-contained HTML page with SVG charts, CSV or JSON. Subcommands never format output
+// themselves.
 #pragma once
 
 #include <cmath>
@@ -45,9 +46,9 @@ struct Chart {
   Kind kind = Kind::kLines;
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
-  std::vector<Series> series;                         // kLines
-  std::vector<std::pair<std::string, double>> bars;   // kBars: label, value
-  double bar_reference = std::nan("");                // kBars: a vertical line (e.g. 1x)
+  std::vector<Series> series;                        // kLines
+  std::vector<std::pair<std::string, double>> bars;  // kBars: label, value
+  double bar_reference = std::nan("");               // kBars: a vertical line (e.g. 1x)
 };
 
 struct Section {
@@ -64,7 +65,8 @@ struct Document {
 };
 
 enum class Format { kMarkdown, kHtml, kCsv, kJson };
-Format ParseFormat(const std::string& s);  // md|markdown|html|csv|json; throws std::invalid_argument
+Format ParseFormat(
+    const std::string& s);  // md|markdown|html|csv|json; throws std::invalid_argument
 Format FormatFromPath(const std::string& path, Format fallback);
 
 std::string Render(const Document& doc, Format format);
@@ -75,10 +77,10 @@ std::string RenderJson(const Document& doc);
 std::string RenderSvg(const Chart& chart);
 
 // Number formatting shared by the subcommands.
-std::string FormatTime(double ns);            // "1.23 ms"
-std::string FormatRate(double v);             // "1.23 T" (SI)
-std::string FormatPercent(double fraction, int digits = 1);   // "12.3%"
-std::string FormatSigned(double fraction);    // "+12.34%"
+std::string FormatTime(double ns);                           // "1.23 ms"
+std::string FormatRate(double v);                            // "1.23 T" (SI)
+std::string FormatPercent(double fraction, int digits = 1);  // "12.3%"
+std::string FormatSigned(double fraction);                   // "+12.34%"
 std::string FormatNumber(double v, int significant = 4);
 std::string FormatP(double p);
 

@@ -1,21 +1,21 @@
 #include "tools/report/gbench_json.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <functional>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <unordered_map>
-
-#include <sys/stat.h>
 
 #include "tools/report/stats.h"
 
@@ -318,12 +318,14 @@ class Handler {
   bool Scalar(const char* type) {
     if (depth_ == 0) Fail("/", std::string("the top level is a ") + type + ", expected an object");
     if (depth_ == 1) {
-      if (key_ == "benchmarks") Fail("/benchmarks", std::string("expected an array, got a ") + type);
+      if (key_ == "benchmarks")
+        Fail("/benchmarks", std::string("expected an array, got a ") + type);
       if (key_ == "context") Fail("/context", std::string("expected an object, got a ") + type);
       return true;
     }
     if (depth_ == 2 && section_ == Section::kBenchmarks)
-      Fail("/benchmarks/" + std::to_string(index_), std::string("expected an object, got a ") + type);
+      Fail("/benchmarks/" + std::to_string(index_),
+           std::string("expected an object, got a ") + type);
     if (InEntryField()) {
       Field f = Classify(key_);
       if (f == Field::kErrorOccurred || f == Field::kSkipped)
@@ -400,7 +402,8 @@ class Handler {
           e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0)
         e.run_name.resize(e.name.size() - suffix.size());
     }
-    if (e.aggregate && e.aggregate_name.empty()) Fail(where, "aggregate without \"aggregate_name\"");
+    if (e.aggregate && e.aggregate_name.empty())
+      Fail(where, "aggregate without \"aggregate_name\"");
     if (raw_.error_occurred || raw_.skipped) {
       e.message = raw_.error_occurred ? raw_.error_message : raw_.skip_message;
       if (e.message.empty()) e.message = raw_.error_message + raw_.skip_message;
@@ -497,7 +500,8 @@ std::optional<Layout> Scan(std::string_view t) {
       continue;
     }
     if (c == '{' || c == '[') {
-      if (depth == 1 && c == '[' && !done && t.substr(key_begin, key_end - key_begin) == "benchmarks") {
+      if (depth == 1 && c == '[' && !done &&
+          t.substr(key_begin, key_end - key_begin) == "benchmarks") {
         l.open = i;
         in_array = true;
       } else if (depth == 2 && in_array) {
@@ -660,8 +664,7 @@ FileData ParseElements(std::string_view text, const Layout& l, size_t first, siz
 
 }  // namespace
 
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path,
-                            size_t parallel_bytes) {
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path, size_t parallel_bytes) {
   // Large files: a quick structural scan finds the elements of the benchmarks array; threads lex
   // slices of them (plain elements directly, others through nlohmann). Any error falls back to the
   // sequential nlohmann parse of the whole text, which names the place exactly.
@@ -708,7 +711,8 @@ FileData ReadBenchmarkFile(const std::string& path) {
   // Read straight into the string's storage: no regrowth copies for 100 MB files.
   size_t used = 0;
   while (true) {
-    if (text.size() == used) text.resize(std::max<size_t>(used * 2, std::max<size_t>(text.capacity(), 1 << 16)));
+    if (text.size() == used)
+      text.resize(std::max<size_t>(used * 2, std::max<size_t>(text.capacity(), 1 << 16)));
     size_t n = std::fread(text.data() + used, 1, text.size() - used, f);
     used += n;
     if (n == 0) break;
@@ -728,7 +732,8 @@ std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths) 
     if (i + 1 < paths.size() && paths[i + 1] != "-")
       second = std::async(std::launch::async, ReadBenchmarkFile, paths[i + 1]);
     out[i] = ReadBenchmarkFile(paths[i]);
-    if (i + 1 < paths.size()) out[i + 1] = second.valid() ? second.get() : ReadBenchmarkFile(paths[i + 1]);
+    if (i + 1 < paths.size())
+      out[i + 1] = second.valid() ? second.get() : ReadBenchmarkFile(paths[i + 1]);
   }
   return out;
 }

@@ -63,10 +63,10 @@ std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths);
 
 // One benchmark after merging every entry with its run_name across files.
 struct Bench {
-  std::string name;                  // run_name
-  std::optional<BenchName> parsed;   // when the name follows dlbench's scheme
-  std::string family;                // parsed family, else the first path segment, else "other"
-  std::vector<double> real_ns;       // iteration runs (repetitions), pooled over files
+  std::string name;                 // run_name
+  std::optional<BenchName> parsed;  // when the name follows dlbench's scheme
+  std::string family;               // parsed family, else the first path segment, else "other"
+  std::vector<double> real_ns;      // iteration runs (repetitions), pooled over files
   std::vector<double> cpu_ns;
   std::map<std::string, std::vector<double>> counters;  // per repetition
   std::map<std::string, double> aggregates;             // aggregate_name -> real_ns (or fraction)

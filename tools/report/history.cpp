@@ -288,7 +288,10 @@ Document HistoryShow(const std::string& path, const ShowOptions& opt, const Hist
   Section rs;
   rs.title = "Runs";
   Table rt;
-  rt.columns = {{"#", "run"}, {"date", "date"}, {"commit", "commit"}, {"branch", "branch"},
+  rt.columns = {{"#", "run"},
+                {"date", "date"},
+                {"commit", "commit"},
+                {"branch", "branch"},
                 {"machine", "machine"}};
   for (size_t i = 0; i < runs.size(); ++i)
     rt.rows.push_back({Cell(std::to_string(i + 1), static_cast<double>(runs[i].id)),
@@ -361,9 +364,9 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   std::vector<std::string> names;
   auto results = Results(db, runs, "", &names);
   Table t;
-  t.columns = {{"benchmark", "name"},     {"newest", "new_ns"}, {"window median", "median_ns"},
-               {"MAD", "mad_ns"},          {"change", "change"}, {"z (MAD)", "z"},
-               {"history", "n"},           {"verdict", "verdict"}};
+  t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},  {"window median", "median_ns"},
+               {"MAD", "mad_ns"},     {"change", "change"},  {"z (MAD)", "z"},
+               {"history", "n"},      {"verdict", "verdict"}};
   std::vector<std::vector<Cell>> slower, other;
   int counts[5] = {0, 0, 0, 0, 0};  // slower faster same new short
   for (const auto& name : names) {

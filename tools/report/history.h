@@ -27,10 +27,10 @@ bool HistoryAdd(const std::string& db, const std::vector<FileData>& files, RunMe
                 const std::function<void()>& before_commit = {});
 
 struct ShowOptions {
-  int last = 10;          // runs in the trend
-  std::string filter;     // substring of benchmark names
-  int max_charts = 40;    // HTML charts, one per benchmark
-  std::string machine;    // empty: every machine
+  int last = 10;        // runs in the trend
+  std::string filter;   // substring of benchmark names
+  int max_charts = 40;  // HTML charts, one per benchmark
+  std::string machine;  // empty: every machine
 };
 Document HistoryShow(const std::string& db, const ShowOptions& options,
                      const HistoryOptions& hopt = {});

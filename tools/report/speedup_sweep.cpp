@@ -31,7 +31,9 @@ std::vector<double> Samples(const Bench& b) {
   return {b.MedianNs()};
 }
 
-std::string Inputs(const std::vector<std::string>& inputs) { return "Inputs: " + Join(inputs, ", "); }
+std::string Inputs(const std::vector<std::string>& inputs) {
+  return "Inputs: " + Join(inputs, ", ");
+}
 
 }  // namespace
 
@@ -111,11 +113,10 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
         "the fastest GPU backend. The 95% interval (with repetitions) is the Hodges-Lehmann ratio "
         "interval.");
     Table t;
-    t.columns = {{"workload", "workload"},  {"dt", "dt"},
-                 {"bs", "bs"},              {"config", "config"},
-                 {"CPU", "cpu_backend"},    {"GPU", "gpu_backend"},
-                 {"CPU time", "cpu_ns"},    {"GPU time", "gpu_ns"},
-                 {"speedup", "speedup"},    {"95% interval", "interval"}};
+    t.columns = {{"workload", "workload"},    {"dt", "dt"},           {"bs", "bs"},
+                 {"config", "config"},        {"CPU", "cpu_backend"}, {"GPU", "gpu_backend"},
+                 {"CPU time", "cpu_ns"},      {"GPU time", "gpu_ns"}, {"speedup", "speedup"},
+                 {"95% interval", "interval"}};
     Chart chart;
     chart.kind = Chart::Kind::kBars;
     chart.title = fam + ": GPU speedup over CPU (best backends, x)";
@@ -126,15 +127,16 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
     std::map<std::string, const SpeedupRow*> chart_rows;
     std::vector<std::string> chart_order;
     for (const SpeedupRow* r : by_family[fam]) {
-      std::string interval = r->has_interval ? "[" + FormatNumber(r->lo, 3) + ", " +
-                                                   FormatNumber(r->hi, 3) + "]"
-                                             : "-";
+      std::string interval =
+          r->has_interval ? "[" + FormatNumber(r->lo, 3) + ", " + FormatNumber(r->hi, 3) + "]"
+                          : "-";
       t.rows.push_back({Cell(r->workload), Cell(r->dt.empty() ? "-" : r->dt),
                         r->bs.empty() ? Cell("-") : Cell(r->bs, std::atof(r->bs.c_str())),
                         Cell(r->config.empty() ? "-" : r->config),
                         Cell(r->best ? "best: " + r->cpu_backend : r->cpu_backend),
                         Cell(r->best ? "best: " + r->gpu_backend : r->gpu_backend),
-                        Cell(FormatTime(r->cpu_ns), r->cpu_ns), Cell(FormatTime(r->gpu_ns), r->gpu_ns),
+                        Cell(FormatTime(r->cpu_ns), r->cpu_ns),
+                        Cell(FormatTime(r->gpu_ns), r->gpu_ns),
                         Cell(FormatNumber(r->speedup, 3) + "x", r->speedup), Cell(interval)});
       if (!chart_rows.count(r->pair_key)) chart_order.push_back(r->pair_key);
       if (r->best || !chart_rows.count(r->pair_key)) chart_rows[r->pair_key] = r;
@@ -211,7 +213,8 @@ std::vector<Section> SweepSections(const MergedRuns& runs) {
   Section head;
   head.title = "Batch-size sweeps";
   if (curves.empty()) {
-    head.notes.push_back("No sweeps: a sweep needs one workload measured at two or more bs values.");
+    head.notes.push_back(
+        "No sweeps: a sweep needs one workload measured at two or more bs values.");
     out.push_back(std::move(head));
     return out;
   }
@@ -220,10 +223,14 @@ std::vector<Section> SweepSections(const MergedRuns& runs) {
       "and the least-squares fit of the time per sample t(b) = c/b^α + t_min (three or more "
       "batch sizes).");
   Table fits;
-  fits.columns = {{"curve", "curve"},         {"batch sizes", "points"},
-                  {"best bs", "best_bs"},     {"best throughput /s", "best_throughput"},
-                  {"α", "alpha"},             {"t_min per sample", "t_min_ns"},
-                  {"c", "c"},                 {"R²", "r2"}};
+  fits.columns = {{"curve", "curve"},
+                  {"batch sizes", "points"},
+                  {"best bs", "best_bs"},
+                  {"best throughput /s", "best_throughput"},
+                  {"α", "alpha"},
+                  {"t_min per sample", "t_min_ns"},
+                  {"c", "c"},
+                  {"R²", "r2"}};
   for (const auto& c : curves) {
     fits.rows.push_back(
         {Cell(c.curve), Cell(std::to_string(c.points.size()), static_cast<double>(c.points.size())),
@@ -257,9 +264,12 @@ std::vector<Section> SweepSections(const MergedRuns& runs) {
     ts.y_label = "time per sample (ns)";
     ts.log_x = true;
     Table t;
-    t.columns = {{"curve", "curve"},           {"bs", "bs"},
-                 {"time per batch", "time_ns"}, {"time per sample", "per_sample_ns"},
-                 {"throughput /s", "throughput"}, {"fit", "fit_ns"}};
+    t.columns = {{"curve", "curve"},
+                 {"bs", "bs"},
+                 {"time per batch", "time_ns"},
+                 {"time per sample", "per_sample_ns"},
+                 {"throughput /s", "throughput"},
+                 {"fit", "fit_ns"}};
     double lo = INFINITY, hi = 0;
     int color = 0;
     for (const SweepCurve* c : by_key[k]) {

@@ -66,8 +66,7 @@ UTest MannWhitneyU(const std::vector<double>& x, const std::vector<double>& y) {
   xy.reserve(n);
   for (double v : x) xy.emplace_back(v, 0);
   for (double v : y) xy.emplace_back(v, 1);
-  std::sort(xy.begin(), xy.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(xy.begin(), xy.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Average ranks over ties; tie term sum(t^3 - t).
   double r1 = 0, tie_term = 0;
   bool ties = false;
@@ -212,8 +211,8 @@ RatioInterval RatioOfSamples(const std::vector<double>& a, const std::vector<dou
   std::sort(d.begin(), d.end());
   r.estimate = std::exp(Median(d));
   double mn = static_cast<double>(d.size());
-  double k = std::floor(mn / 2 - 1.959963985 *
-                                     std::sqrt(mn * static_cast<double>(a.size() + b.size() + 1) / 12));
+  double k = std::floor(
+      mn / 2 - 1.959963985 * std::sqrt(mn * static_cast<double>(a.size() + b.size() + 1) / 12));
   if (k >= 1) {
     size_t ki = static_cast<size_t>(k);
     r.lo = std::exp(d[ki - 1]);

@@ -15,8 +15,8 @@ double Mad(const std::vector<double>& v);     // median absolute deviation (unsc
 double GeoMean(const std::vector<double>& v);
 
 struct UTest {
-  double u1 = 0;     // U of the first sample, as scipy's statistic
-  double p = 1;      // two-sided p-value
+  double u1 = 0;  // U of the first sample, as scipy's statistic
+  double p = 1;   // two-sided p-value
   bool exact = false;
 };
 // scipy.stats.mannwhitneyu(x, y, use_continuity=True, alternative='two-sided', method='auto')

@@ -63,9 +63,8 @@ std::vector<Section> SummarySections(const MergedRuns& runs) {
     for (const Bench* b : list)
       for (const auto& c : b->CounterNames()) names.insert(c);
     std::vector<std::string> counters(names.begin(), names.end());
-    std::stable_sort(counters.begin(), counters.end(), [](const auto& a, const auto& b) {
-      return CounterRank(a) < CounterRank(b);
-    });
+    std::stable_sort(counters.begin(), counters.end(),
+                     [](const auto& a, const auto& b) { return CounterRank(a) < CounterRank(b); });
     Section s;
     s.title = "Summary: " + fam;
     Table t;
@@ -112,9 +111,9 @@ Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs)
   if (auto c = ContextLine(runs.context); !c.empty()) d.notes.push_back("Context: " + c);
   size_t measured = 0;
   for (const Bench& b : runs.benches) measured += b.measured();
-  d.notes.push_back(std::to_string(runs.benches.size()) + " benchmarks, " +
-                    std::to_string(measured) + " measured. Median over repetitions; CV = " +
-                    "sample standard deviation / mean.");
+  d.notes.push_back(
+      std::to_string(runs.benches.size()) + " benchmarks, " + std::to_string(measured) +
+      " measured. Median over repetitions; CV = " + "sample standard deviation / mean.");
   d.sections = SummarySections(runs);
   return d;
 }
