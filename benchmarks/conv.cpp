@@ -15,7 +15,8 @@
 namespace dlb {
 namespace {
 
-// The layout a framework would use for the dtype: NCHW for 32-bit, NHWC (channels-last) for
+// Default tier: f32 (NCHW) and bf16 (NHWC) on both devices, tf32 and f16 too in the full tier
+// (or with --dlb_dtypes). The layout a framework would use for the dtype: NCHW for 32-bit, NHWC (channels-last) for
 // 16-bit; the full tier times both on the GPU.
 Layout NaturalLayout(DType dt) {
   return dt == DType::kF16 || dt == DType::kBF16 ? Layout::kNHWC : Layout::kNCHW;
@@ -50,7 +51,7 @@ void RegisterConv() {
   const auto gpu_dtypes = DTypes(Opts().tier == Tier::kSmoke
                                      ? std::vector<DType>{DType::kF32, DType::kBF16}
                                  : full ? std::vector<DType>{DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}
-                                        : std::vector<DType>{DType::kF32, DType::kTF32, DType::kBF16});
+                                        : std::vector<DType>{DType::kF32, DType::kBF16});
   const ConvPass passes[] = {ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter};
   for (const std::string& file : WorkloadFiles("conv_")) {
     for (const ConvWorkload& w : LoadConvWorkloads(file)) {
