@@ -5,7 +5,13 @@
 #   OUT=<folder> bash reports/examples/make-examples.sh
 set -uo pipefail
 out=${OUT:?set OUT}
-[[ -f .gpu-deps/env.sh ]] && source .gpu-deps/env.sh
+# The GPU host's staged dependencies (see .gpu-deps/env.sh), when unpacked.
+if [[ -d /opt/deps/usr ]]; then
+  export CMAKE_PREFIX_PATH="/opt/deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="/opt/deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CPATH="/opt/deps/usr/include${CPATH:+:$CPATH}"
+  export PATH="/usr/local/cuda/bin:$PATH" CUDAARCHS=90
+fi
 b=/tmp/build-examples
 cmake -S . -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >$out/configure.log 2>&1 ||
   { tail -30 $out/configure.log; exit 1; }

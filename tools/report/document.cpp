@@ -125,12 +125,19 @@ std::vector<double> NiceTicks(double lo, double hi, int want) {
   return t;
 }
 
+// Axis labels: 3 significant digits, SI suffixes from a thousand up ("250k", "1.5M").
 std::string TickLabel(double v) {
   double a = std::fabs(v);
   if (a == 0) return "0";
-  if (a >= 1e6 || a < 1e-2) return Printf("%.3g", v);
-  if (a >= 100) return Printf("%.0f", v);
-  return Printf("%.3g", v);
+  static const char* kSuffix[] = {"", "k", "M", "G", "T", "P"};
+  int i = 0;
+  while (a >= 1000 && i < 5) {
+    a /= 1000;
+    v /= 1000;
+    ++i;
+  }
+  if (i == 0 && a < 1e-2) return Printf("%.3g", v);
+  return Printf("%.3g", v) + kSuffix[i];
 }
 
 }  // namespace
@@ -210,8 +217,13 @@ std::string RenderMarkdown(const Document& doc) {
 
 std::string RenderSvg(const Chart& chart) {
   std::ostringstream o;
-  const double W = 720, left = 200, right = 30, top = 36;
+  const double right = 30, top = 36;
   if (chart.kind == Chart::Kind::kBars) {
+    // Room for the longest label (about 6.2 px a character at 11 px).
+    size_t longest = 0;
+    for (const auto& bar : chart.bars) longest = std::max(longest, bar.first.size());
+    const double left = std::clamp(12 + 6.2 * static_cast<double>(longest), 120.0, 520.0);
+    const double W = left + 520;
     const double bar_h = 18, gap = 6;
     double H = top + static_cast<double>(chart.bars.size()) * (bar_h + gap) + 40;
     double lo = 0, hi = 0;
@@ -275,7 +287,7 @@ std::string RenderSvg(const Chart& chart) {
   }
 
   // Line chart.
-  const double H = 340, lft = 70, bottom = 50, rgt = 170;
+  const double W = 720, H = 340, lft = 70, bottom = 50, rgt = 170;
   auto fx = [&](double v) { return chart.log_x ? std::log2(v) : v; };
   auto fy = [&](double v) { return chart.log_y ? std::log10(v) : v; };
   double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
@@ -366,6 +378,7 @@ std::string RenderSvg(const Chart& chart) {
     if (s.line && !pts.empty())
       o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
         << (s.markers ? "" : " stroke-dasharray=\"5 3\"") << " points=\"" << pts << "\"/>";
+    if (chart.series.size() < 2) continue;  // one series: the title names it
     double ly = top + 10 + static_cast<double>(si) * 18;
     o << "<line x1=\"" << lft + pw + 10 << "\" y1=\"" << ly << "\" x2=\"" << lft + pw + 30
       << "\" y2=\"" << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""

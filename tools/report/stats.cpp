@@ -139,17 +139,22 @@ std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
 double BatchFit::operator()(double b) const { return c / std::pow(b, alpha) + t_min; }
 
 namespace {
-// For a fixed alpha the model is linear in (c, t_min): ordinary least squares.
+// For a fixed alpha the model is linear in (c, t_min): least squares with c >= 0 and t_min >= 0
+// (a time per sample has no negative floor; a negative c would make bigger batches slower per
+// sample than the floor, which the model does not describe). When the free optimum breaks a bound,
+// the optimum lies on that bound.
 BatchFit FitFixedAlpha(const std::vector<double>& b, const std::vector<double>& t, double alpha) {
   BatchFit f;
   f.alpha = alpha;
   size_t n = b.size();
   std::vector<double> x(n);
-  double mx = 0, mt = 0;
+  double mx = 0, mt = 0, sxx0 = 0, sxt0 = 0;
   for (size_t i = 0; i < n; ++i) {
     x[i] = std::pow(b[i], -alpha);
     mx += x[i];
     mt += t[i];
+    sxx0 += x[i] * x[i];
+    sxt0 += x[i] * t[i];
   }
   mx /= static_cast<double>(n);
   mt /= static_cast<double>(n);
@@ -159,15 +164,32 @@ BatchFit FitFixedAlpha(const std::vector<double>& b, const std::vector<double>& 
     sxt += (x[i] - mx) * (t[i] - mt);
     stt += (t[i] - mt) * (t[i] - mt);
   }
-  if (sxx <= 0) return f;
-  f.c = sxt / sxx;
-  f.t_min = mt - f.c * mx;
-  double sse = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double e = t[i] - (f.c * x[i] + f.t_min);
-    sse += e * e;
+  if (sxx <= 0 || sxx0 <= 0) return f;
+  auto sse = [&](double c, double t0) {
+    double e2 = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double e = t[i] - (c * x[i] + t0);
+      e2 += e * e;
+    }
+    return e2;
+  };
+  double c = sxt / sxx, t0 = mt - c * mx;
+  if (c < 0 || t0 < 0) {
+    // Candidates on the bounds: c = 0 (a flat line at the mean), t_min = 0 (through the origin).
+    double c1 = 0, t1 = std::max(0.0, mt);
+    double c2 = std::max(0.0, sxt0 / sxx0), t2 = 0;
+    if (sse(c1, t1) <= sse(c2, t2)) {
+      c = c1;
+      t0 = t1;
+    } else {
+      c = c2;
+      t0 = t2;
+    }
   }
-  f.r2 = stt > 0 ? 1 - sse / stt : 1.0;
+  f.c = c;
+  f.t_min = t0;
+  double e2 = sse(c, t0);
+  f.r2 = stt > 0 ? 1 - e2 / stt : (e2 == 0 ? 1.0 : 0.0);
   f.ok = true;
   return f;
 }
@@ -176,9 +198,11 @@ BatchFit FitFixedAlpha(const std::vector<double>& b, const std::vector<double>& 
 BatchFit FitBatchCurve(const std::vector<double>& b, const std::vector<double>& t) {
   BatchFit best;
   if (b.size() < 3 || b.size() != t.size()) return best;
-  // R^2 is 1 - SSE/SST with SST fixed, so maximising R^2 minimises SSE: grid, then golden section.
-  double best_alpha = 0;
-  for (double a = 0.05; a <= 4.0001; a += 0.05) {
+  // alpha in [0.05, 3]: R^2 is 1 - SSE/SST with SST fixed, so maximising R^2 minimises SSE; a grid,
+  // then golden-section search around the best grid point.
+  constexpr double kMin = 0.05, kMax = 3.0, kStep = 0.05;
+  double best_alpha = kMin;
+  for (double a = kMin; a <= kMax + 1e-9; a += kStep) {
     BatchFit f = FitFixedAlpha(b, t, a);
     if (f.ok && (!best.ok || f.r2 > best.r2)) {
       best = f;
@@ -186,7 +210,7 @@ BatchFit FitBatchCurve(const std::vector<double>& b, const std::vector<double>& 
     }
   }
   if (!best.ok) return best;
-  double lo = std::max(0.0, best_alpha - 0.05), hi = best_alpha + 0.05;
+  double lo = std::max(kMin, best_alpha - kStep), hi = std::min(kMax, best_alpha + kStep);
   const double g = (std::sqrt(5.0) - 1) / 2;
   for (int it = 0; it < 60; ++it) {
     double a1 = hi - g * (hi - lo), a2 = lo + g * (hi - lo);
