@@ -156,6 +156,29 @@ TEST(Speedup, PairsCpuWithGpuByName) {
   }
 }
 
+TEST(Speedup, NetworksWeighLayersByCount) {
+  std::string b;
+  auto add = [&](const char* name, double us, int count) {
+    if (!b.empty()) b += ",";
+    b += std::string(R"({"name": ")") + name + R"(", "real_time": )" + std::to_string(us) +
+         R"(, "time_unit": "us", "count": )" + std::to_string(count) + "}";
+  };
+  add("conv/cpu/onednn/net.a/bs:8/dt:f32/manual_time", 100, 2);
+  add("conv/gpu/cudnn/net.a/bs:8/dt:f32/manual_time", 10, 2);
+  add("conv/cpu/onednn/net.b/bs:8/dt:f32/manual_time", 50, 1);
+  add("conv/gpu/cudnn/net.b/bs:8/dt:f32/manual_time", 25, 1);
+  MergedRuns m = Merge({ParseBenchmarkJson(R"({"benchmarks": [)" + b + "]}", "n.json")});
+  auto sections = SpeedupSections(m);
+  ASSERT_EQ(sections.size(), 1u);
+  ASSERT_EQ(sections[0].tables.size(), 2u);
+  const Table& nets = sections[0].tables[1];
+  ASSERT_EQ(nets.rows.size(), 1u);
+  EXPECT_EQ(nets.rows[0][0].text, "net");
+  EXPECT_DOUBLE_EQ(*nets.rows[0][5].value, (2 * 100 + 50) * 1e3);  // CPU ns
+  EXPECT_DOUBLE_EQ(*nets.rows[0][6].value, (2 * 10 + 25) * 1e3);   // GPU ns
+  EXPECT_DOUBLE_EQ(*nets.rows[0][7].value, 250.0 / 45);
+}
+
 TEST(Sweep, FitsTheCurveAndFindsTheBestBatch) {
   MergedRuns m = Merge({ParseBenchmarkJson(SweepJson(), "s.json")});
   auto curves = SweepCurves(m);

@@ -52,6 +52,7 @@ struct SpeedupRow {
   std::string cpu_backend, gpu_backend;  // "best" rows name the winners
   bool best = false;
   double cpu_ns = 0, gpu_ns = 0, speedup = 0, lo = 0, hi = 0;
+  double count = 0;  // the layer's repeat count in its network (counter "count"); 0 if absent
   bool has_interval = false;
 };
 std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs);

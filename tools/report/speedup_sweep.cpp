@@ -69,6 +69,8 @@ std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) {
       r.cpu_ns = c->MedianNs();
       r.gpu_ns = gp->MedianNs();
       r.speedup = r.cpu_ns / r.gpu_ns;
+      double count = c->Counter("count");
+      r.count = std::isfinite(count) && count > 0 ? count : 0;
       if (c->real_ns.size() >= 2 && gp->real_ns.size() >= 2) {
         RatioInterval ri = RatioOfSamples(Samples(*c), Samples(*gp));
         r.has_interval = ri.has_interval;
@@ -151,6 +153,44 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
     chart.log_x = lo > 0 && (hi / lo > 20 || lo < 1);
     s.tables.push_back(std::move(t));
     s.charts.push_back(std::move(chart));
+    // Networks: the layers of one network (workload "<network>.<layer>") at the same dtype, batch
+    // and config, each weighted by its repeat count, as benchdnn weighs a model's layers.
+    struct Net {
+      std::string network, dt, bs, config;
+      int layers = 0;
+      double cpu = 0, gpu = 0;
+    };
+    std::vector<std::string> net_order;
+    std::map<std::string, Net> nets;
+    for (const auto& k : chart_order) {
+      const SpeedupRow* r = chart_rows[k];
+      auto dot = r->workload.find('.');
+      if (r->count <= 0 || dot == std::string::npos) continue;
+      Net n{r->workload.substr(0, dot), r->dt, r->bs, r->config};
+      std::string key = n.network + "|" + n.dt + "|" + n.bs + "|" + n.config;
+      auto [it, inserted] = nets.emplace(key, n);
+      if (inserted) net_order.push_back(key);
+      it->second.layers += 1;
+      it->second.cpu += r->count * r->cpu_ns;
+      it->second.gpu += r->count * r->gpu_ns;
+    }
+    if (!net_order.empty()) {
+      Table nt;
+      nt.title = "Networks: layers weighted by their repeat count (best backends)";
+      nt.columns = {{"network", "network"}, {"dt", "dt"},          {"bs", "bs"},
+                    {"config", "config"},   {"layers", "layers"},  {"CPU time", "cpu_ns"},
+                    {"GPU time", "gpu_ns"}, {"speedup", "speedup"}};
+      for (const auto& key : net_order) {
+        const Net& n = nets[key];
+        nt.rows.push_back({Cell(n.network), Cell(n.dt.empty() ? "-" : n.dt),
+                           n.bs.empty() ? Cell("-") : Cell(n.bs, std::atof(n.bs.c_str())),
+                           Cell(n.config.empty() ? "-" : n.config),
+                           Cell(std::to_string(n.layers), n.layers), Cell(FormatTime(n.cpu), n.cpu),
+                           Cell(FormatTime(n.gpu), n.gpu),
+                           Cell(FormatNumber(n.cpu / n.gpu, 3) + "x", n.cpu / n.gpu)});
+      }
+      s.tables.push_back(std::move(nt));
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -221,7 +261,8 @@ std::vector<Section> SweepSections(const MergedRuns& runs) {
   head.notes.push_back(
       "Per workload, device and backend: time per batch T, time per sample T/b, throughput b/T, "
       "and the least-squares fit of the time per sample t(b) = c/b^α + t_min (three or more "
-      "batch sizes), with c >= 0, t_min >= 0 and α in [0.05, 3]; α at a bound and a low R² mean the "
+      "batch sizes), with c >= 0, t_min >= 0 and α in [0.05, 3]; α at a bound and a low R² mean "
+      "the "
       "time per sample does not follow that shape (e.g. flat on a CPU).");
   Table fits;
   fits.columns = {{"curve", "curve"},
