@@ -132,11 +132,12 @@ TEST_F(Cli, BadInputIsOneLineExitOneAndNoPartialFile) {
 }
 
 TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {
-  Result r = Run("report " + Data("compare_base.json") + " --out-dir " + dir_.string());
+  fs::path out = dir_ / "latest";  // created when missing
+  Result r = Run("report " + Data("compare_base.json") + " --out-dir " + out.string());
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out, (dir_ / "report.md").string() + "\n" + (dir_ / "report.html").string() + "\n");
-  EXPECT_NE(Slurp(dir_ / "report.md").find("## Summary: gemm"), std::string::npos);
-  EXPECT_NE(Slurp(dir_ / "report.html").find("<svg"), std::string::npos);
+  EXPECT_EQ(r.out, (out / "report.md").string() + "\n" + (out / "report.html").string() + "\n");
+  EXPECT_NE(Slurp(out / "report.md").find("## Summary: gemm"), std::string::npos);
+  EXPECT_NE(Slurp(out / "report.html").find("<svg"), std::string::npos);
 }
 
 TEST_F(Cli, HistoryCommands) {

@@ -174,6 +174,9 @@ int RunCli(int argc, const char* const* argv) {
     } else if (report->parsed()) {
       Document d = FullReport(Merge(ReadBenchmarkFiles(files)), files);
       if (!out_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(out_dir, ec);
+        if (ec) throw InputError(out_dir, "", "cannot create the folder: " + ec.message());
         std::string md = out_dir + "/report.md", html = out_dir + "/report.html";
         WriteOutput(md, RenderMarkdown(d));
         WriteOutput(html, RenderHtml(d));
