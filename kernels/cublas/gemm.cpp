@@ -47,8 +47,10 @@ std::string Bytes(size_t bytes) {
   char buf[32];
   if (bytes >= (size_t{1} << 20))
     std::snprintf(buf, sizeof buf, "%g MiB", bytes / 1048576.0);
-  else
+  else if (bytes >= 1024)
     std::snprintf(buf, sizeof buf, "%g KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
   return buf;
 }
 
