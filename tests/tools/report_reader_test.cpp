@@ -206,6 +206,34 @@ TEST(Reader, LargeFilesParseInParallelWithTheSameResult) {
   EXPECT_NE(ErrorOf(missing_comma).find("syntax"), std::string::npos);
 }
 
+// Real output of dlbench's bench_gemm: Google Benchmark 1.7.1 (this machine's CPU) and 1.8.3 (the
+// H100 host). Our median over repetitions equals Google Benchmark's own median aggregate.
+TEST(Reader, RealGoogleBenchmark171And183Output) {
+  for (const char* name : {"real_gb171_cpu_gemm.json", "real_gb183_h100_gemm.json"}) {
+    FileData f = ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/" + name);
+    MergedRuns m = Merge({f});
+    ASSERT_FALSE(m.benches.empty()) << name;
+    for (const Bench& b : m.benches) {
+      ASSERT_TRUE(b.measured()) << b.name;
+      ASSERT_TRUE(b.aggregates.count("median")) << b.name;
+      EXPECT_NEAR(b.MedianNs() / b.aggregates.at("median"), 1, 1e-9) << b.name;
+      EXPECT_NEAR(b.Cv(), b.aggregates.at("cv"), 1e-6) << b.name;
+      EXPECT_GT(b.Counter("flop_per_s"), 0) << b.name;
+      ASSERT_TRUE(b.parsed) << b.name;
+      EXPECT_EQ(b.family, "gemm");
+    }
+  }
+  MergedRuns h100 =
+      Merge({ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/real_gb183_h100_gemm.json")});
+  // 3 sizes x 2 dtypes, each oneDNN against cuBLAS and cuBLASLt, plus the best pair.
+  auto rows = SpeedupRows(h100);
+  EXPECT_EQ(rows.size(), 18u);
+  for (const auto& r : rows) {
+    EXPECT_GT(r.speedup, 10) << r.pair_key;
+    EXPECT_TRUE(r.has_interval) << r.pair_key;  // 5 x 5 repetitions
+  }
+}
+
 TEST(Reader, MissingFile) {
   try {
     ReadBenchmarkFile("/nonexistent/x.json");
