@@ -1,6 +1,8 @@
 #include "kernels/common/fill.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace dlb {
 
@@ -14,14 +16,34 @@ uint64_t SplitMix(uint64_t& state) {
 }
 }  // namespace
 
+namespace {
+// Value i of the stream: splitmix64 is counter-based (state_i = seed + (i + 1) * golden), so
+// any element can be computed on its own and big tensors are filled on all cores with the same
+// numbers a sequential loop gives.
+float ValueAt(uint64_t seed, size_t i, DType dt) {
+  uint64_t state = seed + uint64_t(i) * 0x9e3779b97f4a7c15ULL;
+  // 24 random bits -> [-1, 1) exactly representable in f32.
+  float v = static_cast<float>(SplitMix(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  return RoundTo(dt, v);
+}
+}  // namespace
+
 std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt) {
   std::vector<float> out(n);
-  uint64_t state = seed;
-  for (size_t i = 0; i < n; ++i) {
-    // 24 random bits -> [-1, 1) exactly representable in f32.
-    float v = static_cast<float>(SplitMix(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    out[i] = RoundTo(dt, v);
+  auto fill = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) out[i] = ValueAt(seed, i, dt);
+  };
+  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                          n / (1 << 20) + 1);
+  if (threads <= 1) {
+    fill(0, n);
+    return out;
   }
+  std::vector<std::thread> pool;
+  const size_t chunk = (n + threads - 1) / threads;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back(fill, std::min(n, t * chunk), std::min(n, (t + 1) * chunk));
+  for (auto& th : pool) th.join();
   return out;
 }
 

@@ -42,3 +42,20 @@ TEST(Fill, TensorSeedsDiffer) {
 
 }  // namespace
 }  // namespace dlb
+
+namespace dlb {
+namespace {
+
+// Big tensors are filled on several threads: every element must still be the one the stream
+// gives at its index, whatever the tensor's size.
+TEST(Fill, ParallelFillMatchesTheStreamAtEveryIndex) {
+  const size_t big = (size_t(1) << 21) + 12345;
+  auto a = SeededValues(99, big, DType::kBF16);
+  auto b = SeededValues(99, 1000, DType::kBF16);
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
+  auto tail = SeededValues(99, big - 5, DType::kBF16);
+  for (size_t i = big - 100; i < big - 5; ++i) ASSERT_EQ(a[i], tail[i]) << i;
+}
+
+}  // namespace
+}  // namespace dlb
