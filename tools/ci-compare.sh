@@ -54,7 +54,10 @@ if [[ -z "$out" ]]; then
   tmp=$(mktemp)
   out=$tmp
 fi
-"$exe" compare "$base" "$new" --format md -o "$out" "$@"
+# The job summary holds 1 MiB: unchanged rows are left out unless CI_COMPARE_ALL=1.
+only=(--only-changes)
+[[ "${CI_COMPARE_ALL:-0}" == 1 ]] && only=()
+"$exe" compare "$base" "$new" --format md -o "$out" "${only[@]}" "$@"
 rc=$?
 if [[ -s "$out" && $rc -ne 1 ]]; then
   cat "$out"

@@ -100,6 +100,17 @@ TEST(Compare, ThresholdDecides) {
                "slower");
 }
 
+TEST(Compare, OnlyChangesLeavesSameRowsOut) {
+  CompareOptions opt;
+  opt.only_changes = true;
+  CompareResult r = RunGolden(opt);
+  size_t rows = 0;
+  for (const auto& s : r.doc.sections)
+    if (s.title.rfind("Compare: ", 0) == 0) rows += s.tables[0].rows.size();
+  EXPECT_EQ(rows, r.rows.size() - 2);  // the two "same" rows
+  EXPECT_EQ(r.exit_code, 3);
+}
+
 TEST(Compare, GeomeanOverMatchedBenchmarks) {
   CompareResult r = RunGolden();
   double log_sum = 0;

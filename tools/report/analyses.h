@@ -17,8 +17,9 @@ std::vector<Section> SummarySections(const MergedRuns& runs);
 
 // ---- compare ----
 struct CompareOptions {
-  double threshold = 0.05;  // relative change in time that matters
-  double alpha = 0.05;      // significance level for the BH-adjusted p-value
+  double threshold = 0.05;    // relative change in time that matters
+  double alpha = 0.05;        // significance level for the BH-adjusted p-value
+  bool only_changes = false;  // tables leave out the "same" rows (short CI job summaries)
 };
 
 enum class Verdict { kFaster, kSlower, kSame, kNoisy, kNew, kMissing };

@@ -90,6 +90,8 @@ int RunCli(int argc, const char* const* argv) {
   compare->add_option("new", now, "new JSON, or a folder of them")->required();
   compare->add_option("--threshold,-t", threshold, "relative change that matters (default 5%)");
   compare->add_option("--alpha", copt.alpha, "significance level after BH correction (0.05)");
+  compare->add_flag("--only-changes", copt.only_changes,
+                    "leave the \"same\" rows out of the tables");
   AddOutput(compare, &out);
 
   auto* speedup = app.add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");

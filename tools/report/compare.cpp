@@ -211,7 +211,12 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   }
   std::vector<std::string> families;
   std::map<std::string, Table> tables;
+  size_t omitted = 0;
   for (const auto& row : r.rows) {
+    if (opt.only_changes && row.verdict == Verdict::kSame) {
+      ++omitted;
+      continue;
+    }
     auto [it, inserted] = tables.emplace(row.family, Table());
     if (inserted) {
       families.push_back(row.family);
@@ -225,6 +230,8 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
     s.tables.push_back(std::move(tables[fam]));
     d.sections.push_back(std::move(s));
   }
+  if (omitted)
+    d.notes.push_back(std::to_string(omitted) + " benchmark(s) with verdict \"same\" left out.");
   Section g;
   g.title = "Geomean";
   Table t;
