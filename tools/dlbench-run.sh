@@ -26,6 +26,6 @@ for family in gemm conv; do
 done
 
 jsons=("$out"/*.json)
-build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out"
+build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out" >/dev/null
 echo "dlbench: results in:"
 for f in "${jsons[@]}" "$out/report.md" "$out/report.html"; do echo "  $root/$f"; done

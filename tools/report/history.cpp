@@ -42,12 +42,19 @@ class Db {
         throw InputError(path, "open", "no such database");
       }
     }
-    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
-    if (rc != SQLITE_OK) Fail("open", rc);
-    sqlite3_busy_timeout(db_, busy_ms);
-    Exec("PRAGMA journal_mode=WAL", "open");
-    Exec("PRAGMA synchronous=NORMAL", "open");
-    Exec("PRAGMA foreign_keys=ON", "open");
+    // sqlite3_open_v2 allocates a handle even when it fails, and a throw from a constructor
+    // skips the destructor: close the handle on every failure here.
+    try {
+      int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+      if (rc != SQLITE_OK) Fail("open", rc);
+      sqlite3_busy_timeout(db_, busy_ms);
+      Exec("PRAGMA journal_mode=WAL", "open");
+      Exec("PRAGMA synchronous=NORMAL", "open");
+      Exec("PRAGMA foreign_keys=ON", "open");
+    } catch (...) {
+      sqlite3_close_v2(db_);
+      throw;
+    }
   }
   ~Db() { sqlite3_close_v2(db_); }
   Db(const Db&) = delete;
