@@ -16,8 +16,8 @@ namespace dlb {
 namespace {
 
 // Default tier: f32 (NCHW) and bf16 (NHWC) on both devices, tf32 and f16 too in the full tier
-// (or with --dlb_dtypes). The layout a framework would use for the dtype: NCHW for 32-bit, NHWC (channels-last) for
-// 16-bit; the full tier times both on the GPU.
+// (or with --dlb_dtypes). The layout a framework would use for the dtype: NCHW for 32-bit, NHWC
+// (channels-last) for 16-bit; the full tier times both on the GPU.
 Layout NaturalLayout(DType dt) {
   return dt == DType::kF16 || dt == DType::kBF16 ? Layout::kNHWC : Layout::kNCHW;
 }
@@ -45,13 +45,14 @@ void Add(const char* device, const char* backend, const ConvWorkload& w, int bat
 }
 
 void RegisterConv() {
-  const auto batches = BatchSizes({1, 2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  const auto batches =
+      BatchSizes({1, 2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
   const bool full = Opts().tier == Tier::kFull;
   const auto cpu_dtypes = DTypes({DType::kF32, DType::kBF16});
-  const auto gpu_dtypes = DTypes(Opts().tier == Tier::kSmoke
-                                     ? std::vector<DType>{DType::kF32, DType::kBF16}
-                                 : full ? std::vector<DType>{DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}
-                                        : std::vector<DType>{DType::kF32, DType::kBF16});
+  const auto gpu_dtypes =
+      DTypes(Opts().tier == Tier::kSmoke ? std::vector<DType>{DType::kF32, DType::kBF16}
+             : full ? std::vector<DType>{DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}
+                    : std::vector<DType>{DType::kF32, DType::kBF16});
   const ConvPass passes[] = {ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter};
   for (const std::string& file : WorkloadFiles("conv_")) {
     for (const ConvWorkload& w : LoadConvWorkloads(file)) {
@@ -63,8 +64,10 @@ void RegisterConv() {
             for (DType dt : cpu_dtypes) {
               Layout l = NaturalLayout(dt);
               if (pass == ConvPass::kFwd) Add<OneDnnConvFwd>("cpu", "onednn", w, b, dt, l, pass);
-              if (pass == ConvPass::kBwdData) Add<OneDnnConvBwdData>("cpu", "onednn", w, b, dt, l, pass);
-              if (pass == ConvPass::kBwdFilter) Add<OneDnnConvBwdWeights>("cpu", "onednn", w, b, dt, l, pass);
+              if (pass == ConvPass::kBwdData)
+                Add<OneDnnConvBwdData>("cpu", "onednn", w, b, dt, l, pass);
+              if (pass == ConvPass::kBwdFilter)
+                Add<OneDnnConvBwdWeights>("cpu", "onednn", w, b, dt, l, pass);
             }
           }
 #endif
@@ -75,8 +78,10 @@ void RegisterConv() {
               if (full) layouts = {Layout::kNCHW, Layout::kNHWC};
               for (Layout l : layouts) {
                 if (pass == ConvPass::kFwd) Add<CudnnConvFwd>("gpu", "cudnn", w, b, dt, l, pass);
-                if (pass == ConvPass::kBwdData) Add<CudnnConvBwdData>("gpu", "cudnn", w, b, dt, l, pass);
-                if (pass == ConvPass::kBwdFilter) Add<CudnnConvBwdFilter>("gpu", "cudnn", w, b, dt, l, pass);
+                if (pass == ConvPass::kBwdData)
+                  Add<CudnnConvBwdData>("gpu", "cudnn", w, b, dt, l, pass);
+                if (pass == ConvPass::kBwdFilter)
+                  Add<CudnnConvBwdFilter>("gpu", "cudnn", w, b, dt, l, pass);
               }
             }
           }

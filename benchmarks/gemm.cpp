@@ -29,11 +29,13 @@ void Add(const char* device, const char* backend, const GemmWorkload& w, const G
 }
 
 void RegisterGemm() {
-  const std::vector<int> batches = BatchSizes({2}, {16, 64, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  const std::vector<int> batches =
+      BatchSizes({2}, {16, 64, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
   const auto cpu_dtypes = DTypes({DType::kF32, DType::kBF16});
-  const auto gpu_dtypes = DTypes(Opts().tier == Tier::kSmoke
-                                     ? std::vector<DType>{DType::kF32, DType::kBF16}
-                                     : std::vector<DType>{DType::kF32, DType::kTF32, DType::kF16, DType::kBF16});
+  const auto gpu_dtypes =
+      DTypes(Opts().tier == Tier::kSmoke
+                 ? std::vector<DType>{DType::kF32, DType::kBF16}
+                 : std::vector<DType>{DType::kF32, DType::kTF32, DType::kF16, DType::kBF16});
   for (const std::string& file : WorkloadFiles("gemm_")) {
     for (const GemmWorkload& w : LoadGemmWorkloads(file)) {
       if (w.tier > Opts().tier) continue;

@@ -6,10 +6,14 @@ namespace dlb {
 
 std::string_view Name(DType dt) {
   switch (dt) {
-    case DType::kF32: return "f32";
-    case DType::kTF32: return "tf32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
+    case DType::kF32:
+      return "f32";
+    case DType::kTF32:
+      return "tf32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }
@@ -24,10 +28,13 @@ size_t StorageBytes(DType dt) { return dt == DType::kF32 || dt == DType::kTF32 ?
 
 double Tolerance(DType dt) {
   switch (dt) {
-    case DType::kF32: return 1e-5;
-    case DType::kTF32: return 1e-3;
+    case DType::kF32:
+      return 1e-5;
+    case DType::kTF32:
+      return 1e-3;
     case DType::kF16:
-    case DType::kBF16: return 1e-2;
+    case DType::kBF16:
+      return 1e-2;
   }
   return 0;
 }
@@ -89,9 +96,12 @@ float F16ToFloat(uint16_t h) {
 float RoundTo(DType dt, float f) {
   switch (dt) {
     case DType::kF32:
-    case DType::kTF32: return f;
-    case DType::kF16: return F16ToFloat(FloatToF16(f));
-    case DType::kBF16: return Bf16ToFloat(FloatToBf16(f));
+    case DType::kTF32:
+      return f;
+    case DType::kF16:
+      return F16ToFloat(FloatToF16(f));
+    case DType::kBF16:
+      return Bf16ToFloat(FloatToBf16(f));
   }
   return f;
 }

@@ -42,7 +42,7 @@ void CheckNoexcept(F&& check, const char* expr, const char* file, int line) noex
 #define DLB_CHECK_NOEXCEPT(expr) \
   ::dlb::CheckNoexcept([&] { DLB_CHECK(expr); }, #expr, __FILE__, __LINE__)
 // A precondition with a message: DLB_REQUIRE(n > 0, "batch size must be positive").
-#define DLB_REQUIRE(cond, msg) \
-  do {                         \
+#define DLB_REQUIRE(cond, msg)                                  \
+  do {                                                          \
     if (!(cond)) ::dlb::Fail(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)

@@ -33,8 +33,8 @@ std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt) {
   auto fill = [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) out[i] = ValueAt(seed, i, dt);
   };
-  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                          n / (1 << 20) + 1);
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), n / (1 << 20) + 1);
   if (threads <= 1) {
     fill(0, n);
     return out;
@@ -70,7 +70,8 @@ std::vector<float> FromStorage(const void* data, size_t n, DType dt) {
     std::memcpy(out.data(), data, n * 4);
   } else {
     const auto* p = static_cast<const uint16_t*>(data);
-    for (size_t i = 0; i < n; ++i) out[i] = dt == DType::kBF16 ? Bf16ToFloat(p[i]) : F16ToFloat(p[i]);
+    for (size_t i = 0; i < n; ++i)
+      out[i] = dt == DType::kBF16 ? Bf16ToFloat(p[i]) : F16ToFloat(p[i]);
   }
   return out;
 }

@@ -41,8 +41,8 @@ struct RunConfig {
   DType dtype = DType::kF32;
   Layout layout = Layout::kNCHW;
   uint64_t seed = 42;
-  int threads = 0;                  // CPU threads; 0 = the library's default
-  std::string algo = "heuristic";   // heuristic | search (conv)
+  int threads = 0;                 // CPU threads; 0 = the library's default
+  std::string algo = "heuristic";  // heuristic | search (conv)
 };
 
 // A host copy of an op's output, converted to float for comparison.

@@ -9,7 +9,8 @@ namespace dlb {
 
 inline void Check(cudaError_t status, const char* expr, const char* file, int line) {
   if (status != cudaSuccess)
-    Fail(file, line, expr, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
+    Fail(file, line, expr,
+         std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
 }
 
 }  // namespace dlb

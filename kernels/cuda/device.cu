@@ -1,5 +1,3 @@
-#include "kernels/cuda/device.h"
-
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -9,6 +7,7 @@
 #include "kernels/common/fill.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/device.h"
 
 #ifdef DLBENCH_HAVE_NVML
 #include <nvml.h>

@@ -20,14 +20,14 @@ struct DeviceInfo {
   std::string name;
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
-  double sm_clock_mhz = 0;      // max SM clock
-  double mem_clock_mhz = 0;     // max memory clock
+  double sm_clock_mhz = 0;   // max SM clock
+  double mem_clock_mhz = 0;  // max memory clock
   int mem_bus_bits = 0;
   size_t l2_bytes = 0;
   size_t total_mem = 0;
-  std::string driver;           // "580.159.04" (NVML) or the CUDA driver API version
-  int runtime_version = 0;      // cudaRuntimeGetVersion
-  int driver_api_version = 0;   // cudaDriverGetVersion
+  std::string driver;          // "580.159.04" (NVML) or the CUDA driver API version
+  int runtime_version = 0;     // cudaRuntimeGetVersion
+  int driver_api_version = 0;  // cudaDriverGetVersion
 };
 DeviceInfo QueryDevice(int device = 0);
 

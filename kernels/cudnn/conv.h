@@ -4,10 +4,11 @@
 // the fallback list, and every engine of the graph with default knobs) timed once in the
 // constructor; "heuristic" takes cuDNN's first usable configuration.
 //   dtypes: f32 (fp32 math: tensor-core engines, which run TF32, are excluded; FFT and Winograd
-//   engines stay, as in PyTorch, and are verified like the rest), tf32 (fp32 storage, tensor-core engines allowed), f16 and bf16 (fp32
-//   accumulation: engines with reduced-precision reduction are excluded). Layouts: cfg.layout
-//   NCHW (filter KCRS) or NHWC (filter KRSC); inputs and outputs keep the logical order of
-//   shapes.h at the API. Workspace: up to min(1 GiB, half the free memory), stated in the label.
+//   engines stay, as in PyTorch, and are verified like the rest), tf32 (fp32 storage, tensor-core
+//   engines allowed), f16 and bf16 (fp32 accumulation: engines with reduced-precision reduction are
+//   excluded). Layouts: cfg.layout NCHW (filter KCRS) or NHWC (filter KRSC); inputs and outputs
+//   keep the logical order of shapes.h at the API. Workspace: up to min(1 GiB, half the free
+//   memory), stated in the label.
 #pragma once
 
 #include <cstdint>

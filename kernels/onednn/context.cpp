@@ -22,18 +22,28 @@ dnnl::stream& Stream() {
 std::string EffectiveIsa() {
   using isa = dnnl::cpu_isa;
   switch (dnnl::get_effective_cpu_isa()) {
-    case isa::sse41: return "sse41";
-    case isa::avx: return "avx";
-    case isa::avx2: return "avx2";
-    case isa::avx512_core: return "avx512_core";
-    case isa::avx512_core_vnni: return "avx512_core_vnni";
-    case isa::avx512_core_bf16: return "avx512_core_bf16";
-    case isa::avx512_core_amx: return "avx512_core_amx";
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
 #if DNNL_VERSION_MAJOR >= 3
-    case isa::avx512_core_fp16: return "avx512_core_fp16";
-    case isa::avx2_vnni: return "avx2_vnni";
+    case isa::avx512_core_fp16:
+      return "avx512_core_fp16";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
 #endif
-    default: return "other";
+    default:
+      return "other";
   }
 }
 

@@ -24,9 +24,10 @@ TEST(BenchConv, SmokeTierWritesValidJson) {
 }
 
 TEST(BenchConv, BatchSizesFlagAndLayerCounts) {
-  Result r = RunBinary(DLB_BENCH_CONV, "--dlb_tier=smoke --dlb_batch_sizes=3 --dlb_device=cpu "
-                                       "--dlb_dtypes=f32 --benchmark_min_time=0.01 "
-                                       "--benchmark_filter='conv/cpu/onednn/resnet18_cifar[.].*/pass:fwd'");
+  Result r = RunBinary(DLB_BENCH_CONV,
+                       "--dlb_tier=smoke --dlb_batch_sizes=3 --dlb_device=cpu "
+                       "--dlb_dtypes=f32 --benchmark_min_time=0.01 "
+                       "--benchmark_filter='conv/cpu/onednn/resnet18_cifar[.].*/pass:fwd'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.json.is_object()) << r.output;
   ASSERT_FALSE(r.json["benchmarks"].empty());

@@ -18,8 +18,9 @@ TEST(BenchGemm, SmokeTierWritesValidJson) {
 }
 
 TEST(BenchGemm, FiltersSelectCases) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --benchmark_min_time=0.01 "
-                                       "--benchmark_filter='gemm/cpu/.*/dt:f32'");
+  Result r = RunBinary(DLB_BENCH_GEMM,
+                       "--dlb_tier=smoke --benchmark_min_time=0.01 "
+                       "--benchmark_filter='gemm/cpu/.*/dt:f32'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.json.is_object()) << r.output;
   ASSERT_FALSE(r.json["benchmarks"].empty());
@@ -43,15 +44,17 @@ TEST(BenchGemm, BadFlagsExitTwoWithOneLine) {
 TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
   auto dir = std::filesystem::temp_directory_path() / "dlb_bad_workloads";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "gemm_bad.csv") << "name,m,n,k,ta,tb,count,tier\nsquare.1,1,1,one,0,0,1,smoke\n";
+  std::ofstream(dir / "gemm_bad.csv")
+      << "name,m,n,k,ta,tb,count,tier\nsquare.1,1,1,one,0,0,1,smoke\n";
   Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_workloads=" + dir.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("gemm_bad.csv:2: column 'k'"), std::string::npos) << r.output;
 }
 
 TEST(BenchGemm, VerifyOffIsSaidInTheLabel) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_verify=off --dlb_device=cpu "
-                                       "--benchmark_min_time=0.01 --benchmark_filter=/dt:f32");
+  Result r = RunBinary(DLB_BENCH_GEMM,
+                       "--dlb_tier=smoke --dlb_verify=off --dlb_device=cpu "
+                       "--benchmark_min_time=0.01 --benchmark_filter=/dt:f32");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const auto& b : r.json["benchmarks"]) {
     if (b.value("error_occurred", false)) continue;

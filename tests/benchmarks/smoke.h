@@ -24,8 +24,8 @@ struct Result {
 
 inline Result RunBinary(const std::string& binary, const std::string& args) {
   Result r;
-  auto out = std::filesystem::temp_directory_path() /
-             ("dlb_smoke_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()) + ".json");
+  auto out = std::filesystem::temp_directory_path() / ("dlb_smoke_" + std::to_string(::getpid()) +
+                                                       "_" + std::to_string(std::rand()) + ".json");
   std::string cmd = "'" + binary + "' " + args + " --benchmark_out='" + out.string() +
                     "' --benchmark_out_format=json 2>&1";
   FILE* p = popen(cmd.c_str(), "r");

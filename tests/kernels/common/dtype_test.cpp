@@ -27,9 +27,9 @@ TEST(DType, Bf16KnownBitPatterns) {
 TEST(DType, F16KnownBitPatterns) {
   EXPECT_EQ(FloatToF16(1.0f), 0x3c00);
   EXPECT_EQ(FloatToF16(-2.0f), 0xc000);
-  EXPECT_EQ(FloatToF16(65504.0f), 0x7bff);     // largest finite
-  EXPECT_EQ(FloatToF16(1e6f), 0x7c00);         // overflows to infinity
-  EXPECT_EQ(FloatToF16(5.9604645e-8f), 0x0001);  // smallest subnormal, 2^-24
+  EXPECT_EQ(FloatToF16(65504.0f), 0x7bff);        // largest finite
+  EXPECT_EQ(FloatToF16(1e6f), 0x7c00);            // overflows to infinity
+  EXPECT_EQ(FloatToF16(5.9604645e-8f), 0x0001);   // smallest subnormal, 2^-24
   EXPECT_EQ(FloatToF16(1.00048828125f), 0x3c00);  // 1 + 2^-11: halfway, to even
   EXPECT_EQ(F16ToFloat(0x3555), 0.333251953125f);
   EXPECT_EQ(F16ToFloat(0x0001), 5.9604644775390625e-8f);

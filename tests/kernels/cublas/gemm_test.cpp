@@ -8,23 +8,16 @@
 #include "kernels/common/fill.h"
 #include "kernels/cuda/device.h"
 #include "kernels/reference/gemm.h"
+#include "tests/kernels/testing.h"
 
 namespace dlb::cublas {
 namespace {
 
+using namespace ::dlb::testing;  // NOLINT: test helpers
+
 constexpr DType kDTypes[] = {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16};
 // Odd sizes catch leading-dimension and transpose mix-ups that square powers of two hide.
 constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {256, 128, 512}};
-
-double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double d = double(got[i]) - want[i];
-    err += d * d;
-    norm += want[i] * want[i];
-  }
-  return std::sqrt(err / norm);
-}
 
 template <class Op>
 void ExpectMatchesReference(const GemmShape& s, const RunConfig& cfg) {

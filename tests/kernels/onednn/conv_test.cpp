@@ -11,55 +11,23 @@
 #include "kernels/common/fill.h"
 #include "kernels/onednn/context.h"
 #include "kernels/reference/conv.h"
+#include "tests/kernels/testing.h"
 
 namespace dlb {
 namespace {
 
-ConvShape Shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t stride,
-                int64_t pad, int64_t dil = 1, int64_t groups = 1) {
-  ConvShape s;
-  s.n = n, s.c = c, s.h = h, s.w = w, s.k = k, s.r = r, s.s = r;
-  s.stride_h = s.stride_w = stride;
-  s.pad_h = s.pad_w = pad;
-  s.dil_h = s.dil_w = dil;
-  s.groups = groups;
-  return s;
-}
+using namespace ::dlb::testing;  // NOLINT: test helpers
 
 const ConvShape kShapes[] = {
-    Shape(2, 8, 10, 10, 16, 3, 1, 1),        // same padding
-    Shape(2, 16, 9, 9, 8, 3, 2, 1),          // stride 2, odd size
-    Shape(1, 8, 12, 12, 8, 3, 1, 2, 2),      // dilation 2
-    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 4),   // 4 groups
-    Shape(2, 16, 8, 8, 16, 3, 1, 1, 1, 16),  // depthwise
-    Shape(2, 16, 8, 8, 32, 1, 2, 0),         // 1x1 projection, stride 2
-    Shape(1, 3, 20, 20, 8, 7, 2, 3),         // 7x7 stem with 3 input channels
-    Shape(2, 64, 14, 14, 64, 3, 1, 1),       // blocked layouts (16-channel blocks)
+    TestConvShape(2, 8, 10, 10, 16, 3, 1, 1),        // same padding
+    TestConvShape(2, 16, 9, 9, 8, 3, 2, 1),          // stride 2, odd size
+    TestConvShape(1, 8, 12, 12, 8, 3, 1, 2, 2),      // dilation 2
+    TestConvShape(2, 16, 8, 8, 16, 3, 1, 1, 1, 4),   // 4 groups
+    TestConvShape(2, 16, 8, 8, 16, 3, 1, 1, 1, 16),  // depthwise
+    TestConvShape(2, 16, 8, 8, 32, 1, 2, 0),         // 1x1 projection, stride 2
+    TestConvShape(1, 3, 20, 20, 8, 7, 2, 3),         // 7x7 stem with 3 input channels
+    TestConvShape(2, 64, 14, 14, 64, 3, 1, 1),       // blocked layouts (16-channel blocks)
 };
-
-std::vector<double> Reference(ConvPass pass, const ConvShape& s, uint64_t seed, DType dt) {
-  auto x = SeededValues(TensorSeed(seed, 0), ConvXSize(s), dt);
-  auto w = SeededValues(TensorSeed(seed, 1), ConvWSize(s), dt);
-  auto dy = SeededValues(TensorSeed(seed, 2), ConvYSize(s), dt);
-  switch (pass) {
-    case ConvPass::kFwd:
-      return ReferenceConvFwd(s, x, w);
-    case ConvPass::kBwdData:
-      return ReferenceConvBwdData(s, dy, w);
-    default:
-      return ReferenceConvBwdFilter(s, x, dy);
-  }
-}
-
-double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = double(got[i]) - want[i];
-    num += d * d;
-    den += want[i] * want[i];
-  }
-  return std::sqrt(num / den);
-}
 
 template <class Op>
 void Check(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
@@ -71,7 +39,7 @@ void Check(ConvPass pass, const ConvShape& s, const RunConfig& cfg) {
   Op op(s, cfg);
   op.Run();
   HostTensor out = op.Output();
-  const auto want = Reference(pass, s, cfg.seed, cfg.dtype);
+  const auto want = ConvReferenceFor(pass, s, cfg.seed, cfg.dtype);
   ASSERT_EQ(out.data.size(), want.size());
   for (float v : out.data) ASSERT_FALSE(std::isnan(v)) << op.label();
   EXPECT_LE(RelativeL2(out.data, want), Tolerance(cfg.dtype)) << op.label();

@@ -8,22 +8,15 @@
 #include "kernels/common/fill.h"
 #include "kernels/onednn/context.h"
 #include "kernels/reference/gemm.h"
+#include "tests/kernels/testing.h"
 
 namespace dlb::onednn {
 namespace {
 
+using namespace ::dlb::testing;  // NOLINT: test helpers
+
 // Odd sizes catch stride and transpose mix-ups that square powers of two hide.
 constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
-
-double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double d = double(got[i]) - want[i];
-    err += d * d;
-    norm += want[i] * want[i];
-  }
-  return std::sqrt(err / norm);
-}
 
 class OneDnnMatmulTest : public ::testing::TestWithParam<DType> {};
 

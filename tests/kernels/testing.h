@@ -1,0 +1,61 @@
+// Helpers the kernel tests share: the float64 answer for an op's seeded inputs, and the error
+// measure the harness uses (relative L2).
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/common/fill.h"
+#include "kernels/common/shapes.h"
+#include "kernels/reference/conv.h"
+#include "kernels/reference/gemm.h"
+
+namespace dlb::testing {
+
+inline double RelativeL2(const std::vector<float>& got, const std::vector<double>& want) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[i]) - want[i];
+    err += d * d;
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// C = op(A) op(B) in float64 for the inputs an op seeds from `seed` (kernels/common/shapes.h).
+inline std::vector<double> GemmReferenceFor(const GemmShape& s, uint64_t seed, DType dt) {
+  auto a = SeededValues(TensorSeed(seed, 0), size_t(s.m * s.k), dt);
+  auto b = SeededValues(TensorSeed(seed, 1), size_t(s.k * s.n), dt);
+  return ReferenceGemm(s, a, b);
+}
+
+// Square filters, strides, padding and dilation: what the layer tables need.
+inline ConvShape TestConvShape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
+                               int64_t stride, int64_t pad, int64_t dil = 1, int64_t groups = 1) {
+  ConvShape s;
+  s.n = n, s.c = c, s.h = h, s.w = w, s.k = k, s.r = r, s.s = r;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  s.dil_h = s.dil_w = dil;
+  s.groups = groups;
+  return s;
+}
+
+// The pass's output in float64 for the tensors an op seeds from `seed` (x = 0, w = 1, dy = 2).
+inline std::vector<double> ConvReferenceFor(ConvPass pass, const ConvShape& s, uint64_t seed,
+                                            DType dt) {
+  auto x = SeededValues(TensorSeed(seed, 0), ConvXSize(s), dt);
+  auto w = SeededValues(TensorSeed(seed, 1), ConvWSize(s), dt);
+  auto dy = SeededValues(TensorSeed(seed, 2), ConvYSize(s), dt);
+  switch (pass) {
+    case ConvPass::kFwd:
+      return ReferenceConvFwd(s, x, w);
+    case ConvPass::kBwdData:
+      return ReferenceConvBwdData(s, dy, w);
+    case ConvPass::kBwdFilter:
+      return ReferenceConvBwdFilter(s, x, dy);
+  }
+  return {};
+}
+
+}  // namespace dlb::testing
