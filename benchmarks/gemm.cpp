@@ -22,6 +22,7 @@ void Add(const char* device, const char* backend, const GemmWorkload& w, const G
   cfg.dtype = dt;
   cfg.seed = Opts().seed;
   cfg.threads = Opts().threads;
+  cfg.algo = Opts().gemm_algo;
   BenchName name{"gemm", device, backend, w.name, {}};
   if (batch > 0) name.keys.push_back({"bs", std::to_string(batch)});
   name.keys.push_back({"dt", std::string(Name(dt))});
