@@ -4,6 +4,8 @@
 #include <cstring>
 #include <thread>
 
+#include "kernels/common/memory.h"
+
 namespace dlb {
 
 namespace {
@@ -29,6 +31,7 @@ float ValueAt(uint64_t seed, size_t i, DType dt) {
 }  // namespace
 
 std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt) {
+  RequireHostBytes(double(n) * sizeof(float));
   std::vector<float> out(n);
   auto fill = [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) out[i] = ValueAt(seed, i, dt);

@@ -10,6 +10,8 @@ namespace dlb {
 
 // n values uniform in [-1, 1), each already rounded to dt so the op and the reference see exactly
 // the same numbers. Deterministic for (seed, n, dt) on every platform.
+// Throws dlb::Error("out of memory: needs X GiB of host memory, Y GiB available") when the values
+// would not fit in the memory the host has available.
 std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt);
 
 // Derives a per-tensor seed from the run's seed and the tensor's index (A=0, B=1, ...).

@@ -5,6 +5,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
+#include "kernels/common/memory.h"
 #include "kernels/onednn/context.h"
 
 namespace dlb::onednn {
@@ -150,6 +151,11 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const Pds p = MakePds(shape, cfg.dtype, kPass, attr);
   const Descs d = Dims(shape);
+  // Each tensor lives in oneDNN's layout plus a float staging copy while it is seeded.
+  RequireHostBytes(2.0 * sizeof(float) *
+                   (double(shape.n * shape.c * shape.h * shape.w) +
+                    double(shape.k * (shape.c / shape.groups) * shape.r * shape.s) +
+                    double(shape.n * shape.k * shape.P() * shape.Q())));
   const uint64_t sx = TensorSeed(cfg.seed, 0), sw = TensorSeed(cfg.seed, 1),
                  sy = TensorSeed(cfg.seed, 2);
   memory::desc x_md, w_md, y_md, scratch_md;

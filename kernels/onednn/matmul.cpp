@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/common/fill.h"
+#include "kernels/common/memory.h"
 #include "kernels/onednn/context.h"
 
 namespace dlb::onednn {
@@ -71,6 +72,8 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   Support support = Supports(s, cfg);
   DLB_REQUIRE(support.ok, support.why);
   SetThreads(cfg.threads);
+  // Each matrix lives in oneDNN's layout plus a float staging copy while it is seeded.
+  RequireHostBytes(2.0 * sizeof(float) * double(s.m * s.k + s.k * s.n + s.m * s.n));
 
   const memory::desc a_md = Matrix(s.m, s.k, s.ta, dtype_);
   const memory::desc b_md = Matrix(s.k, s.n, s.tb, dtype_);

@@ -37,5 +37,27 @@ TEST(BenchConv, BatchSizesFlagAndLayerCounts) {
   }
 }
 
+TEST(BenchConv, OversizedBatchIsOutOfMemoryAndTheRunGoesOn) {
+  // Batch 1,000,000 of a 256-channel 4x4 layer needs ~122 GiB: reported, not a crash.
+  Result r = RunBinary(DLB_BENCH_CONV,
+                       "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 "
+                       "--dlb_batch_sizes=1000000,1 --benchmark_min_time=0.01 "
+                       "--benchmark_filter='resnet18_cifar.layer4.conv3x3/.*pass:fwd'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  int oom = 0, measured = 0;
+  for (const auto& b : r.json["benchmarks"]) {
+    const std::string name = b["name"];
+    if (name.find("/bs:1000000/") != std::string::npos) {
+      EXPECT_EQ(b.value("error_message", "").rfind("out of memory: needs ", 0), 0u) << b;
+      ++oom;
+    } else if (!b.value("error_occurred", false)) {
+      ++measured;
+    }
+  }
+  EXPECT_EQ(oom, 1);
+  EXPECT_EQ(measured, 1);
+}
+
 }  // namespace
 }  // namespace dlb::testing

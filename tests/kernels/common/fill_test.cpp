@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
+
+#include "kernels/common/error.h"
 
 namespace dlb {
 namespace {
@@ -55,6 +58,23 @@ TEST(Fill, ParallelFillMatchesTheStreamAtEveryIndex) {
   for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
   auto tail = SeededValues(99, big - 5, DType::kBF16);
   for (size_t i = big - 100; i < big - 5; ++i) ASSERT_EQ(a[i], tail[i]) << i;
+}
+
+}  // namespace
+}  // namespace dlb
+
+namespace dlb {
+namespace {
+
+TEST(Fill, MoreThanTheHostHasIsAnErrorNotACrash) {
+  try {
+    SeededValues(1, size_t(1) << 45, DType::kF32);  // 128 TiB
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory: needs 131072.00 GiB of host memory"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
