@@ -1,7 +1,6 @@
 #include "kernels/onednn/context.h"
 
-#include <fstream>
-#include <sstream>
+#include "kernels/common/cpu.h"
 
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
 #include <omp.h>
@@ -47,25 +46,8 @@ std::string EffectiveIsa() {
   }
 }
 
-namespace {
-bool CpuFlag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line);
-      std::string w;
-      while (words >> w)
-        if (w == flag) return true;
-      return false;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool HasBf16() { return CpuFlag("avx512_bf16") || CpuFlag("amx_bf16"); }
-bool HasF16() { return CpuFlag("avx512_fp16") || CpuFlag("amx_fp16"); }
+bool HasBf16() { return HasFlag(HostCpu(), "avx512_bf16") || HasFlag(HostCpu(), "amx_bf16"); }
+bool HasF16() { return HasFlag(HostCpu(), "avx512_fp16") || HasFlag(HostCpu(), "amx_fp16"); }
 
 std::string Version() {
   const dnnl_version_t* v = dnnl_version();
