@@ -2,10 +2,14 @@
 // measure the harness uses (relative L2).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/common/fill.h"
+#include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 #include "kernels/reference/conv.h"
 #include "kernels/reference/gemm.h"
@@ -56,6 +60,27 @@ inline std::vector<double> ConvReferenceFor(ConvPass pass, const ConvShape& s, u
       return ReferenceConvBwdFilter(s, x, dy);
   }
   return {};
+}
+
+// Runs a convolution op once on its seeded inputs and checks the output against the float64
+// reference with the dtype's tolerance. *label gets the op's label when it ran; it stays empty when
+// the op does not support the case (the test is then skipped) or a fatal check failed.
+template <class Op>
+void RunAgainstConvReference(ConvPass pass, const ConvShape& s, const RunConfig& cfg,
+                             std::string* label) {
+  const Support sup = Op::Supports(s, cfg);
+  if (!sup.ok) {
+    EXPECT_FALSE(sup.why.empty());
+    GTEST_SKIP() << "unsupported: " << sup.why;
+  }
+  Op op(s, cfg);
+  op.Run();
+  HostTensor out = op.Output();
+  const auto want = ConvReferenceFor(pass, s, cfg.seed, cfg.dtype);
+  ASSERT_EQ(out.data.size(), want.size());
+  for (float v : out.data) ASSERT_FALSE(std::isnan(v)) << op.label();
+  EXPECT_LE(RelativeL2(out.data, want), Tolerance(cfg.dtype)) << op.label();
+  *label = op.label();
 }
 
 }  // namespace dlb::testing
