@@ -21,6 +21,7 @@ for family in gemm conv; do
   trap 'rm -f "$tmp"' EXIT
   echo "dlbench: running bench_$family (tier ${DLB_TIER:-default})"
   "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
+  chmod 644 "$tmp"  # mktemp makes it private; results are for sharing
   mv "$tmp" "$out/$family.json"
   trap - EXIT
 done
