@@ -8,11 +8,44 @@
 
 namespace dlb {
 
+namespace detail {
+// splitmix64: tiny, fast and identical everywhere (std distributions are not).
+inline uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+// Value i of the stream: splitmix64 is counter-based (state_i = seed + (i + 1) * golden), so
+// any element can be computed on its own, big tensors are filled on all cores with the same
+// numbers a sequential loop gives, and a check can read single elements without the tensor.
+inline float SeededValueAt(uint64_t seed, size_t i, DType dt) {
+  uint64_t state = seed + uint64_t(i) * 0x9e3779b97f4a7c15ULL;
+  // 24 random bits -> [-1, 1) exactly representable in f32.
+  float v = static_cast<float>(SplitMix(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  return RoundTo(dt, v);
+}
+}  // namespace detail
+
 // n values uniform in [-1, 1), each already rounded to dt so the op and the reference see exactly
 // the same numbers. Deterministic for (seed, n, dt) on every platform.
 // Throws dlb::Error("out of memory: needs X GiB of host memory, Y GiB available") when the values
 // would not fit in the memory the host has available.
 std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt);
+
+// The values SeededValues(seed, n, dt) holds, computed when read: verifying a sampled output of
+// a big batch reads only the input elements its positions touch, without materializing inputs.
+class SeededView {
+ public:
+  SeededView(uint64_t seed, size_t n, DType dt) : seed_(seed), n_(n), dt_(dt) {}
+  float operator[](size_t i) const { return detail::SeededValueAt(seed_, i, dt_); }
+  size_t size() const { return n_; }
+
+ private:
+  uint64_t seed_;
+  size_t n_;
+  DType dt_;
+};
 
 // Derives a per-tensor seed from the run's seed and the tensor's index (A=0, B=1, ...).
 uint64_t TensorSeed(uint64_t run_seed, int tensor_index);

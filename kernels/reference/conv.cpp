@@ -22,8 +22,10 @@ int64_t YIndex(const ConvShape &s, int64_t n, int64_t k, int64_t p, int64_t q) {
   return ((n * s.k + k) * s.P() + p) * s.Q() + q;
 }
 
-double FwdAt(const ConvShape &s, const std::vector<float> &x, const std::vector<float> &w,
-             int64_t n, int64_t k, int64_t p, int64_t q) {
+// T: std::vector<float>, or SeededView (inputs computed as they are read).
+template <class T>
+double FwdAt(const ConvShape &s, const T &x, const T &w, int64_t n, int64_t k, int64_t p,
+             int64_t q) {
   const int64_t cpg = s.c / s.groups, kpg = s.k / s.groups, g = k / kpg;
   double acc = 0;
   for (int64_t cg = 0; cg < cpg; ++cg) {
@@ -44,8 +46,9 @@ double FwdAt(const ConvShape &s, const std::vector<float> &x, const std::vector<
 // Sums over the (k, p, q) whose window covers input position (h, w) through tap
 // (r, s): h = p*stride - pad + r*dil, so p = (h + pad - r*dil) / stride when
 // that divides exactly.
-double BwdDataAt(const ConvShape &s, const std::vector<float> &dy, const std::vector<float> &w,
-                 int64_t n, int64_t c, int64_t h, int64_t wpos) {
+template <class T>
+double BwdDataAt(const ConvShape &s, const T &dy, const T &w, int64_t n, int64_t c, int64_t h,
+                 int64_t wpos) {
   const int64_t cpg = s.c / s.groups, kpg = s.k / s.groups, g = c / cpg, cg = c % cpg;
   const int64_t P = s.P(), Q = s.Q();
   double acc = 0;
@@ -66,8 +69,9 @@ double BwdDataAt(const ConvShape &s, const std::vector<float> &dy, const std::ve
   return acc;
 }
 
-double BwdFilterAt(const ConvShape &s, const std::vector<float> &x, const std::vector<float> &dy,
-                   int64_t k, int64_t cg, int64_t r, int64_t t) {
+template <class T>
+double BwdFilterAt(const ConvShape &s, const T &x, const T &dy, int64_t k, int64_t cg, int64_t r,
+                   int64_t t) {
   const int64_t cpg = s.c / s.groups, kpg = s.k / s.groups, c = (k / kpg) * cpg + cg;
   const int64_t P = s.P(), Q = s.Q();
   double acc = 0;
@@ -122,17 +126,20 @@ std::vector<double> ReferenceConvBwdFilter(const ConvShape &s, const std::vector
   return dw;
 }
 
-double ReferenceConvFwdAt(const ConvShape &s, const std::vector<float> &x,
-                          const std::vector<float> &w, int64_t n, int64_t k, int64_t p, int64_t q) {
+namespace {
+
+template <class T>
+double CheckedFwdAt(const ConvShape &s, const T &x, const T &w, int64_t n, int64_t k, int64_t p,
+                    int64_t q) {
   CheckSizes(s, x.size(), ConvXSize(s), w.size(), ConvWSize(s));
   DLB_REQUIRE(n >= 0 && n < s.n && k >= 0 && k < s.k && p >= 0 && p < s.P() && q >= 0 && q < s.Q(),
               "position outside y");
   return FwdAt(s, x, w, n, k, p, q);
 }
 
-double ReferenceConvBwdDataAt(const ConvShape &s, const std::vector<float> &dy,
-                              const std::vector<float> &w, int64_t n, int64_t c, int64_t h,
-                              int64_t w_pos) {
+template <class T>
+double CheckedBwdDataAt(const ConvShape &s, const T &dy, const T &w, int64_t n, int64_t c,
+                        int64_t h, int64_t w_pos) {
   CheckSizes(s, dy.size(), ConvYSize(s), w.size(), ConvWSize(s));
   DLB_REQUIRE(
       n >= 0 && n < s.n && c >= 0 && c < s.c && h >= 0 && h < s.h && w_pos >= 0 && w_pos < s.w,
@@ -140,14 +147,43 @@ double ReferenceConvBwdDataAt(const ConvShape &s, const std::vector<float> &dy,
   return BwdDataAt(s, dy, w, n, c, h, w_pos);
 }
 
-double ReferenceConvBwdFilterAt(const ConvShape &s, const std::vector<float> &x,
-                                const std::vector<float> &dy, int64_t k, int64_t c, int64_t r,
-                                int64_t s_pos) {
+template <class T>
+double CheckedBwdFilterAt(const ConvShape &s, const T &x, const T &dy, int64_t k, int64_t c,
+                          int64_t r, int64_t s_pos) {
   CheckSizes(s, x.size(), ConvXSize(s), dy.size(), ConvYSize(s));
   DLB_REQUIRE(k >= 0 && k < s.k && c >= 0 && c < s.c / s.groups && r >= 0 && r < s.r &&
                   s_pos >= 0 && s_pos < s.s,
               "position outside dw");
   return BwdFilterAt(s, x, dy, k, c, r, s_pos);
+}
+
+}  // namespace
+
+double ReferenceConvFwdAt(const ConvShape &s, const std::vector<float> &x,
+                          const std::vector<float> &w, int64_t n, int64_t k, int64_t p, int64_t q) {
+  return CheckedFwdAt(s, x, w, n, k, p, q);
+}
+double ReferenceConvFwdAt(const ConvShape &s, const SeededView &x, const SeededView &w, int64_t n,
+                          int64_t k, int64_t p, int64_t q) {
+  return CheckedFwdAt(s, x, w, n, k, p, q);
+}
+double ReferenceConvBwdDataAt(const ConvShape &s, const std::vector<float> &dy,
+                              const std::vector<float> &w, int64_t n, int64_t c, int64_t h,
+                              int64_t w_pos) {
+  return CheckedBwdDataAt(s, dy, w, n, c, h, w_pos);
+}
+double ReferenceConvBwdDataAt(const ConvShape &s, const SeededView &dy, const SeededView &w,
+                              int64_t n, int64_t c, int64_t h, int64_t w_pos) {
+  return CheckedBwdDataAt(s, dy, w, n, c, h, w_pos);
+}
+double ReferenceConvBwdFilterAt(const ConvShape &s, const std::vector<float> &x,
+                                const std::vector<float> &dy, int64_t k, int64_t c, int64_t r,
+                                int64_t s_pos) {
+  return CheckedBwdFilterAt(s, x, dy, k, c, r, s_pos);
+}
+double ReferenceConvBwdFilterAt(const ConvShape &s, const SeededView &x, const SeededView &dy,
+                                int64_t k, int64_t c, int64_t r, int64_t s_pos) {
+  return CheckedBwdFilterAt(s, x, dy, k, c, r, s_pos);
 }
 
 }  // namespace dlb

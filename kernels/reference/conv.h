@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/fill.h"
 #include "kernels/common/shapes.h"
 
 namespace dlb {
@@ -31,6 +32,14 @@ double ReferenceConvBwdDataAt(const ConvShape &shape, const std::vector<float> &
 double ReferenceConvBwdFilterAt(const ConvShape &shape, const std::vector<float> &x,
                                 const std::vector<float> &dy, int64_t k, int64_t c, int64_t r,
                                 int64_t s);
+// The same on seeded inputs that are never materialized: each input element is computed when
+// the sum reads it (the verifier of a big batch touches a small part of its inputs).
+double ReferenceConvFwdAt(const ConvShape &shape, const SeededView &x, const SeededView &w,
+                          int64_t n, int64_t k, int64_t p, int64_t q);
+double ReferenceConvBwdDataAt(const ConvShape &shape, const SeededView &dy, const SeededView &w,
+                              int64_t n, int64_t c, int64_t h, int64_t w_pos);
+double ReferenceConvBwdFilterAt(const ConvShape &shape, const SeededView &x, const SeededView &dy,
+                                int64_t k, int64_t c, int64_t r, int64_t s);
 
 // Element counts of the logical tensors.
 inline int64_t ConvXSize(const ConvShape &s) { return s.n * s.c * s.h * s.w; }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/fill.h"
 #include "kernels/common/shapes.h"
 
 namespace dlb {
@@ -16,5 +17,9 @@ std::vector<double> ReferenceGemm(const GemmShape& s, const std::vector<float>& 
 // One element C[i][j]: verifies a big GEMM at sampled positions in O(k) each.
 double ReferenceGemmAt(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
                        int64_t i, int64_t j);
+// The same on seeded inputs computed as they are read: a big GEMM is verified without
+// materializing A and B.
+double ReferenceGemmAt(const GemmShape& s, const SeededView& a, const SeededView& b, int64_t i,
+                       int64_t j);
 
 }  // namespace dlb

@@ -51,6 +51,17 @@ namespace {
 
 // Big tensors are filled on several threads: every element must still be the one the stream
 // gives at its index, whatever the tensor's size.
+TEST(Fill, SeededViewReadsTheSameValuesWithoutStoringThem) {
+  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}) {
+    const size_t n = (size_t(1) << 20) + 777;  // more than one parallel chunk
+    const auto values = SeededValues(7, n, dt);
+    const SeededView view(7, n, dt);
+    ASSERT_EQ(view.size(), n);
+    for (size_t i = 0; i < n; i += 13) ASSERT_EQ(view[i], values[i]) << Name(dt) << " " << i;
+    ASSERT_EQ(view[n - 1], values[n - 1]);
+  }
+}
+
 TEST(Fill, ParallelFillMatchesTheStreamAtEveryIndex) {
   const size_t big = (size_t(1) << 21) + 12345;
   auto a = SeededValues(99, big, DType::kBF16);

@@ -151,6 +151,32 @@ TEST_P(ReferenceConvGrad, SampledPositionsMatchFullTensors) {
   EXPECT_THROW(ReferenceConvFwdAt(s, t.x, t.w, s.n, 0, 0, 0), Error);
 }
 
+// The verifier's form: the same sums on inputs computed as they are read.
+TEST_P(ReferenceConvGrad, SeededViewsGiveTheSameSums) {
+  const ConvShape s = GetParam();
+  Tensors t = Seeded(s, 8);
+  const SeededView x(TensorSeed(8, 0), ConvXSize(s), DType::kF32),
+      w(TensorSeed(8, 1), ConvWSize(s), DType::kF32),
+      dy(TensorSeed(8, 2), ConvYSize(s), DType::kF32);
+  const int64_t P = s.P(), Q = s.Q(), cpg = s.c / s.groups;
+  for (int64_t i = 0; i < ConvYSize(s); i += 11) {
+    int64_t q = i % Q, p = i / Q % P, k = i / (P * Q) % s.k, n = i / (P * Q * s.k);
+    EXPECT_EQ(ReferenceConvFwdAt(s, x, w, n, k, p, q), ReferenceConvFwdAt(s, t.x, t.w, n, k, p, q));
+  }
+  for (int64_t i = 0; i < ConvXSize(s); i += 7) {
+    int64_t wp = i % s.w, h = i / s.w % s.h, c = i / (s.w * s.h) % s.c, n = i / (s.w * s.h * s.c);
+    EXPECT_EQ(ReferenceConvBwdDataAt(s, dy, w, n, c, h, wp),
+              ReferenceConvBwdDataAt(s, t.dy, t.w, n, c, h, wp));
+  }
+  for (int64_t i = 0; i < ConvWSize(s); i += 3) {
+    int64_t ss = i % s.s, r = i / s.s % s.r, c = i / (s.s * s.r) % cpg, k = i / (s.s * s.r * cpg);
+    EXPECT_EQ(ReferenceConvBwdFilterAt(s, x, dy, k, c, r, ss),
+              ReferenceConvBwdFilterAt(s, t.x, t.dy, k, c, r, ss));
+  }
+  const SeededView short_x(TensorSeed(8, 0), ConvXSize(s) - 1, DType::kF32);
+  EXPECT_THROW(ReferenceConvFwdAt(s, short_x, w, 0, 0, 0, 0), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ReferenceConvGrad,
     ::testing::Values(Shape(2, 3, 7, 6, 4, 3, 3, 1, 1),        // same padding

@@ -58,6 +58,14 @@ TEST(ReferenceGemm, ElementMatchesFullProductForEveryTranspose) {
       for (int64_t i = 0; i < s.m; ++i)
         for (int64_t j = 0; j < s.n; ++j)
           EXPECT_EQ(ReferenceGemmAt(s, a, b, i, j), c[i * s.n + j]) << i << "," << j;
+      // The verifier's form: A and B computed as they are read.
+      const SeededView va(TensorSeed(1, 0), s.m * s.k, DType::kF32),
+          vb(TensorSeed(1, 1), s.k * s.n, DType::kF32);
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j)
+          EXPECT_EQ(ReferenceGemmAt(s, va, vb, i, j), c[i * s.n + j]);
+      EXPECT_THROW(ReferenceGemmAt(s, SeededView(TensorSeed(1, 0), 1, DType::kF32), vb, 0, 0),
+                   Error);
     }
 }
 
