@@ -70,6 +70,40 @@ INSTANTIATE_TEST_SUITE_P(All, OneDnnConvGrid,
                                   std::to_string(std::get<2>(i.param));
                          });
 
+// The search builds every implementation oneDNN offers, each with the layouts it asks for: the one
+// kept must still match the reference (even shapes f32, odd shapes bf16).
+using SearchParam = std::tuple<ConvPass, int>;
+class OneDnnConvSearch : public ::testing::TestWithParam<SearchParam> {};
+
+TEST_P(OneDnnConvSearch, FastestImplementationMatchesReference) {
+  auto [pass, shape] = GetParam();
+  RunConfig cfg;
+  cfg.dtype = shape % 2 == 0 ? DType::kF32 : DType::kBF16;
+  cfg.algo = "search";
+  cfg.seed = 11 + shape;
+  CheckPass(pass, kShapes[shape], cfg);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OneDnnConvSearch,
+                         ::testing::Combine(::testing::Values(ConvPass::kFwd, ConvPass::kBwdData,
+                                                              ConvPass::kBwdFilter),
+                                            ::testing::Range(0, int(std::size(kShapes)))),
+                         [](const ::testing::TestParamInfo<SearchParam>& i) {
+                           return std::string(Name(std::get<0>(i.param))) + "_" +
+                                  std::to_string(std::get<1>(i.param));
+                         });
+
+TEST(OneDnnConv, SearchSaysHowManyItTimedAndLeavesTheOutputPoisoned) {
+  RunConfig cfg;
+  cfg.algo = "search";
+  OneDnnConvFwd op(kShapes[7], cfg);
+  // "search: fastest of N implementations", or "search: the only implementation offered".
+  EXPECT_NE(op.label().find(", search: "), std::string::npos) << op.label();
+  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
+  cfg.algo = "exhaustive";
+  EXPECT_THROW(OneDnnConvFwd(kShapes[7], cfg), Error);
+}
+
 TEST(OneDnnConv, F32IsAlwaysSupported) {
   for (const ConvShape& s : kShapes) {
     EXPECT_TRUE(OneDnnConvFwd::Supports(s, RunConfig{}).ok);
