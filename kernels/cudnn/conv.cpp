@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/common/fill.h"
+#include "kernels/common/parallel.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/handles.h"
@@ -56,29 +57,29 @@ Dims Strides(const Dims& d, Layout layout) {
   return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
 }
 
-// Logical-order values into storage order, and back.
-std::vector<float> ToLayout(const std::vector<float>& v, const Dims& d, Layout layout) {
+// Copies values between logical (N, C, H, W) order and the layout's storage order; `to_storage`
+// picks the direction. Every outer index is its own slab, so big tensors convert on all cores.
+std::vector<float> Permute(const std::vector<float>& v, const Dims& d, Layout layout,
+                           bool to_storage) {
   if (layout == Layout::kNCHW) return v;
   std::vector<float> out(v.size());
   const Dims st = Strides(d, layout);
-  size_t i = 0;
-  for (int64_t a = 0; a < d[0]; ++a)
-    for (int64_t b = 0; b < d[1]; ++b)
-      for (int64_t c = 0; c < d[2]; ++c)
-        for (int64_t e = 0; e < d[3]; ++e)
-          out[a * st[0] + b * st[1] + c * st[2] + e * st[3]] = v[i++];
-  return out;
-}
-std::vector<float> FromLayout(const std::vector<float>& v, const Dims& d, Layout layout) {
-  if (layout == Layout::kNCHW) return v;
-  std::vector<float> out(v.size());
-  const Dims st = Strides(d, layout);
-  size_t i = 0;
-  for (int64_t a = 0; a < d[0]; ++a)
-    for (int64_t b = 0; b < d[1]; ++b)
-      for (int64_t c = 0; c < d[2]; ++c)
-        for (int64_t e = 0; e < d[3]; ++e)
-          out[i++] = v[a * st[0] + b * st[1] + c * st[2] + e * st[3]];
+  const size_t slab = size_t(d[1] * d[2] * d[3]);
+  const size_t grain = std::max<size_t>(1, (size_t(1) << 20) / std::max<size_t>(slab, 1));
+  ParallelFor(size_t(d[0]), grain, [&](size_t begin, size_t end) {
+    for (int64_t a = int64_t(begin); a < int64_t(end); ++a) {
+      size_t i = size_t(a) * slab;
+      for (int64_t b = 0; b < d[1]; ++b)
+        for (int64_t c = 0; c < d[2]; ++c)
+          for (int64_t e = 0; e < d[3]; ++e, ++i) {
+            const size_t j = size_t(a * st[0] + b * st[1] + c * st[2] + e * st[3]);
+            if (to_storage)
+              out[j] = v[i];
+            else
+              out[i] = v[j];
+          }
+    }
+  });
   return out;
 }
 
@@ -405,14 +406,19 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
   Support result =
       Support::No("no cuDNN engine (heuristics and fallback) for this " + std::string(Name(pass)) +
                   " " + std::string(Name(cfg.dtype)) + " " + Name(cfg.layout) + " convolution");
-  for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    for (Candidate& c : Heuristics(g.graph.get(), mode)) {
-      if (Acceptable(c, cfg.dtype) && Finalize(c, handle.get())) {
-        result = Support::Yes();
-        break;
-      }
+  // Any acceptable engine answers the question: the fallback list and engines without runtime
+  // compilation are tried first, as their plans build in microseconds rather than seconds.
+  std::vector<Candidate> cands = Heuristics(g.graph.get(), CUDNN_HEUR_MODE_FALLBACK);
+  std::vector<Candidate> more = Heuristics(g.graph.get(), CUDNN_HEUR_MODE_A);
+  std::move(more.begin(), more.end(), std::back_inserter(cands));
+  std::stable_partition(cands.begin(), cands.end(), [](const Candidate& c) {
+    return !c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+  });
+  for (Candidate& c : cands) {
+    if (Acceptable(c, cfg.dtype) && Finalize(c, handle.get())) {
+      result = Support::Yes();
+      break;
     }
-    if (result.ok) break;
   }
   cache.emplace(key, result);
   return result;
@@ -445,8 +451,11 @@ struct ConvState {
 
 namespace {
 
-// Times each plan on the op's own tensors: warm-up, then enough launches for ~2 ms of events;
-// the three fastest are timed again so one noisy sample does not decide.
+// Times each plan on the op's own tensors: a warm-up launch (module loading, runtime kernels),
+// one timed launch, and, unless that launch already took over twice the best time so far, enough
+// launches for ~1 ms of events. The three fastest are timed again so one noisy sample does not
+// decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
+// engines cost two launches each.
 void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
   cuda::Event start = cuda::MakeEvent(), stop = cuda::MakeEvent();
   auto time = [&](Candidate& c, int reps) {
@@ -458,13 +467,19 @@ void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
     DLB_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     return double(ms) / reps;
   };
+  double best = std::numeric_limits<double>::infinity();
   for (Candidate& c : cands) {
     // A configuration that fails at execution time is dropped rather than failing the op.
     try {
-      time(c, 1);  // first launch loads modules and compiles runtime kernels
+      time(c, 1);
       const double once = time(c, 1);
-      const int reps = std::clamp(int(2.0 / std::max(once, 1e-3)), 2, 50);
+      if (once > 2.0 * best) {
+        c.ms = once;
+        continue;
+      }
+      const int reps = std::clamp(int(1.0 / std::max(once, 1e-3)), 2, 50);
       c.ms = time(c, reps);
+      best = std::min(best, c.ms);
     } catch (const Error&) {
       c.ms = std::numeric_limits<double>::infinity();
     }
@@ -477,7 +492,7 @@ void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
             [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
   const size_t top = std::min<size_t>(3, cands.size());
   for (size_t i = 0; i < top; ++i) {
-    const int reps = std::clamp(int(5.0 / std::max(cands[i].ms, 1e-3)), 3, 100);
+    const int reps = std::clamp(int(3.0 / std::max(cands[i].ms, 1e-3)), 3, 100);
     cands[i].ms = std::min(cands[i].ms, time(cands[i], reps));
   }
   std::sort(cands.begin(), cands.begin() + top,
@@ -516,8 +531,8 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
 
   auto upload = [&](void* dst, int index, const Dims& dims) {
     cuda::Upload(dst,
-                 ToLayout(SeededValues(TensorSeed(cfg.seed, index), Count(dims), cfg.dtype), dims,
-                          cfg.layout),
+                 Permute(SeededValues(TensorSeed(cfg.seed, index), Count(dims), cfg.dtype), dims,
+                         cfg.layout, /*to_storage=*/true),
                  cfg.dtype, st.stream.get());
   };
   if (kPass != ConvPass::kBwdData) upload(st.x.get(), 0, d.x);
@@ -570,6 +585,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
                 std::to_string(rejected_workspace) + " over the workspace limit " +
                 Mib(double(ws_limit)) + ")");
 
+  const auto t_built = std::chrono::steady_clock::now();
   int64_t ws_max = 0;
   for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
   if (search && usable.size() > 1) {
@@ -577,8 +593,9 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     Descriptor vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), ws.get());
     Search(st, usable, vp.get());
   }
-  const double plan_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  using Ms = std::chrono::duration<double, std::milli>;
+  const double build_ms = Ms(t_built - t0).count();
+  const double time_ms = Ms(std::chrono::steady_clock::now() - t_built).count();
   st.chosen = std::move(usable.front());
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
@@ -599,8 +616,9 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
              (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
              (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
              std::to_string(c.rank) +
-             (search ? ", search: fastest of " + std::to_string(usable.size()) + " timed in " +
-                           std::to_string(int(plan_ms)) + " ms"
+             (search ? ", search: fastest of " + std::to_string(usable.size()) +
+                           " (plans built in " + std::to_string(int(build_ms)) + " ms, timed in " +
+                           std::to_string(int(time_ms)) + " ms)"
                      : ", heuristic: first usable") +
              ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) +
              "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
@@ -624,7 +642,8 @@ HostTensor CudnnConv<kPass>::Output() const {
   const Dims dims = st.OutputDims();
   std::vector<float> stored = cuda::Download(st.OutputPtr(), static_cast<size_t>(Count(dims)),
                                              st.cfg.dtype, st.stream.get());
-  return {{dims[0], dims[1], dims[2], dims[3]}, FromLayout(stored, dims, st.cfg.layout)};
+  return {{dims[0], dims[1], dims[2], dims[3]},
+          Permute(stored, dims, st.cfg.layout, /*to_storage=*/false)};
 }
 
 template <ConvPass kPass>
