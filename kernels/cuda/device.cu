@@ -1,3 +1,4 @@
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -108,7 +109,67 @@ __global__ void Fill16(uint16_t* p, size_t n, uint16_t v) {
        i += size_t(gridDim.x) * blockDim.x)
     p[i] = v;
 }
+
+// The host's RoundTo and storage conversion for the values seeding produces (finite, |v| < 1):
+// bf16 rounds to nearest even on the top 16 bits; f16 is IEEE round-to-nearest-even.
+__device__ uint16_t Bf16Bits(float f) {
+  uint32_t u = __float_as_uint(f);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+struct SeedArgs {
+  int64_t n, d1, d2, d3, s0, s1, s2, s3;
+  uint64_t seed;
+};
+
+template <class T, int kKind>  // kKind: 0 f32/tf32, 1 bf16, 2 f16
+__global__ void SeedKernel(T* dst, SeedArgs a) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += step) {
+    const int64_t e = i % a.d3, c = i / a.d3 % a.d2, b = i / (a.d3 * a.d2) % a.d1,
+                  n = i / (a.d3 * a.d2 * a.d1);
+    const float v = detail::UnroundedSeededValueAt(a.seed, uint64_t(i));
+    T out;
+    if constexpr (kKind == 0) {
+      out = v;
+    } else if constexpr (kKind == 1) {
+      out = Bf16Bits(v);
+    } else {
+      out = __half_as_ushort(__float2half_rn(v));
+    }
+    dst[n * a.s0 + b * a.s1 + c * a.s2 + e * a.s3] = out;
+  }
+}
 }  // namespace
+
+void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
+                const std::array<int64_t, 4>& strides, uint64_t seed, DType dt, StreamRef stream) {
+  const SeedArgs a{dims[0] * dims[1] * dims[2] * dims[3],
+                   dims[1],
+                   dims[2],
+                   dims[3],
+                   strides[0],
+                   strides[1],
+                   strides[2],
+                   strides[3],
+                   seed};
+  if (a.n == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.n + 255) / 256, 8192));
+  switch (dt) {
+    case DType::kF32:
+    case DType::kTF32:
+      SeedKernel<float, 0><<<blocks, 256, 0, stream>>>(static_cast<float*>(dst), a);
+      break;
+    case DType::kBF16:
+      SeedKernel<uint16_t, 1><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a);
+      break;
+    case DType::kF16:
+      SeedKernel<uint16_t, 2><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a);
+      break;
+  }
+  DLB_CHECK(cudaGetLastError());
+}
 
 void Poison(void* dst, size_t n, DType dt, StreamRef stream) {
   if (n == 0) return;

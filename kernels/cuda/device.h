@@ -1,6 +1,7 @@
 // Device queries and small utilities that GPU ops share. CUDA-free header: fixtures include it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -38,6 +39,12 @@ void MemInfo(size_t* free_bytes, size_t* total_bytes);
 void Upload(void* dst, const std::vector<float>& values, DType dt, StreamRef stream);
 // Downloads n elements of dtype storage and converts to float (synchronizes the stream).
 std::vector<float> Download(const void* src, size_t n, DType dt, StreamRef stream);
+// Writes, in the dtype's storage, the values SeededValues(seed, d0*d1*d2*d3, dt) holds for a
+// tensor of logical dims (d0, d1, d2, d3) placed by `strides` (in elements): inputs are seeded on
+// the device, with no host copy and no transfer. Bit for bit what seeding on the host and
+// uploading gives.
+void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
+                const std::array<int64_t, 4>& strides, uint64_t seed, DType dt, StreamRef stream);
 // Fills n elements of dtype storage with NaN, so an op that never writes its output fails
 // verification.
 void Poison(void* dst, size_t n, DType dt, StreamRef stream);

@@ -57,10 +57,9 @@ Dims Strides(const Dims& d, Layout layout) {
   return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
 }
 
-// Copies values between logical (N, C, H, W) order and the layout's storage order; `to_storage`
-// picks the direction. Every outer index is its own slab, so big tensors convert on all cores.
-std::vector<float> Permute(const std::vector<float>& v, const Dims& d, Layout layout,
-                           bool to_storage) {
+// Storage-order values (as downloaded) into logical (N, C, H, W) order. Every outer index is its
+// own slab, so big tensors convert on all cores.
+std::vector<float> ToLogical(const std::vector<float>& v, const Dims& d, Layout layout) {
   if (layout == Layout::kNCHW) return v;
   std::vector<float> out(v.size());
   const Dims st = Strides(d, layout);
@@ -71,13 +70,8 @@ std::vector<float> Permute(const std::vector<float>& v, const Dims& d, Layout la
       size_t i = size_t(a) * slab;
       for (int64_t b = 0; b < d[1]; ++b)
         for (int64_t c = 0; c < d[2]; ++c)
-          for (int64_t e = 0; e < d[3]; ++e, ++i) {
-            const size_t j = size_t(a * st[0] + b * st[1] + c * st[2] + e * st[3]);
-            if (to_storage)
-              out[j] = v[i];
-            else
-              out[i] = v[j];
-          }
+          for (int64_t e = 0; e < d[3]; ++e, ++i)
+            out[i] = v[size_t(a * st[0] + b * st[1] + c * st[2] + e * st[3])];
     }
   });
   return out;
@@ -529,11 +523,11 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   st.handle = MakeHandle();
   DLB_CHECK(cudnnSetStream(st.handle.get(), st.stream.get()));
 
+  // Inputs are seeded on the device, straight into the layout: the same values the verifier
+  // reads on the host, without a host copy or a transfer of a batch-256 tensor.
   auto upload = [&](void* dst, int index, const Dims& dims) {
-    cuda::Upload(dst,
-                 Permute(SeededValues(TensorSeed(cfg.seed, index), Count(dims), cfg.dtype), dims,
-                         cfg.layout, /*to_storage=*/true),
-                 cfg.dtype, st.stream.get());
+    cuda::SeedDevice(dst, dims, Strides(dims, cfg.layout), TensorSeed(cfg.seed, index), cfg.dtype,
+                     st.stream.get());
   };
   if (kPass != ConvPass::kBwdData) upload(st.x.get(), 0, d.x);
   if (kPass != ConvPass::kBwdFilter) upload(st.w.get(), 1, d.w);
@@ -642,8 +636,7 @@ HostTensor CudnnConv<kPass>::Output() const {
   const Dims dims = st.OutputDims();
   std::vector<float> stored = cuda::Download(st.OutputPtr(), static_cast<size_t>(Count(dims)),
                                              st.cfg.dtype, st.stream.get());
-  return {{dims[0], dims[1], dims[2], dims[3]},
-          Permute(stored, dims, st.cfg.layout, /*to_storage=*/false)};
+  return {{dims[0], dims[1], dims[2], dims[3]}, ToLogical(stored, dims, st.cfg.layout)};
 }
 
 template <ConvPass kPass>
