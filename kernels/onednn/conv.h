@@ -1,9 +1,10 @@
 // oneDNN convolutions on the CPU: forward, backward-data, backward-weights, f32 and bf16.
 // oneDNN picks every tensor's layout (format_tag::any), so cfg.layout is ignored and the label
 // says which layouts it chose. cfg.algo "search" also asks for channels-last and 16-channel
-// blocked activations and keeps the fastest implementation offered. Seeded inputs are reordered into those layouts in the constructor,
-// never in Run(); Output() reorders back to the logical layout of shapes.h. Compiles against the
-// oneDNN v2 (2.6) and v3 (3.x) APIs; only primitive-descriptor creation differs.
+// blocked activations and keeps the fastest implementation offered. Seeded inputs are reordered
+// into those layouts in the constructor, never in Run(); Output() reorders back to the logical
+// layout of shapes.h. Compiles against the oneDNN v2 (2.6) and v3 (3.x) APIs; only
+// primitive-descriptor creation differs.
 #pragma once
 
 #include <dnnl.hpp>
