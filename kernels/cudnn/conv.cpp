@@ -525,13 +525,13 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
 
   // Inputs are seeded on the device, straight into the layout: the same values the verifier
   // reads on the host, without a host copy or a transfer of a batch-256 tensor.
-  auto upload = [&](void* dst, int index, const Dims& dims) {
+  auto seed = [&](void* dst, int index, const Dims& dims) {
     cuda::SeedDevice(dst, dims, Strides(dims, cfg.layout), TensorSeed(cfg.seed, index), cfg.dtype,
                      st.stream.get());
   };
-  if (kPass != ConvPass::kBwdData) upload(st.x.get(), 0, d.x);
-  if (kPass != ConvPass::kBwdFilter) upload(st.w.get(), 1, d.w);
-  if (kPass != ConvPass::kFwd) upload(st.y.get(), 2, d.y);
+  if (kPass != ConvPass::kBwdData) seed(st.x.get(), 0, d.x);
+  if (kPass != ConvPass::kBwdFilter) seed(st.w.get(), 1, d.w);
+  if (kPass != ConvPass::kFwd) seed(st.y.get(), 2, d.y);
 
   st.graph = BuildGraph(st.handle.get(), shape, cfg, kPass);
   size_t free_b = 0, total_b = 0;
