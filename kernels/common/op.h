@@ -5,7 +5,11 @@
 //   HostTensor Output() const;           // sync + copy out, for verification only
 //   Cost cost() const;                   // flops and bytes of one Run()
 //   std::string label() const;           // chosen algorithm/engine
-// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on.
+// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on, and may have
+//   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
+// which gathers only the elements at these flat logical indices (shape: the whole output's;
+// data empty when an index is out of range): the verifier then reads its samples without
+// copying a batch-256 output to the host.
 #pragma once
 
 #include <cstdint>

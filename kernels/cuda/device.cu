@@ -171,6 +171,49 @@ void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
   DLB_CHECK(cudaGetLastError());
 }
 
+namespace {
+// out[i] = the element at logical flat index flat[i] of a (d0, d1, d2, d3) tensor placed by the
+// strides: raw storage, converted on the host as Download does.
+template <class T>
+__global__ void GatherKernel(const T* src, const int64_t* flat, T* out, SeedArgs a) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < a.n; j += step) {
+    const int64_t i = flat[j];
+    const int64_t e = i % a.d3, c = i / a.d3 % a.d2, b = i / (a.d3 * a.d2) % a.d1,
+                  n = i / (a.d3 * a.d2 * a.d1);
+    out[j] = src[n * a.s0 + b * a.s1 + c * a.s2 + e * a.s3];
+  }
+}
+}  // namespace
+
+std::vector<float> Gather(const void* src, const std::array<int64_t, 4>& dims,
+                          const std::array<int64_t, 4>& strides, const std::vector<int64_t>& flat,
+                          DType dt, StreamRef stream) {
+  const int64_t total = dims[0] * dims[1] * dims[2] * dims[3];
+  for (int64_t i : flat)
+    if (i < 0 || i >= total) return {};
+  if (flat.empty()) return {};
+  const size_t es = StorageBytes(dt);
+  DeviceBuffer<int64_t> d_flat(flat.size());
+  DeviceBuffer<uint8_t> d_out(flat.size() * es);
+  DLB_CHECK(cudaMemcpyAsync(d_flat.get(), flat.data(), flat.size() * sizeof(int64_t),
+                            cudaMemcpyHostToDevice, stream));
+  const SeedArgs a{int64_t(flat.size()), dims[1],    dims[2],    dims[3], strides[0],
+                   strides[1],           strides[2], strides[3], 0};
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.n + 255) / 256, 1024));
+  if (es == 4) {
+    GatherKernel<uint32_t><<<blocks, 256, 0, stream>>>(static_cast<const uint32_t*>(src),
+                                                       d_flat.get(),
+                                                       reinterpret_cast<uint32_t*>(d_out.get()), a);
+  } else {
+    GatherKernel<uint16_t><<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(src),
+                                                       d_flat.get(),
+                                                       reinterpret_cast<uint16_t*>(d_out.get()), a);
+  }
+  DLB_CHECK(cudaGetLastError());
+  return Download(d_out.get(), flat.size(), dt, stream);
+}
+
 void Poison(void* dst, size_t n, DType dt, StreamRef stream) {
   if (n == 0) return;
   unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));

@@ -45,6 +45,13 @@ std::vector<float> Download(const void* src, size_t n, DType dt, StreamRef strea
 // uploading gives.
 void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
                 const std::array<int64_t, 4>& strides, uint64_t seed, DType dt, StreamRef stream);
+// The elements at logical flat indices `flat` of a (d0, d1, d2, d3) tensor placed by `strides`,
+// gathered on the device and converted to float (synchronizes the stream): what Download and a
+// layout conversion would give at those indices, without moving the whole tensor. Empty when an
+// index is out of range.
+std::vector<float> Gather(const void* src, const std::array<int64_t, 4>& dims,
+                          const std::array<int64_t, 4>& strides, const std::vector<int64_t>& flat,
+                          DType dt, StreamRef stream);
 // Fills n elements of dtype storage with NaN, so an op that never writes its output fails
 // verification.
 void Poison(void* dst, size_t n, DType dt, StreamRef stream);

@@ -640,6 +640,15 @@ HostTensor CudnnConv<kPass>::Output() const {
 }
 
 template <ConvPass kPass>
+HostTensor CudnnConv<kPass>::OutputAt(const std::vector<int64_t>& flat) const {
+  const ConvState& st = *state_;
+  const Dims dims = st.OutputDims();
+  return {{dims[0], dims[1], dims[2], dims[3]},
+          cuda::Gather(st.OutputPtr(), dims, Strides(dims, st.cfg.layout), flat, st.cfg.dtype,
+                       st.stream.get())};
+}
+
+template <ConvPass kPass>
 Cost CudnnConv<kPass>::cost() const {
   const Tensors d = LogicalDims(state_->shape);
   const double es = double(StorageBytes(state_->cfg.dtype));

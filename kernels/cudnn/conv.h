@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
@@ -41,6 +42,8 @@ class CudnnConv {
 
   void Run();
   HostTensor Output() const;
+  // The output at flat logical indices, gathered on the device (op.h).
+  HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const;
   StreamRef stream() const;

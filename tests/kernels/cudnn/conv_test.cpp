@@ -146,6 +146,37 @@ TEST(CudnnConv, DeviceSeedingMatchesHostSeeding) {
   }
 }
 
+// The verifier reads sampled positions through OutputAt: they must be exactly the elements the
+// whole download, brought into logical order, holds there.
+template <class Op>
+void CheckOutputAt(const ConvShape& s, const RunConfig& cfg) {
+  Op op(s, cfg);
+  op.Run();
+  const HostTensor whole = op.Output();
+  const int64_t n = int64_t(whole.data.size());
+  std::vector<int64_t> flat = {0, 1, n / 3, n / 2 + 1, n - 2, n - 1};
+  const HostTensor got = op.OutputAt(flat);
+  EXPECT_EQ(got.shape, whole.shape);
+  ASSERT_EQ(got.data.size(), flat.size());
+  for (size_t i = 0; i < flat.size(); ++i)
+    EXPECT_EQ(got.data[i], whole.data[size_t(flat[i])]) << Name(cfg.dtype) << " index " << flat[i];
+  EXPECT_TRUE(op.OutputAt({0, n}).data.empty()) << "an index past the end reads nothing";
+}
+
+TEST(CudnnConv, OutputAtGathersWhatOutputHolds) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
+      RunConfig cfg;
+      cfg.dtype = dt;
+      cfg.layout = l;
+      CheckOutputAt<CudnnConvFwd>(kShapes[1], cfg);
+      CheckOutputAt<CudnnConvBwdData>(kShapes[1], cfg);
+      CheckOutputAt<CudnnConvBwdFilter>(kShapes[1], cfg);
+    }
+  }
+}
+
 TEST(CudnnConv, OutputIsPoisonedUntilRun) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   RunConfig cfg;
