@@ -17,6 +17,22 @@ std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt) {
   return out;
 }
 
+void SeedStorage(void* dst, uint64_t seed, size_t n, DType dt) {
+  ParallelFor(n, size_t(1) << 20, [&](size_t begin, size_t end) {
+    if (StorageBytes(dt) == 4) {
+      auto* p = static_cast<float*>(dst);
+      for (size_t i = begin; i < end; ++i) p[i] = detail::SeededValueAt(seed, i, dt);
+      return;
+    }
+    auto* p = static_cast<uint16_t*>(dst);
+    const bool bf16 = dt == DType::kBF16;
+    for (size_t i = begin; i < end; ++i) {
+      const float v = detail::SeededValueAt(seed, i, dt);
+      p[i] = bf16 ? FloatToBf16(v) : FloatToF16(v);
+    }
+  });
+}
+
 uint64_t TensorSeed(uint64_t run_seed, int tensor_index) {
   uint64_t s = run_seed * 0x100000001b3ULL + static_cast<uint64_t>(tensor_index) + 1;
   return detail::SplitMix(s);

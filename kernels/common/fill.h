@@ -40,6 +40,10 @@ inline float SeededValueAt(uint64_t seed, size_t i, DType dt) {
 // would not fit in the memory the host has available.
 std::vector<float> SeededValues(uint64_t seed, size_t n, DType dt);
 
+// Writes the dtype's storage (fill.h's ToStorage) of SeededValues(seed, n, dt) straight into dst,
+// on all cores: big inputs are seeded in place, without a float copy in between.
+void SeedStorage(void* dst, uint64_t seed, size_t n, DType dt);
+
 // The values SeededValues(seed, n, dt) holds, computed when read: verifying a sampled output of
 // a big batch reads only the input elements its positions touch, without materializing inputs.
 class SeededView {

@@ -33,6 +33,7 @@ memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
   return memory::desc({rows, cols}, DataType(dt), strides);
 }
 
+// Writes values (in logical = storage order) into m in the dtype's storage.
 void Fill(const memory& m, const std::vector<float>& values, DType dt) {
   std::vector<uint8_t> bytes = ToStorage(values, dt);
   std::memcpy(m.get_data_handle(), bytes.data(), bytes.size());
@@ -89,8 +90,9 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   a_ = memory(pd.src_desc(), Engine());
   b_ = memory(pd.weights_desc(), Engine());
   c_ = memory(pd.dst_desc(), Engine());
-  Fill(a_, SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_), dtype_);
-  Fill(b_, SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_), dtype_);
+  // Plain (possibly transposed) layouts: storage order is the seeded stream's order.
+  SeedStorage(a_.get_data_handle(), TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_);
+  SeedStorage(b_.get_data_handle(), TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_);
   std::string how = "heuristic";
   if (cfg.algo == "search") {
     // Every implementation oneDNN offers for these exact (strided) layouts, reference ones aside,

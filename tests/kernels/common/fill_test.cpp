@@ -62,6 +62,16 @@ TEST(Fill, SeededViewReadsTheSameValuesWithoutStoringThem) {
   }
 }
 
+TEST(Fill, SeedStorageWritesWhatToStorageOfSeededValuesGives) {
+  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}) {
+    const size_t n = (size_t(1) << 21) + 333;  // several parallel chunks and a ragged end
+    const std::vector<uint8_t> want = ToStorage(SeededValues(5, n, dt), dt);
+    std::vector<uint8_t> got(want.size(), 0xab);
+    SeedStorage(got.data(), 5, n, dt);
+    ASSERT_EQ(got, want) << Name(dt);
+  }
+}
+
 TEST(Fill, ParallelFillMatchesTheStreamAtEveryIndex) {
   const size_t big = (size_t(1) << 21) + 12345;
   auto a = SeededValues(99, big, DType::kBF16);
