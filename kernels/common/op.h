@@ -5,11 +5,11 @@
 //   HostTensor Output() const;           // sync + copy out, for verification only
 //   Cost cost() const;                   // flops and bytes of one Run()
 //   std::string label() const;           // chosen algorithm/engine
-// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on, and may have
+// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on. An op may also have
 //   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
-// which gathers only the elements at these flat logical indices (shape: the whole output's;
-// data empty when an index is out of range): the verifier then reads its samples without
-// copying a batch-256 output to the host.
+// which reads only the elements at these flat logical indices (shape: the whole output's; data
+// empty when an index is out of range): the verifier then reads its samples without copying a
+// batch-256 output out whole (gathered on the GPU, picked after one reorder on the CPU).
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
+#include "kernels/common/parallel.h"
 #include "kernels/onednn/context.h"
 
 namespace dlb::onednn {
@@ -99,8 +99,7 @@ memory SeededPlain(const memory::dims& dims, tag plain, uint64_t seed, DType dt)
   memory::dim n = 1;
   for (auto v : dims) n *= v;
   memory user({dims, DataType(dt), plain}, Engine());
-  const std::vector<uint8_t> bytes = ToStorage(SeededValues(seed, size_t(n), dt), dt);
-  std::memcpy(user.get_data_handle(), bytes.data(), bytes.size());
+  SeedStorage(user.get_data_handle(), seed, size_t(n), dt);
   return user;
 }
 
@@ -156,13 +155,15 @@ double SecondsOf(const dnnl::primitive& prim, const std::unordered_map<int, memo
 // NaN in every byte pair/quad, padding included, so an output never written fails verification.
 void Poison(memory& m, DType dt) {
   const size_t bytes = m.get_desc().get_size();
-  auto* p = static_cast<uint8_t*>(m.get_data_handle());
+  void* p = m.get_data_handle();
   if (dt == DType::kBF16) {
-    const uint16_t nan = 0x7fc0;
-    for (size_t i = 0; i + 2 <= bytes; i += 2) std::memcpy(p + i, &nan, 2);
+    auto* q = static_cast<uint16_t*>(p);
+    ParallelFor(bytes / 2, size_t(1) << 22,
+                [&](size_t begin, size_t end) { std::fill(q + begin, q + end, uint16_t(0x7fc0)); });
   } else {
-    const uint32_t nan = 0x7fc00000u;
-    for (size_t i = 0; i + 4 <= bytes; i += 4) std::memcpy(p + i, &nan, 4);
+    auto* q = static_cast<uint32_t*>(p);
+    ParallelFor(bytes / 4, size_t(1) << 22,
+                [&](size_t begin, size_t end) { std::fill(q + begin, q + end, 0x7fc00000u); });
   }
 }
 
@@ -316,23 +317,41 @@ void OneDnnConv<kPass>::Run() {
   Stream().wait();  // CPU stream: a no-op under OpenMP, needed under an asynchronous runtime
 }
 
+// The output reordered into plain f32 (oneDNN's reorder, on all cores) and its logical shape.
 template <ConvPass kPass>
-HostTensor OneDnnConv<kPass>::Output() const {
+std::pair<memory, std::vector<int64_t>> OneDnnConv<kPass>::PlainOutput() const {
   const Descs d = Dims(shape_);
-  memory::dims dims = kPass == ConvPass::kFwd ? d.y : kPass == ConvPass::kBwdData ? d.x : d.w;
+  const memory::dims dims = kPass == ConvPass::kFwd ? d.y : kPass == ConvPass::kBwdData ? d.x : d.w;
   const tag plain = kPass == ConvPass::kBwdFilter ? d.w_plain : tag::nchw;
   memory plain_f32({dims, memory::data_type::f32, plain}, Engine());
   memory src = out_;
   dnnl::reorder(src, plain_f32).execute(Stream(), src, plain_f32);
   Stream().wait();
-  HostTensor t;
   if (kPass == ConvPass::kBwdFilter)
-    dims = {shape_.k, shape_.c / shape_.groups, shape_.r, shape_.s};
+    return {plain_f32, {shape_.k, shape_.c / shape_.groups, shape_.r, shape_.s}};
+  return {plain_f32, std::vector<int64_t>(dims.begin(), dims.end())};
+}
+
+template <ConvPass kPass>
+HostTensor OneDnnConv<kPass>::Output() const {
+  auto [plain, shape] = PlainOutput();
   size_t n = 1;
-  for (auto v : dims) n *= size_t(v);
-  t.shape.assign(dims.begin(), dims.end());
-  const float* p = static_cast<const float*>(plain_f32.get_data_handle());
-  t.data.assign(p, p + n);
+  for (int64_t v : shape) n *= size_t(v);
+  const float* p = static_cast<const float*>(plain.get_data_handle());
+  return {shape, std::vector<float>(p, p + n)};
+}
+
+template <ConvPass kPass>
+HostTensor OneDnnConv<kPass>::OutputAt(const std::vector<int64_t>& flat) const {
+  auto [plain, shape] = PlainOutput();
+  int64_t n = 1;
+  for (int64_t v : shape) n *= v;
+  HostTensor t{shape, {}};
+  for (int64_t i : flat)
+    if (i < 0 || i >= n) return t;
+  const float* p = static_cast<const float*>(plain.get_data_handle());
+  t.data.reserve(flat.size());
+  for (int64_t i : flat) t.data.push_back(p[i]);
   return t;
 }
 

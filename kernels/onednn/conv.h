@@ -10,6 +10,8 @@
 #include <dnnl.hpp>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
@@ -28,10 +30,13 @@ class OneDnnConv {
 
   void Run();
   HostTensor Output() const;
+  // The output at flat logical indices, read after one reorder to plain f32 (op.h).
+  HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const { return label_; }
 
  private:
+  std::pair<dnnl::memory, std::vector<int64_t>> PlainOutput() const;
   ConvShape shape_;
   RunConfig cfg_;
   dnnl::primitive prim_;

@@ -151,6 +151,35 @@ TEST(OneDnnConv, OutputIsPoisonedUntilRunAndCostCountsOnePass) {
   EXPECT_NE(op.label().find("threads 1"), std::string::npos) << op.label();
 }
 
+// The verifier reads sampled positions through OutputAt: the elements the whole output holds
+// there, in every pass, with blocked and channels-last layouts (search) and groups.
+template <class Op>
+void CheckOutputAt(const ConvShape& s, const RunConfig& cfg) {
+  Op op(s, cfg);
+  op.Run();
+  const HostTensor whole = op.Output();
+  const int64_t n = int64_t(whole.data.size());
+  const std::vector<int64_t> flat = {0, 1, n / 3, n / 2 + 1, n - 2, n - 1};
+  const HostTensor got = op.OutputAt(flat);
+  EXPECT_EQ(got.shape, whole.shape);
+  ASSERT_EQ(got.data.size(), flat.size());
+  for (size_t i = 0; i < flat.size(); ++i)
+    EXPECT_EQ(got.data[i], whole.data[size_t(flat[i])]) << op.label() << " index " << flat[i];
+  EXPECT_TRUE(op.OutputAt({0, n}).data.empty()) << "an index past the end reads nothing";
+}
+
+TEST(OneDnnConv, OutputAtReadsWhatOutputHolds) {
+  for (const ConvShape& s : {kShapes[1], kShapes[3], kShapes[7]}) {
+    for (const char* algo : {"heuristic", "search"}) {
+      RunConfig cfg;
+      cfg.algo = algo;
+      CheckOutputAt<OneDnnConvFwd>(s, cfg);
+      CheckOutputAt<OneDnnConvBwdData>(s, cfg);
+      CheckOutputAt<OneDnnConvBwdWeights>(s, cfg);
+    }
+  }
+}
+
 // Run() is repeatable: a second pass overwrites rather than accumulates.
 TEST(OneDnnConv, RepeatedRunsGiveTheSameResult) {
   OneDnnConvBwdData op(kShapes[1], RunConfig{});
