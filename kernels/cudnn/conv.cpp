@@ -400,16 +400,18 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
   Support result =
       Support::No("no cuDNN engine (heuristics and fallback) for this " + std::string(Name(pass)) +
                   " " + std::string(Name(cfg.dtype)) + " " + Name(cfg.layout) + " convolution");
-  // Any acceptable engine answers the question: the fallback list and engines without runtime
-  // compilation are tried first, as their plans build in microseconds rather than seconds.
-  std::vector<Candidate> cands = Heuristics(g.graph.get(), CUDNN_HEUR_MODE_FALLBACK);
-  std::vector<Candidate> more = Heuristics(g.graph.get(), CUDNN_HEUR_MODE_A);
-  std::move(more.begin(), more.end(), std::back_inserter(cands));
-  std::stable_partition(cands.begin(), cands.end(), [](const Candidate& c) {
-    return !c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
-  });
-  for (Candidate& c : cands) {
-    if (Acceptable(c, cfg.dtype) && Finalize(c, handle.get())) {
+  // Any acceptable engine answers the question: the fallback list first, and heuristics mode A
+  // only when no fallback engine builds; engines without runtime compilation are tried first, as
+  // their plans build in microseconds rather than seconds.
+  for (auto mode : {CUDNN_HEUR_MODE_FALLBACK, CUDNN_HEUR_MODE_A}) {
+    std::vector<Candidate> cands = Heuristics(g.graph.get(), mode);
+    std::stable_partition(cands.begin(), cands.end(), [](const Candidate& c) {
+      return !c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+    });
+    const auto usable = [&](Candidate& c) {
+      return Acceptable(c, cfg.dtype) && Finalize(c, handle.get());
+    };
+    if (std::any_of(cands.begin(), cands.end(), usable)) {
       result = Support::Yes();
       break;
     }
@@ -447,7 +449,7 @@ namespace {
 
 // Times each plan on the op's own tensors: a warm-up launch (module loading, runtime kernels),
 // one timed launch, and, unless that launch already took over twice the best time so far, enough
-// launches for ~1 ms of events. The three fastest are timed again so one noisy sample does not
+// launches for ~0.5 ms of events. The three fastest are timed again so one noisy sample does not
 // decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
 // engines cost two launches each.
 void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
@@ -471,7 +473,7 @@ void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
         c.ms = once;
         continue;
       }
-      const int reps = std::clamp(int(1.0 / std::max(once, 1e-3)), 2, 50);
+      const int reps = std::clamp(int(0.5 / std::max(once, 1e-3)), 2, 50);
       c.ms = time(c, reps);
       best = std::min(best, c.ms);
     } catch (const Error&) {
