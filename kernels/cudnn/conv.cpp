@@ -447,16 +447,17 @@ struct ConvState {
 
 namespace {
 
-// Times each plan on the op's own tensors: one timed launch, preceded by a warm-up launch when
-// the first one did one-time work (module loading, runtime kernels: it then spends over 0.1 ms
-// on the host; the same engines serve every batch size, so later cases mostly skip it), and,
-// unless that launch already took over twice the best time so far, enough launches for ~0.5 ms
-// of events. The three fastest are timed again so one noisy sample does not decide. Candidates
-// come best-first from the heuristics, so the bound is tight early and slow engines cost one or
-// two launches each.
+// Times each plan on the op's own tensors. The first launch of a plan may do one-time work
+// (module loading, runtime kernels): it only serves to drop a clearly slow candidate, one whose
+// launch, less the time its enqueue took on the host (an upper bound on the idle gap before the
+// kernel starts), still took over 3x the best time so far, and only when the enqueue did no
+// one-time work (over 0.1 ms). Any other candidate gets a warm timed launch and, unless that one
+// took over twice the best so far, enough launches for ~0.5 ms of events. The three fastest are
+// timed again so one noisy sample does not decide. Candidates come best-first from the
+// heuristics, so the bound is tight early and slow engines cost one or two launches each.
 void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
   cuda::Event start = cuda::MakeEvent(), stop = cuda::MakeEvent();
-  double enqueue_s = 0;  // host time of the last call's launches
+  double enqueue_s = 0;  // host time of the last call's launches, in seconds (times are in ms)
   auto time = [&](Candidate& c, int reps) {
     DLB_CHECK(cudaEventRecord(start.get(), st.stream.get()));
     const auto t0 = std::chrono::steady_clock::now();
@@ -473,8 +474,12 @@ void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
   for (Candidate& c : cands) {
     // A configuration that fails at execution time is dropped rather than failing the op.
     try {
-      double once = time(c, 1);
-      if (enqueue_s > kOneTimeWorkSeconds) once = time(c, 1);
+      const double cold = time(c, 1);
+      if (enqueue_s <= kOneTimeWorkSeconds && cold - 1e3 * enqueue_s > 3.0 * best) {
+        c.ms = cold;
+        continue;
+      }
+      const double once = time(c, 1);
       if (once > 2.0 * best) {
         c.ms = once;
         continue;
