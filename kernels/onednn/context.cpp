@@ -1,6 +1,10 @@
 #include "kernels/onednn/context.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "kernels/common/cpu.h"
+#include "kernels/common/parallel.h"
 
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
 #include <omp.h>
@@ -74,6 +78,23 @@ int Threads() {
 #else
   return 1;
 #endif
+}
+
+void Poison(const dnnl::memory& m, DType dt) {
+  const size_t bytes = m.get_desc().get_size();
+  void* p = m.get_data_handle();
+  const auto fill = [&](auto nan) {
+    auto* q = static_cast<decltype(nan)*>(p);
+    ParallelFor(bytes / sizeof(nan), size_t(1) << 22,
+                [&](size_t begin, size_t end) { std::fill(q + begin, q + end, nan); });
+  };
+  if (dt == DType::kBF16) {
+    fill(uint16_t(0x7fc0));
+  } else if (dt == DType::kF16) {
+    fill(uint16_t(0x7e00));
+  } else {
+    fill(uint32_t(0x7fc00000u));
+  }
 }
 
 }  // namespace dlb::onednn

@@ -4,6 +4,7 @@
 #include <dnnl.hpp>
 #include <string>
 
+#include "kernels/common/dtype.h"
 #include "kernels/common/error.h"
 
 namespace dlb {
@@ -28,6 +29,10 @@ bool HasF16();
 // Threads oneDNN runs with (OpenMP runtime); n <= 0 leaves the default.
 void SetThreads(int n);
 int Threads();
+
+// Fills the memory with NaN of the dtype's storage, padding included, on all cores: an output an
+// op never writes then fails verification.
+void Poison(const dnnl::memory& m, DType dt);
 
 }  // namespace onednn
 }  // namespace dlb

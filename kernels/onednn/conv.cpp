@@ -10,7 +10,6 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
-#include "kernels/common/parallel.h"
 #include "kernels/onednn/context.h"
 
 namespace dlb::onednn {
@@ -150,21 +149,6 @@ double SecondsOf(const dnnl::primitive& prim, const std::unordered_map<int, memo
   prim.execute(Stream(), args);
   Stream().wait();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// NaN in every byte pair/quad, padding included, so an output never written fails verification.
-void Poison(memory& m, DType dt) {
-  const size_t bytes = m.get_desc().get_size();
-  void* p = m.get_data_handle();
-  if (dt == DType::kBF16) {
-    auto* q = static_cast<uint16_t*>(p);
-    ParallelFor(bytes / 2, size_t(1) << 22,
-                [&](size_t begin, size_t end) { std::fill(q + begin, q + end, uint16_t(0x7fc0)); });
-  } else {
-    auto* q = static_cast<uint32_t*>(p);
-    ParallelFor(bytes / 4, size_t(1) << 22,
-                [&](size_t begin, size_t end) { std::fill(q + begin, q + end, 0x7fc00000u); });
-  }
 }
 
 std::string LayoutName(const memory::desc& md, const memory::dims& dims, memory::data_type t,

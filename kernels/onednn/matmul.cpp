@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -31,12 +30,6 @@ memory::data_type DataType(DType dt) {
 memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
   memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
   return memory::desc({rows, cols}, DataType(dt), strides);
-}
-
-// Writes values (in logical = storage order) into m in the dtype's storage.
-void Fill(const memory& m, const std::vector<float>& values, DType dt) {
-  std::vector<uint8_t> bytes = ToStorage(values, dt);
-  std::memcpy(m.get_data_handle(), bytes.data(), bytes.size());
 }
 
 }  // namespace
@@ -137,7 +130,7 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
     label_ = pd.impl_info_str();
   }
   // Poisoned after any search, so verification proves that Run() writes every element.
-  Fill(c_, std::vector<float>(size_t(s.m * s.n), std::numeric_limits<float>::quiet_NaN()), dtype_);
+  Poison(c_, dtype_);
   args_ = {{DNNL_ARG_SRC, a_},
            {DNNL_ARG_WEIGHTS, b_},
            {DNNL_ARG_DST, c_},
