@@ -12,6 +12,7 @@
 // batch-256 output out whole (gathered on the GPU, picked after one reorder on the CPU).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,5 +55,20 @@ struct HostTensor {
   std::vector<int64_t> shape;
   std::vector<float> data;
 };
+
+// Whether every flat index lies in [0, n): OutputAt reads nothing otherwise.
+inline bool IndicesBelow(const std::vector<int64_t>& flat, int64_t n) {
+  return std::all_of(flat.begin(), flat.end(), [n](int64_t i) { return i >= 0 && i < n; });
+}
+
+// data[flat[i]] for every i, from a float array of n elements; empty when an index is out of
+// range (OutputAt's contract).
+inline std::vector<float> PickAt(const float* data, int64_t n, const std::vector<int64_t>& flat) {
+  std::vector<float> out;
+  if (!IndicesBelow(flat, n)) return out;
+  out.reserve(flat.size());
+  for (int64_t i : flat) out.push_back(data[i]);
+  return out;
+}
 
 }  // namespace dlb

@@ -118,13 +118,14 @@ __device__ uint16_t Bf16Bits(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-struct SeedArgs {
+// n elements of a (d0, d1, d2, d3) tensor placed by strides s0..s3; the seed for SeedKernel.
+struct Placement {
   int64_t n, d1, d2, d3, s0, s1, s2, s3;
   uint64_t seed;
 };
 
 template <class T, int kKind>  // kKind: 0 f32/tf32, 1 bf16, 2 f16
-__global__ void SeedKernel(T* dst, SeedArgs a) {
+__global__ void SeedKernel(T* dst, Placement a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += step) {
     const int64_t e = i % a.d3, c = i / a.d3 % a.d2, b = i / (a.d3 * a.d2) % a.d1,
@@ -145,15 +146,15 @@ __global__ void SeedKernel(T* dst, SeedArgs a) {
 
 void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
                 const std::array<int64_t, 4>& strides, uint64_t seed, DType dt, StreamRef stream) {
-  const SeedArgs a{dims[0] * dims[1] * dims[2] * dims[3],
-                   dims[1],
-                   dims[2],
-                   dims[3],
-                   strides[0],
-                   strides[1],
-                   strides[2],
-                   strides[3],
-                   seed};
+  const Placement a{dims[0] * dims[1] * dims[2] * dims[3],
+                    dims[1],
+                    dims[2],
+                    dims[3],
+                    strides[0],
+                    strides[1],
+                    strides[2],
+                    strides[3],
+                    seed};
   if (a.n == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.n + 255) / 256, 8192));
   switch (dt) {
@@ -175,7 +176,7 @@ namespace {
 // out[i] = the element at logical flat index flat[i] of a (d0, d1, d2, d3) tensor placed by the
 // strides: raw storage, converted on the host as Download does.
 template <class T>
-__global__ void GatherKernel(const T* src, const int64_t* flat, T* out, SeedArgs a) {
+__global__ void GatherKernel(const T* src, const int64_t* flat, T* out, Placement a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < a.n; j += step) {
     const int64_t i = flat[j];
@@ -190,16 +191,14 @@ std::vector<float> Gather(const void* src, const std::array<int64_t, 4>& dims,
                           const std::array<int64_t, 4>& strides, const std::vector<int64_t>& flat,
                           DType dt, StreamRef stream) {
   const int64_t total = dims[0] * dims[1] * dims[2] * dims[3];
-  for (int64_t i : flat)
-    if (i < 0 || i >= total) return {};
-  if (flat.empty()) return {};
+  if (flat.empty() || !IndicesBelow(flat, total)) return {};
   const size_t es = StorageBytes(dt);
   DeviceBuffer<int64_t> d_flat(flat.size());
   DeviceBuffer<uint8_t> d_out(flat.size() * es);
   DLB_CHECK(cudaMemcpyAsync(d_flat.get(), flat.data(), flat.size() * sizeof(int64_t),
                             cudaMemcpyHostToDevice, stream));
-  const SeedArgs a{int64_t(flat.size()), dims[1],    dims[2],    dims[3], strides[0],
-                   strides[1],           strides[2], strides[3], 0};
+  const Placement a{int64_t(flat.size()), dims[1],    dims[2],    dims[3], strides[0],
+                    strides[1],           strides[2], strides[3], 0};
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.n + 255) / 256, 1024));
   if (es == 4) {
     GatherKernel<uint32_t><<<blocks, 256, 0, stream>>>(static_cast<const uint32_t*>(src),

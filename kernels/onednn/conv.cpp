@@ -330,13 +330,7 @@ HostTensor OneDnnConv<kPass>::OutputAt(const std::vector<int64_t>& flat) const {
   auto [plain, shape] = PlainOutput();
   int64_t n = 1;
   for (int64_t v : shape) n *= v;
-  HostTensor t{shape, {}};
-  for (int64_t i : flat)
-    if (i < 0 || i >= n) return t;
-  const float* p = static_cast<const float*>(plain.get_data_handle());
-  t.data.reserve(flat.size());
-  for (int64_t i : flat) t.data.push_back(p[i]);
-  return t;
+  return {shape, PickAt(static_cast<const float*>(plain.get_data_handle()), n, flat)};
 }
 
 template <ConvPass kPass>

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <vector>
 
 #include "kernels/common/fill.h"
