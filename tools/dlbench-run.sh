@@ -8,7 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash tools/install-deps.sh --build
-cmake --preset release >/dev/null
+# Only the configure summary: which backends are on, and why the others are off.
+cmake --preset release | awk '/^-- dlbench /{p=1} /^-- Configuring done/{p=0} p'
 cmake --build --preset release -j "$(nproc)"
 
 out=reports/latest

@@ -4,8 +4,15 @@
 #   tools/dlbench-test.sh [extra cmake -D options]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash tools/install-deps.sh
 jobs=$(nproc)
-cmake --preset release "$@"
-cmake --build --preset release -j "$jobs"
-ctest --preset release -j "$jobs"
+times=()
+step() {  # step NAME COMMAND...: runs it and keeps its wall time for the closing line
+  local start=$SECONDS
+  "${@:2}"
+  times+=("$1 $((SECONDS - start)) s")
+}
+step install-deps bash tools/install-deps.sh
+step configure cmake --preset release "$@"
+step build cmake --build --preset release -j "$jobs"
+step ctest ctest --preset release -j "$jobs"
+(IFS=,; echo "dlbench-test: ${times[*]}" | sed 's/,/, /g')
