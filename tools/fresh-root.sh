@@ -246,6 +246,8 @@ cmd_run() {
   if [[ -n "$apt_cache" ]]; then
     mkdir -p "$apt_cache/partial" "$root/var/cache/apt/archives"
     do_mount "$root/var/cache/apt/archives" --bind "$apt_cache"
+    # apt downloads as its _apt user into partial/: give it that folder, as apt does its own.
+    chroot "$root" chown _apt:root /var/cache/apt/archives/partial 2>/dev/null || true
   fi
   local b src dst ro
   for b in "${binds[@]}"; do
