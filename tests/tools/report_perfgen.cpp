@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "fixtures/schema.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
 
@@ -26,9 +27,20 @@ int Json(const char* path, int benches, int reps, double scale, unsigned seed) {
                "{\n  \"context\": {\"date\": \"2026-11-22T00:00:00+00:00\", \"host_name\": "
                "\"perf\", \"num_cpus\": 2, \"library_build_type\": \"release\"},\n"
                "  \"benchmarks\": [\n");
+  namespace schema = dlb::schema;
+  auto q = [](std::string_view s) { return "\"" + std::string(s) + "\""; };
+  // dlbench's result object, as the harness writes it: the reader's fast path must take it.
+  const std::string verification =
+      "{" + q(schema::kDisposition) + ": " + q(schema::kVerified) + ", " + q(schema::kError) +
+      ": 3.1e-07, " + q(schema::kTolerance) + ": 1e-05, " + q(schema::kMetric) + ": \"rel_l2\", " +
+      q(schema::kChecked) + ": 4096, " + q(schema::kOf) + ": 1048576, " + q(schema::kDetail) +
+      ": \"rel_l2 3.1e-07 <= 1e-05 at 4096 of 1048576 positions\"}";
   bool first = true;
   for (int i = 0; i < benches; ++i) {
     std::string n = Name(i);
+    std::string result = "{" + q(schema::kNetwork) + ": \"net" + std::to_string(i % 7) + "\", " +
+                         q(schema::kWorkload) + ": \"workload" + std::to_string(i / 8) + "\", " +
+                         q(schema::kVerification) + ": " + verification + "}";
     double base = 1000.0 + 37.0 * i;
     for (int r = 0; r < reps; ++r) {
       double t = base * scale * noise(rng);
@@ -40,9 +52,10 @@ int Json(const char* path, int benches, int reps, double scale, unsigned seed) {
                    "      \"iterations\": 1000,\n      \"real_time\": %.17g,\n"
                    "      \"cpu_time\": %.17g,\n      \"time_unit\": \"ns\",\n"
                    "      \"flop_per_s\": %.17g,\n      \"items_per_s\": %.17g,\n"
-                   "      \"pct_peak\": %.6g,\n      \"label\": \"algo:3 verified:l2\"\n    }",
+                   "      \"pct_peak\": %.6g,\n      \"label\": \"algo:3 verified:l2\",\n"
+                   "      %s: %s\n    }",
                    first ? "" : ",\n", n.c_str(), i, n.c_str(), reps, r, t, t * 1.01, 1e15 / t,
-                   1e9 / t, 100.0 * 1e3 / t);
+                   1e9 / t, 100.0 * 1e3 / t, q(schema::kResult).c_str(), result.c_str());
       first = false;
     }
   }
@@ -56,12 +69,12 @@ int History(const char* db, int runs, int benches) {
   for (int r = 0; r < runs; ++r) {
     dlb::report::FileData f;
     f.path = "perf";
-    f.context["host_name"] = "perf";
+    f.context[std::string(dlb::schema::kCtxHostName)] = "perf";
     for (int i = 0; i < benches; ++i) {
       dlb::report::Entry e;
       e.name = e.run_name = Name(i);
       e.real_ns = e.cpu_ns = (1000.0 + i) * noise(rng) * (r == runs - 1 && i < 5 ? 1.3 : 1.0);
-      e.counters.emplace_back("flop_per_s", 1e12 / e.real_ns);
+      e.counters.emplace_back(dlb::schema::kFlopPerS, 1e12 / e.real_ns);
       f.entries.push_back(std::move(e));
     }
     char date[32];

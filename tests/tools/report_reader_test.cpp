@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 
@@ -231,6 +232,129 @@ TEST(Reader, RealGoogleBenchmark171And183Output) {
   for (const auto& r : rows) {
     EXPECT_GT(r.speedup, 10) << r.pair_key;
     EXPECT_TRUE(r.has_interval) << r.pair_key;  // 5 x 5 repetitions
+  }
+}
+
+// Every input of compare.py's own tests reads, except test4_run.json, whose entries have no times
+// (compare.py fails on it too); that one is rejected in one line.
+TEST(Reader, ReadsWhatComparePyReads) {
+  for (const char* name : {"test1_run1", "test1_run2", "test2_run", "test3_run0", "test3_run1",
+                           "test4_run0", "test4_run1", "test5_run0", "test5_run1"}) {
+    FileData f = ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/gbench/" + name + ".json");
+    EXPECT_FALSE(f.entries.empty()) << name;
+  }
+  // test3_run0: "aggregate" entries that name no statistic are runs of their name.
+  FileData t3 = ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/gbench/test3_run0.json");
+  ASSERT_EQ(t3.entries.size(), 7u);
+  EXPECT_EQ(t3.entries[0].run_type, RunType::kAggregate);
+  EXPECT_TRUE(t3.entries[0].IsSample());
+  EXPECT_EQ(t3.entries[5].run_type, RunType::kIteration);
+  EXPECT_EQ(t3.entries[1].run_type, RunType::kAbsent);
+  MergedRuns m = Merge({t3});
+  EXPECT_DOUBLE_EQ(m.benches[0].MedianNs(), 10);
+  EXPECT_TRUE(m.benches[0].measured());
+  // The times as written stay for compare.py's view.
+  FileData t1 = ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/gbench/test1_run1.json");
+  const Entry& s = t1.entries.at(11);  // BM_NotBadTimeUnit (BigO and RMS are dropped)
+  EXPECT_EQ(s.name, "BM_NotBadTimeUnit");
+  EXPECT_EQ(s.time_unit, "s");
+  EXPECT_DOUBLE_EQ(s.real_time, 0.4);
+  EXPECT_DOUBLE_EQ(s.real_ns, 0.4e9);
+  EXPECT_TRUE(s.comparable);
+}
+
+// dlbench's result fields (fixtures/schema.h), spelled here through the schema as the harness does.
+std::string Result(const std::string& fields) {
+  return R"(, ")" + std::string(schema::kResult) + R"(": )" + fields;
+}
+
+std::string Key(std::string_view k) { return "\"" + std::string(k) + "\""; }
+
+TEST(Reader, DlbenchResultFields) {
+  const std::string verification =
+      "{" + Key(schema::kDisposition) + ": \"" + std::string(schema::kMistrusted) + "\", " +
+      Key(schema::kError) + ": 3.1e-06, " + Key(schema::kTolerance) + ": 1e-05, " +
+      Key(schema::kMetric) + ": \"rel_l2\", " + Key(schema::kChecked) + ": 4096, " +
+      Key(schema::kOf) + ": 67108864, " + Key(schema::kDetail) + ": \"above the peak \u2264\", " +
+      "\"later\": {\"x\": [1]}}";
+  const std::string fields = "{" + Key(schema::kNetwork) + ": \"resnet18\", " +
+                             Key(schema::kWorkload) + ": \"resnet18.layer1.conv3x3\", " +
+                             Key(schema::kVerification) + ": " + verification + "}";
+  std::string entry =
+      R"({"name": "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:f32/manual_time",)"
+      R"( "real_time": 1, "time_unit": "ms")" +
+      Result(fields) + R"(, "flop_per_s": 5})";
+  for (size_t parallel : {size_t{0}, SIZE_MAX}) {
+    std::string b;
+    for (int i = 0; i < 8; ++i) b += (i ? "," : "") + entry;
+    FileData f = ParseBenchmarkJson(Wrap(b), "in.json", parallel);
+    ASSERT_EQ(f.entries.size(), 8u);
+    const ResultFields& e = f.entries[3].fields();
+    EXPECT_EQ(e.network, "resnet18");
+    EXPECT_EQ(e.workload, "resnet18.layer1.conv3x3");
+    EXPECT_EQ(e.verification.disposition, schema::kMistrusted);
+    EXPECT_TRUE(e.verification.doubtful());
+    EXPECT_DOUBLE_EQ(e.verification.error, 3.1e-06);
+    EXPECT_DOUBLE_EQ(e.verification.tolerance, 1e-05);
+    EXPECT_EQ(e.verification.metric, "rel_l2");
+    EXPECT_DOUBLE_EQ(e.verification.checked, 4096);
+    EXPECT_DOUBLE_EQ(e.verification.of, 67108864);
+    EXPECT_EQ(e.verification.detail, "above the peak \u2264");
+    EXPECT_EQ(f.entries[0].result, f.entries[1].result);  // one object for equal fields
+    ASSERT_EQ(f.entries[3].counters.size(),
+              1u);  // the object is no counter, and flop_per_s after it is one
+    MergedRuns m = Merge({f});
+    EXPECT_EQ(m.benches[0].network, "resnet18");
+    EXPECT_EQ(m.benches[0].verification.disposition, schema::kMistrusted);
+  }
+  // JSON without the object (anyone's, and dlbench's before it): nothing known, nothing guessed.
+  FileData old = ParseBenchmarkJson(
+      Wrap(R"({"name": "gemm/cpu/onednn/square.64/dt:f32/manual_time", "real_time": 1,)"
+           R"( "time_unit": "ns", "label": "verified rel-L2 1e-07 <= 1e-05"})"),
+      "old.json");
+  EXPECT_FALSE(old.entries[0].result);
+  EXPECT_TRUE(old.entries[0].fields().network.empty());
+  EXPECT_FALSE(old.entries[0].fields().verification.known());
+  EXPECT_FALSE(old.entries[0].fields().verification.doubtful());
+  // null stands for absent; unknown fields are kept for later versions and ignored.
+  FileData nulls = ParseBenchmarkJson(
+      Wrap(R"({"name": "a", "real_time": 1, "time_unit": "ns")" +
+           Result("{" + Key(schema::kNetwork) + ": null, \"future\": [1, {}], " +
+                  Key(schema::kVerification) + ": {" + Key(schema::kError) + ": null}}") +
+           "}"),
+      "n.json");
+  EXPECT_TRUE(nulls.entries[0].fields().network.empty());
+  EXPECT_TRUE(std::isnan(nulls.entries[0].fields().verification.error));
+}
+
+TEST(Reader, BadDlbenchFieldsAreOneLineNamingThePlace) {
+  auto entry = [](const std::string& fields) {
+    return Wrap(R"({"name": "a", "real_time": 1, "time_unit": "ns")" + Result(fields) + "}");
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {entry("\"x\""), "in.json:/benchmarks/0/dlbench: expected an object, got a string"},
+      {entry("[1]"), "in.json:/benchmarks/0/dlbench: expected an object, got an array"},
+      {entry("{" + Key(schema::kNetwork) + ": 5}"),
+       "in.json:/benchmarks/0/dlbench/network: expected a string, got a number"},
+      {entry("{" + Key(schema::kWorkload) + ": {}}"),
+       "in.json:/benchmarks/0/dlbench/workload: expected a string, got an object"},
+      {entry("{" + Key(schema::kVerification) + ": \"verified\"}"),
+       "in.json:/benchmarks/0/dlbench/verification: expected an object, got a string"},
+      {entry("{" + Key(schema::kVerification) + ": {" + Key(schema::kError) + ": \"small\"}}"),
+       "in.json:/benchmarks/0/dlbench/verification/error: expected a number, got a string"},
+      {entry("{" + Key(schema::kVerification) + ": {" + Key(schema::kDisposition) + ": true}}"),
+       "in.json:/benchmarks/0/dlbench/verification/disposition: expected a string, got a boolean"},
+  };
+  for (const auto& [text, want] : cases) {
+    for (size_t parallel : {size_t{0}, SIZE_MAX}) {
+      std::string err;
+      try {
+        ParseBenchmarkJson(text, "in.json", parallel);
+      } catch (const InputError& e) {
+        err = e.what();
+      }
+      EXPECT_NE(err.find(want), std::string::npos) << "input: " << text << "\nerror: " << err;
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "fixtures/schema.h"
 #include "tools/report/stats.h"
 
 namespace dlb::report {
@@ -31,6 +32,19 @@ const char* StatusName(Status s) {
       return "failed";
   }
   return "?";
+}
+
+bool Verification::doubtful() const { return known() && disposition != schema::kVerified; }
+
+bool Verification::operator==(const Verification& o) const {
+  auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  return disposition == o.disposition && same(error, o.error) && same(tolerance, o.tolerance) &&
+         metric == o.metric && same(checked, o.checked) && same(of, o.of) && detail == o.detail;
+}
+
+const ResultFields& Entry::fields() const {
+  static const ResultFields kNone;
+  return result ? *result : kNone;
 }
 
 namespace {
@@ -57,6 +71,10 @@ enum class Field {
   kCpuTime,
   kIterations,
   kComplexity,
+  kFamilyIndex,
+  kInstanceIndex,
+  kRepetitionIndex,
+  kResult,  // dlbench's object (fixtures/schema.h)
 };
 
 Field Classify(const std::string& key) {
@@ -79,16 +97,17 @@ Field Classify(const std::string& key) {
       {"cpu_coefficient", Field::kComplexity},
       {"real_coefficient", Field::kComplexity},
       {"rms", Field::kComplexity},
-      {"family_index", Field::kIgnoredNumber},
-      {"per_family_instance_index", Field::kIgnoredNumber},
+      {"family_index", Field::kFamilyIndex},
+      {"per_family_instance_index", Field::kInstanceIndex},
       {"repetitions", Field::kIgnoredNumber},
-      {"repetition_index", Field::kIgnoredNumber},
+      {"repetition_index", Field::kRepetitionIndex},
       {"threads", Field::kIgnoredNumber},
       {"allocs_per_iter", Field::kIgnoredNumber},
       {"max_bytes_used", Field::kIgnoredNumber},
       {"total_allocated_bytes", Field::kIgnoredNumber},
       {"net_heap_growth", Field::kIgnoredNumber},
       {"memory_iterations", Field::kIgnoredNumber},
+      {std::string(schema::kResult), Field::kResult},
   };
   auto it = kFields.find(key);
   return it == kFields.end() ? Field::kCounter : it->second;
@@ -116,9 +135,29 @@ struct RawEntry {
   Entry e;
   bool has_name = false, has_real = false, has_cpu = false, has_unit = false;
   bool error_occurred = false, skipped = false, complexity = false;
-  std::string run_type, time_unit, aggregate_unit, error_message, skip_message;
+  std::string run_type, aggregate_unit, error_message, skip_message;
   bool has_run_name = false;
+  bool has_result = false;
+  ResultFields result;
 };
+
+enum class Kind { kNull, kBoolean, kNumber, kString, kBinary };
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kNull:
+      return "a null";
+    case Kind::kBoolean:
+      return "a boolean";
+    case Kind::kNumber:
+      return "a number";
+    case Kind::kString:
+      return "a string";
+    case Kind::kBinary:
+      return "binary";
+  }
+  return "?";
+}
 
 // Builds FileData straight from parser events: no DOM, so 100 MB of JSON reads in well under a
 // second. Errors name the place as a JSON pointer; syntax errors as line:column.
@@ -127,8 +166,12 @@ class Handler {
   Handler(std::string_view text, const std::string& path, FileData* out)
       : text_(text), path_(path), out_(out) {}
 
-  bool null() { return Scalar("null"); }
+  bool null() {
+    if (InResult()) return ResultValue(Kind::kNull, nullptr, 0);
+    return Scalar("null");
+  }
   bool boolean(bool v) {
+    if (InResult()) return ResultValue(Kind::kBoolean, nullptr, 0);
     if (InEntryField()) {
       Field f = Classify(key_);
       if (f == Field::kErrorOccurred) {
@@ -146,6 +189,7 @@ class Handler {
   bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
   bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
   bool string(std::string& v) {
+    if (InResult()) return ResultValue(Kind::kString, &v, 0);
     if (InEntryField()) {
       Field f = Classify(key_);
       switch (f) {
@@ -167,7 +211,7 @@ class Handler {
           raw_.aggregate_unit = std::move(v);
           return true;
         case Field::kTimeUnit:
-          raw_.time_unit = std::move(v);
+          raw_.e.time_unit = std::move(v);
           raw_.has_unit = true;
           return true;
         case Field::kErrorMessage:
@@ -185,6 +229,8 @@ class Handler {
         case Field::kErrorOccurred:
         case Field::kSkipped:
           Fail(EntryPointer(), "expected true or false, got a string");
+        case Field::kResult:
+          Fail(EntryPointer(), "expected an object, got a string");
         case Field::kCounter:
           return true;  // string-valued user fields carry no number: ignore them
         default:
@@ -197,7 +243,10 @@ class Handler {
     }
     return Scalar("string");
   }
-  bool binary(json::binary_t&) { return Scalar("binary"); }
+  bool binary(json::binary_t&) {
+    if (InResult()) return ResultValue(Kind::kBinary, nullptr, 0);
+    return Scalar("binary");
+  }
 
   bool start_object(std::size_t) {
     if (depth_ == 0) {
@@ -210,14 +259,23 @@ class Handler {
     } else if (depth_ == 2 && section_ == Section::kBenchmarks) {
       raw_ = RawEntry();
       key_.clear();
+      result_level_ = 0;
+    } else if (InEntryField() && Classify(key_) == Field::kResult) {
+      result_level_ = 1;
+      result_key_.clear();
+      raw_.has_result = true;
     } else if (InEntryField()) {
       NestedInEntry("an object");
+    } else if (InResult()) {
+      NestedInResult("an object");
     }
     ++depth_;
     return true;
   }
   bool end_object() {
     --depth_;
+    if (result_level_ == 2 && depth_ == 4) result_level_ = 1;
+    if (result_level_ == 1 && depth_ == 3) result_level_ = 0;
     if (depth_ == 2 && section_ == Section::kBenchmarks) FinishEntry();
     if (depth_ == 1) section_ = Section::kNone;
     return true;
@@ -231,7 +289,11 @@ class Handler {
     } else if (depth_ == 2 && section_ == Section::kBenchmarks) {
       Fail("/benchmarks/" + std::to_string(index_), "expected an object, got an array");
     } else if (InEntryField()) {
+      if (Classify(key_) == Field::kResult)
+        Fail(EntryPointer(), "expected an object, got an array");
       NestedInEntry("an array");
+    } else if (InResult()) {
+      NestedInResult("an array");
     }
     ++depth_;
     return true;
@@ -242,7 +304,13 @@ class Handler {
     return true;
   }
   bool key(std::string& k) {
-    if (depth_ == 1 || depth_ == 2 || depth_ == 3) key_ = std::move(k);
+    if (depth_ == 1 || depth_ == 2 || depth_ == 3) {
+      key_ = std::move(k);
+    } else if (result_level_ == 1 && depth_ == 4) {
+      result_key_ = std::move(k);
+    } else if (result_level_ == 2 && depth_ == 5) {
+      verification_key_ = std::move(k);
+    }
     return true;
   }
   bool parse_error(std::size_t position, const std::string& last_token,
@@ -278,6 +346,7 @@ class Handler {
     section_ = Section::kBenchmarks;
     saw_benchmarks_ = true;
     key_.clear();
+    result_level_ = 0;
   }
 
   void Finish() {
@@ -309,6 +378,81 @@ class Handler {
     return "/benchmarks/" + std::to_string(index_) + (key_.empty() ? "" : "/" + key_);
   }
   bool InEntryField() const { return depth_ == 3 && section_ == Section::kBenchmarks; }
+  // Inside the entry's "dlbench" object, at any depth.
+  bool InResult() const { return result_level_ > 0 && depth_ >= 4; }
+  std::string ResultPointer() const {
+    std::string p = EntryPointer() + "/" + result_key_;
+    if (result_level_ == 2) p += "/" + verification_key_;
+    return p;
+  }
+
+  // What a field of the "dlbench" object must be: a string, a number, the verification object,
+  // or anything (a field this build does not know, kept for later versions).
+  enum class Want { kAny, kString, kNumber, kObject };
+  Want ResultWant() const {
+    if (result_level_ == 1) {
+      if (result_key_ == schema::kNetwork || result_key_ == schema::kWorkload) return Want::kString;
+      if (result_key_ == schema::kVerification) return Want::kObject;
+      return Want::kAny;
+    }
+    const std::string& k = verification_key_;
+    if (k == schema::kDisposition || k == schema::kMetric || k == schema::kDetail)
+      return Want::kString;
+    if (k == schema::kError || k == schema::kTolerance || k == schema::kChecked || k == schema::kOf)
+      return Want::kNumber;
+    return Want::kAny;
+  }
+
+  void NestedInResult(const char* what) {
+    if (depth_ == 4 && result_level_ == 1 && ResultWant() == Want::kObject &&
+        std::string_view(what) == "an object") {
+      result_level_ = 2;
+      verification_key_.clear();
+      return;
+    }
+    bool direct = (depth_ == 4 && result_level_ == 1) || (depth_ == 5 && result_level_ == 2);
+    if (!direct || ResultWant() == Want::kAny) return;
+    static const char* kWanted[] = {"", "expected a string, got ", "expected a number, got ",
+                                    "expected an object, got "};
+    Fail(ResultPointer(), kWanted[static_cast<int>(ResultWant())] + std::string(what));
+  }
+
+  // A scalar inside the "dlbench" object. null stands for "not known", as for an absent field.
+  bool ResultValue(Kind kind, std::string* s, double v) {
+    bool direct = (depth_ == 4 && result_level_ == 1) || (depth_ == 5 && result_level_ == 2);
+    if (!direct || kind == Kind::kNull) return true;
+    Want want = ResultWant();
+    if (want == Want::kAny) return true;
+    if (want == Want::kObject)
+      Fail(ResultPointer(), std::string("expected an object, got ") + KindName(kind));
+    if (want == Want::kString && kind != Kind::kString)
+      Fail(ResultPointer(), std::string("expected a string, got ") + KindName(kind));
+    if (want == Want::kNumber && kind != Kind::kNumber)
+      Fail(ResultPointer(), std::string("expected a number, got ") + KindName(kind));
+    ResultFields& r = raw_.result;
+    Verification& ver = r.verification;
+    if (result_level_ == 1) {
+      (result_key_ == schema::kNetwork ? r.network : r.workload) = std::move(*s);
+      return true;
+    }
+    const std::string& k = verification_key_;
+    if (k == schema::kDisposition) {
+      ver.disposition = std::move(*s);
+    } else if (k == schema::kMetric) {
+      ver.metric = std::move(*s);
+    } else if (k == schema::kDetail) {
+      ver.detail = std::move(*s);
+    } else if (k == schema::kError) {
+      ver.error = v;
+    } else if (k == schema::kTolerance) {
+      ver.tolerance = v;
+    } else if (k == schema::kChecked) {
+      ver.checked = v;
+    } else {
+      ver.of = v;
+    }
+    return true;
+  }
 
   void NestedInEntry(const char* what) {
     Field f = Classify(key_);
@@ -330,6 +474,10 @@ class Handler {
       Field f = Classify(key_);
       if (f == Field::kErrorOccurred || f == Field::kSkipped)
         Fail(EntryPointer(), std::string("expected true or false, got a ") + type);
+      if (f == Field::kResult) {
+        if (std::string_view(type) == "null") return true;
+        Fail(EntryPointer(), std::string("expected an object, got a ") + type);
+      }
       if (IsStringField(f)) Fail(EntryPointer(), std::string("expected a string, got a ") + type);
       if (f != Field::kCounter)
         Fail(EntryPointer(), std::string("expected a number, got a ") + type);
@@ -341,6 +489,7 @@ class Handler {
   }
 
   bool Number(double v) {
+    if (InResult()) return ResultValue(Kind::kNumber, nullptr, v);
     if (InEntryField()) {
       if (!std::isfinite(v)) Fail(EntryPointer(), "not a finite number");
       Field f = Classify(key_);
@@ -361,6 +510,17 @@ class Handler {
           return true;
         case Field::kIgnoredNumber:
           return true;
+        case Field::kFamilyIndex:
+          raw_.e.family_index = v;
+          return true;
+        case Field::kInstanceIndex:
+          raw_.e.per_family_instance_index = v;
+          return true;
+        case Field::kRepetitionIndex:
+          raw_.e.repetition_index = v;
+          return true;
+        case Field::kResult:
+          Fail(EntryPointer(), "expected an object, got a number");
         case Field::kCounter:
           raw_.e.counters.emplace_back(key_, v);
           return true;
@@ -386,13 +546,16 @@ class Handler {
     key_.clear();
     Entry& e = raw_.e;
     if (!raw_.has_name) Fail(where, "missing \"name\"");
-    if (raw_.run_type.empty() || raw_.run_type == "iteration") {
-      e.aggregate = false;
+    if (raw_.run_type.empty()) {
+      e.run_type = RunType::kAbsent;
+    } else if (raw_.run_type == "iteration") {
+      e.run_type = RunType::kIteration;
     } else if (raw_.run_type == "aggregate") {
-      e.aggregate = true;
+      e.run_type = RunType::kAggregate;
     } else {
       Fail(where + "/run_type", "unknown run_type '" + raw_.run_type + "'");
     }
+    e.aggregate = e.run_type == RunType::kAggregate;
     // Complexity fits (BigO, RMS) are not times of one run.
     if (raw_.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") return;
     if (!raw_.has_run_name) {
@@ -402,12 +565,32 @@ class Handler {
           e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0)
         e.run_name.resize(e.name.size() - suffix.size());
     }
-    if (e.aggregate && e.aggregate_name.empty())
-      Fail(where, "aggregate without \"aggregate_name\"");
+    double scale = 0;  // 0: unknown unit
+    if (raw_.has_unit) {
+      if (e.time_unit == "ns") {
+        scale = 1;
+      } else if (e.time_unit == "us") {
+        scale = 1e3;
+      } else if (e.time_unit == "ms") {
+        scale = 1e6;
+      } else if (e.time_unit == "s") {
+        scale = 1e9;
+      }
+    }
+    if (raw_.has_result) {
+      if (!last_result_ || !(*last_result_ == raw_.result))
+        last_result_ = std::make_shared<const ResultFields>(std::move(raw_.result));
+      e.result = last_result_;
+    }
+    e.real_time = e.real_ns;
+    e.cpu_time = raw_.has_cpu ? e.cpu_ns : 0;
+    e.comparable = raw_.has_unit && raw_.has_real && raw_.has_cpu && scale > 0;
     if (raw_.error_occurred || raw_.skipped) {
       e.message = raw_.error_occurred ? raw_.error_message : raw_.skip_message;
       if (e.message.empty()) e.message = raw_.error_message + raw_.skip_message;
-      e.status = e.message.rfind("unsupported:", 0) == 0 ? Status::kUnsupported : Status::kFailed;
+      e.status = e.message.rfind(schema::kStatusUnsupported, 0) == 0 ? Status::kUnsupported
+                                                                     : Status::kFailed;
+      e.real_ns = e.cpu_ns = 0;
       out_->entries.push_back(std::move(e));
       return;
     }
@@ -417,20 +600,9 @@ class Handler {
     if (!raw_.aggregate_unit.empty() && raw_.aggregate_unit != "time" && !e.percentage)
       Fail(where + "/aggregate_unit", "unknown aggregate_unit '" + raw_.aggregate_unit + "'");
     if (!raw_.has_cpu) e.cpu_ns = e.real_ns;
-    double scale;
-    if (raw_.time_unit == "ns") {
-      scale = 1;
-    } else if (raw_.time_unit == "us") {
-      scale = 1e3;
-    } else if (raw_.time_unit == "ms") {
-      scale = 1e6;
-    } else if (raw_.time_unit == "s") {
-      scale = 1e9;
-    } else {
-      Fail(where + "/time_unit", "unknown time unit '" + raw_.time_unit + "'");
-    }
+    if (scale == 0) Fail(where + "/time_unit", "unknown time unit '" + e.time_unit + "'");
     // Google Benchmark 1.7/1.8 write the cv aggregate as a fraction without aggregate_unit.
-    if (e.aggregate && e.aggregate_name == "cv") e.percentage = true;
+    if (e.aggregate && e.aggregate_name == gbench::kCv) e.percentage = true;
     if (!e.percentage) {
       e.real_ns *= scale;
       e.cpu_ns *= scale;
@@ -447,6 +619,10 @@ class Handler {
   size_t index_ = 0;
   bool saw_benchmarks_ = false;
   RawEntry raw_;
+  // Inside an entry's "dlbench" object: 1 at its fields, 2 at those of its "verification".
+  int result_level_ = 0;
+  std::string result_key_, verification_key_;
+  std::shared_ptr<const ResultFields> last_result_;
 };
 
 }  // namespace
@@ -539,10 +715,21 @@ class FastElement {
 
   bool Parse() {
     Ws();
+    if (!Object(0)) return false;
+    Ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  // dlbench's entries nest two levels ("dlbench": {"verification": {...}}); deeper input goes to
+  // nlohmann, which has its own limits.
+  static constexpr int kMaxDepth = 8;
+
+  bool Object(int depth) {
     if (!Eat('{')) return false;
     h_->start_object(0);
     Ws();
-    if (Eat('}')) return End();
+    if (Eat('}')) return h_->end_object();
     while (true) {
       std::string key;
       if (!String(&key)) return false;
@@ -550,22 +737,31 @@ class FastElement {
       Ws();
       if (!Eat(':')) return false;
       Ws();
-      if (!Value()) return false;
+      if (!Value(depth)) return false;
       Ws();
       if (Eat(',')) {
         Ws();
         continue;
       }
-      if (Eat('}')) return End();
+      if (Eat('}')) return h_->end_object();
       return false;
     }
   }
-
- private:
-  bool End() {
-    h_->end_object();
+  bool Array(int depth) {
+    if (!Eat('[')) return false;
+    h_->start_array(0);
     Ws();
-    return i_ == s_.size();
+    if (Eat(']')) return h_->end_array();
+    while (true) {
+      if (!Value(depth)) return false;
+      Ws();
+      if (Eat(',')) {
+        Ws();
+        continue;
+      }
+      if (Eat(']')) return h_->end_array();
+      return false;
+    }
   }
   void Ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
@@ -624,7 +820,7 @@ class FastElement {
     h_->number_float(v, kEmpty);
     return true;
   }
-  bool Value() {
+  bool Value(int depth) {
     if (i_ >= s_.size()) return false;
     char c = s_[i_];
     if (c == '"') {
@@ -637,7 +833,9 @@ class FastElement {
     if (c == 't' && Lit("true")) return h_->boolean(true);
     if (c == 'f' && Lit("false")) return h_->boolean(false);
     if (c == 'n' && Lit("null")) return h_->null();
-    return false;  // objects, arrays, anything odd
+    if (c == '{') return depth < kMaxDepth && Object(depth + 1);
+    if (c == '[') return depth < kMaxDepth && Array(depth + 1);
+    return false;
   }
 
   static inline const std::string kEmpty;
@@ -746,10 +944,14 @@ std::string FamilyOf(const std::string& name, const std::optional<BenchName>& pa
   return first;
 }
 
+bool Bench::HasCenter() const {
+  return aggregates.count(gbench::kMedian) || aggregates.count(gbench::kMean);
+}
+
 double Bench::MedianNs() const {
   if (!real_ns.empty()) return Median(real_ns);
-  if (auto it = aggregates.find("median"); it != aggregates.end()) return it->second;
-  if (auto it = aggregates.find("mean"); it != aggregates.end()) return it->second;
+  if (auto it = aggregates.find(gbench::kMedian); it != aggregates.end()) return it->second;
+  if (auto it = aggregates.find(gbench::kMean); it != aggregates.end()) return it->second;
   return std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -758,14 +960,14 @@ double Bench::Cv() const {
     double m = Mean(real_ns);
     return m != 0 ? StdDev(real_ns) / m : std::numeric_limits<double>::quiet_NaN();
   }
-  if (auto it = aggregates.find("cv"); it != aggregates.end()) return it->second;
-  auto sd = aggregates.find("stddev"), mean = aggregates.find("mean");
+  if (auto it = aggregates.find(gbench::kCv); it != aggregates.end()) return it->second;
+  auto sd = aggregates.find(gbench::kStddev), mean = aggregates.find(gbench::kMean);
   if (sd != aggregates.end() && mean != aggregates.end() && mean->second != 0)
     return sd->second / mean->second;
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-double Bench::Counter(const std::string& name) const {
+double Bench::Counter(std::string_view name) const {
   if (auto it = counters.find(name); it != counters.end() && !it->second.empty())
     return Median(it->second);
   if (auto it = aggregate_counters.find(name); it != aggregate_counters.end()) return it->second;
@@ -799,6 +1001,12 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       Bench& b = out.benches[it->second];
       if (b.files.empty() || b.files.back() != f.path) b.files.push_back(f.path);
       if (!e.label.empty()) b.label = e.label;
+      if (e.result) {
+        const ResultFields& r = *e.result;
+        if (!r.network.empty()) b.network = r.network;
+        if (!r.workload.empty()) b.workload = r.workload;
+        if (r.verification.known()) b.verification = r.verification;
+      }
       if (e.status != Status::kMeasured) {
         if (!any_measured[it->second]) {
           b.status = e.status;
@@ -809,14 +1017,15 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       any_measured[it->second] = 1;
       b.status = Status::kMeasured;
       b.message.clear();
-      if (!e.aggregate) {
+      if (b.time_unit.empty()) b.time_unit = e.time_unit;
+      if (e.IsSample()) {
         b.real_ns.push_back(e.real_ns);
         b.cpu_ns.push_back(e.cpu_ns);
         for (const auto& [k, v] : e.counters) b.counters[k].push_back(v);
       } else {
         b.aggregates[e.aggregate_name] = e.real_ns;
-        if (e.aggregate_name == "median" ||
-            (e.aggregate_name == "mean" && !b.aggregates.count("median")))
+        if (e.aggregate_name == gbench::kMedian ||
+            (e.aggregate_name == gbench::kMean && !b.aggregates.count(gbench::kMedian)))
           for (const auto& [k, v] : e.counters) b.aggregate_counters[k] = v;
       }
     }

@@ -2,7 +2,10 @@
 // into one result per benchmark. Everything is converted to nanoseconds on the way in.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +15,19 @@
 #include "fixtures/naming.h"
 
 namespace dlb::report {
+
+// Google Benchmark's own names, which fixtures/schema.h leaves to it: its aggregates, and the
+// keys of dlbench benchmark names (fixtures/naming.h) that the report groups by.
+namespace gbench {
+inline constexpr std::string_view kMean = "mean";
+inline constexpr std::string_view kMedian = "median";
+inline constexpr std::string_view kStddev = "stddev";
+inline constexpr std::string_view kCv = "cv";
+}  // namespace gbench
+namespace name_key {
+inline constexpr std::string_view kBs = "bs";
+inline constexpr std::string_view kDt = "dt";
+}  // namespace name_key
 
 // Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.
 class InputError : public std::runtime_error {
@@ -31,19 +47,64 @@ class InputError : public std::runtime_error {
 enum class Status { kMeasured, kUnsupported, kFailed };
 const char* StatusName(Status s);
 
+// The "verification" object of dlbench's result fields (fixtures/schema.h). Everything is
+// optional: JSON written before it existed, or by anyone else, has none of it.
+struct Verification {
+  std::string disposition;  // schema::kVerified, kNotVerified, kMistrusted; empty: not known
+  double error = std::numeric_limits<double>::quiet_NaN();  // in `metric`
+  double tolerance = std::numeric_limits<double>::quiet_NaN();
+  std::string metric;
+  double checked = std::numeric_limits<double>::quiet_NaN();  // positions compared
+  double of = std::numeric_limits<double>::quiet_NaN();       // positions in the output
+  std::string detail;
+
+  bool known() const { return !disposition.empty(); }
+  // Known and anything but verified: not_verified, mistrusted (or a disposition this build does
+  // not know, which it cannot vouch for either).
+  bool doubtful() const;
+  bool operator==(const Verification& o) const;
+};
+
+// dlbench's object in an entry: where the result comes from and how it was checked.
+struct ResultFields {
+  std::string network, workload;  // the network comes from the workload file, never from a name
+  Verification verification;
+  bool operator==(const ResultFields& o) const {
+    return network == o.network && workload == o.workload && verification == o.verification;
+  }
+};
+
+// compare.py keeps run_type as written: absent, "iteration" or "aggregate".
+enum class RunType { kAbsent, kIteration, kAggregate };
+
 // One object of the "benchmarks" array.
 struct Entry {
   std::string name;      // as written, e.g. "BM_x/8_median"
   std::string run_name;  // without the aggregate suffix; name when absent (old JSON)
-  bool aggregate = false;
-  std::string aggregate_name;  // mean, median, stddev, cv, min, max, or a user statistic
+  RunType run_type = RunType::kAbsent;
+  bool aggregate = false;      // run_type "aggregate"
+  std::string aggregate_name;  // mean, median, stddev, cv, min, max, a user statistic, or empty
   bool percentage = false;     // aggregate_unit "percentage" (cv): real_time is a fraction
   double real_ns = 0, cpu_ns = 0;
   double iterations = 0;
+  // As written, for compare.py's view: it compares times in their own unit and only entries that
+  // have time_unit, real_time and cpu_time (is_potentially_comparable_benchmark).
+  std::string time_unit;
+  double real_time = 0, cpu_time = 0;
+  bool comparable = false;
+  // Google Benchmark 1.6+; -1 when absent. compare.py sorts by them (sort_benchmark_results).
+  double family_index = -1, per_family_instance_index = -1, repetition_index = -1;
   std::vector<std::pair<std::string, double>> counters;  // user counters, in file order
   std::string label;
   Status status = Status::kMeasured;
   std::string message;  // error_message / skip_message
+  // dlbench's result fields; null when the entry has none. The repetitions of a case share one.
+  std::shared_ptr<const ResultFields> result;
+  const ResultFields& fields() const;
+
+  // An aggregate that names no statistic (Google Benchmark's test3_run0.json has them) is one
+  // more measurement of its benchmark, as compare.py pools it with the runs of the same name.
+  bool IsSample() const { return !aggregate || aggregate_name.empty(); }
 };
 
 struct FileData {
@@ -68,22 +129,25 @@ struct Bench {
   std::string family;               // parsed family, else the first path segment, else "other"
   std::vector<double> real_ns;      // iteration runs (repetitions), pooled over files
   std::vector<double> cpu_ns;
-  std::map<std::string, std::vector<double>> counters;  // per repetition
-  std::map<std::string, double> aggregates;             // aggregate_name -> real_ns (or fraction)
-  std::map<std::string, double> aggregate_counters;     // counters of the median/mean aggregate
+  std::map<std::string, std::vector<double>, std::less<>> counters;  // per repetition
+  std::map<std::string, double, std::less<>> aggregates;  // aggregate_name -> real_ns (or fraction)
+  std::map<std::string, double, std::less<>> aggregate_counters;  // of the median/mean aggregate
   std::string label;
   Status status = Status::kMeasured;
   std::string message;
   std::vector<std::string> files;  // where it came from
+  std::string network, workload;   // dlbench's result fields; empty when not written
+  Verification verification;
+  std::string time_unit;  // of the first measured entry, as written
 
   bool measured() const { return status == Status::kMeasured && (!real_ns.empty() || HasCenter()); }
-  bool HasCenter() const { return aggregates.count("median") || aggregates.count("mean"); }
+  bool HasCenter() const;
   // Median over repetitions; else the median aggregate; else the mean aggregate.
   double MedianNs() const;
   // Coefficient of variation (fraction) over repetitions, else from the aggregates; NaN if unknown.
   double Cv() const;
   // Median of a counter over repetitions, else the aggregate's value; NaN when absent.
-  double Counter(const std::string& name) const;
+  double Counter(std::string_view name) const;
   std::vector<std::string> CounterNames() const;
   size_t Repetitions() const { return real_ns.size(); }
 };
@@ -95,10 +159,12 @@ struct MergedRuns {
 
 // Merge rule (also in the README of the tool):
 //  - entries are grouped by run_name across all files;
-//  - iteration entries are pooled as repetitions, in file order;
+//  - iteration entries are pooled as repetitions, in file order; so is an aggregate that names no
+//    statistic (compare.py compares it as a run of its name);
 //  - aggregate entries are kept only as a fallback: when a benchmark has no iteration entries
 //    (--benchmark_report_aggregates_only) the last file's aggregates win;
-//  - a measured entry beats a skipped or failed one; among skipped/failed, the last message wins.
+//  - a measured entry beats a skipped or failed one; among skipped/failed, the last message wins;
+//  - label, network, workload and verification: the last entry that has one wins.
 MergedRuns Merge(const std::vector<FileData>& files);
 
 std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed);
