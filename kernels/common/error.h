@@ -14,6 +14,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A case this machine or library cannot run, thrown by an op's constructor: one Supports() turns
+// down, or one found out only while building (no engine or implementation for it). The message is
+// the bare reason, as in Support::No; the harness reports "unsupported: <reason>".
+class Unsupported : public Error {
+ public:
+  using Error::Error;
+};
+
 // "file:line: expr -> message"
 [[noreturn]] void Fail(const char* file, int line, const char* expr, const std::string& message);
 [[noreturn]] void FailNoexcept(const char* file, int line, const char* expr,

@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/error.h"
 #include "kernels/common/shapes.h"
 
 struct CUstream_st;  // cudaStream_t without a CUDA header
@@ -26,12 +28,20 @@ namespace dlb {
 
 using StreamRef = CUstream_st*;
 
+// Whether a case can run here. `why` is the bare reason ("bf16 needs avx512_bf16 or amx"): the
+// harness, which owns the result schema, prefixes it with "unsupported: ".
 struct Support {
   bool ok = true;
-  std::string why;  // set when !ok: "fp16 needs avx512_fp16", ...
+  std::string why;  // set when !ok
   static Support Yes() { return {}; }
   static Support No(std::string why) { return {false, std::move(why)}; }
 };
+
+// For constructors: a case Supports() turns down throws dlb::Unsupported with the bare reason, as
+// does one found unsupported only while building (no engine or implementation for it).
+inline void RequireSupported(const Support& s) {
+  if (!s.ok) throw Unsupported(s.why);
+}
 
 struct Cost {
   double flops = 0;  // floating-point operations of one Run() (a multiply-add counts 2)

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
 #include "kernels/cublas/check.h"
 #include "kernels/cuda/device.h"
@@ -56,17 +57,16 @@ std::string Bytes(size_t bytes) {
 
 // What both ops need: a device, sizes cuBLAS's int arguments hold, tensor cores for 16-bit/tf32.
 Support CommonSupport(const GemmShape& s, DType dt) {
-  if (cuda::DeviceCount() == 0) return Support::No("unsupported: " + cuda::NoDeviceReason());
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
+  if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("empty GEMM");
   if (s.m > INT_MAX || s.n > INT_MAX || s.k > INT_MAX)
-    return Support::No("unsupported: a GEMM dimension exceeds cuBLAS's int range");
+    return Support::No("a GEMM dimension exceeds cuBLAS's int range");
   if (dt != DType::kF32) {
     int dev = 0, major = 0;
     DLB_CHECK(cudaGetDevice(&dev));
     DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     if (major < 8 && dt != DType::kF16)
-      return Support::No("unsupported: " + std::string(Name(dt)) +
-                         " needs compute capability 8.0+");
+      return Support::No(std::string(Name(dt)) + " needs compute capability 8.0+");
   }
   return Support::Yes();
 }
@@ -121,9 +121,9 @@ struct PreferenceDeleter {
   }
 };
 
-// Throws when the case is unsupported, before any buffer is allocated.
-const GemmShape& Supported(Support support, const GemmShape& s) {
-  DLB_REQUIRE(support.ok, support.why);
+// Throws dlb::Unsupported when the case is, before any buffer is allocated.
+const GemmShape& Supported(const Support& support, const GemmShape& s) {
+  RequireSupported(support);
   return s;
 }
 
@@ -212,7 +212,7 @@ std::string CublasGemm::label() const {
 
 Support CublasLtGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("unsupported: algo " + cfg.algo + " (heuristic|search)");
+    return Support::No("algo " + cfg.algo + " (heuristic|search)");
   return CommonSupport(s, cfg.dtype);
 }
 
@@ -246,39 +246,44 @@ CublasLtGemm::CublasLtGemm(const GemmShape& s, const RunConfig& cfg)
   const bool search = cfg.algo == "search";
   std::vector<cublasLtMatmulHeuristicResult_t> results(search ? 8 : 1);
   int returned = 0;
-  DLB_CHECK(cublasLtMatmulAlgoGetHeuristic(
+  // NOT_SUPPORTED: cuBLASLt has no algorithm for this combination, which is not a failure.
+  const cublasStatus_t heuristic_status = cublasLtMatmulAlgoGetHeuristic(
       handle_.get(), desc_.get(), a_layout_.get(), b_layout_.get(), c_layout_.get(),
-      c_layout_.get(), pref.get(), int(results.size()), results.data(), &returned));
-  DLB_REQUIRE(returned > 0, "cublasLtMatmulAlgoGetHeuristic found no algorithm for " +
-                                std::string(Name(dt)) + " " + std::to_string(s.m) + "x" +
-                                std::to_string(s.n) + "x" + std::to_string(s.k));
+      c_layout_.get(), pref.get(), int(results.size()), results.data(), &returned);
+  if (heuristic_status != CUBLAS_STATUS_NOT_SUPPORTED) DLB_CHECK(heuristic_status);
+  if (heuristic_status == CUBLAS_STATUS_NOT_SUPPORTED || returned <= 0)
+    throw Unsupported("cublasLtMatmulAlgoGetHeuristic found no algorithm for " +
+                      std::string(Name(dt)) + " " + std::to_string(s.m) + "x" +
+                      std::to_string(s.n) + "x" + std::to_string(s.k));
   results.resize(size_t(returned));
 
-  int chosen = 0;
+  // search: a warm-up launch and one timed batch of 3 each: enough to rank kernels that differ by
+  // more than 1%.
+  autotune::Policy policy;
+  policy.warmup_runs = 1;
+  policy.score = autotune::Policy::Score::kMeanOfBatch;
+  policy.min_runs = policy.max_runs = 3;
+  cuda::EventTimer events;
+  autotune::Tuner<size_t> tuner(policy, [&](size_t i, int runs) {
+    algo_ = results[i].algo;
+    return events.TimeLaunches(stream(), runs, [&] { Run(); });
+  });
+  for (size_t i = 0; i < results.size(); ++i) tuner.Offer("#" + std::to_string(i), i);
+  const size_t chosen = tuner.Finish();
+  const autotune::Report& found = tuner.report();
   std::string how = "heuristic #0";
-  if (search && returned > 1) {
-    // One warm-up and a few timed launches each: enough to rank kernels that differ by > 1%.
-    cuda::EventTimer timer;
-    double best = 0;
-    for (int i = 0; i < returned; ++i) {
-      algo_ = results[size_t(i)].algo;
-      Run();
-      timer.Start(stream());
-      for (int r = 0; r < 3; ++r) Run();
-      timer.Stop(stream());
-      double t = timer.Seconds();
-      if (i == 0 || t < best) best = t, chosen = i;
-    }
-    how = "search best of " + std::to_string(returned) + " heuristic results: #" +
-          std::to_string(chosen);
+  if (found.offered > 1) {
+    how = "search best of " + std::to_string(found.usable()) + " heuristic results: #" +
+          std::to_string(chosen) +
+          (found.failed ? " (" + std::to_string(found.failed) + " failed to run)" : "");
     // Timing wrote C: poison again so verification still proves the chosen Run() writes it.
     cuda::Poison(buffers_.c(), size_t(s.m * s.n), dt, stream());
     cuda::Sync(stream());
   }
-  algo_ = results[size_t(chosen)].algo;
+  algo_ = results[chosen].algo;
   label_ = "cublasLtMatmul " + how + " (" + AlgoName(algo_) + ") compute " + ComputeName(dt) +
            " workspace " + Bytes(workspace_.bytes()) + " (needs " +
-           Bytes(results[size_t(chosen)].workspaceSize) + ") " + std::string(Name(dt));
+           Bytes(results[chosen].workspaceSize) + ") " + std::string(Name(dt));
 }
 
 void CublasLtGemm::Run() {

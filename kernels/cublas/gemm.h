@@ -62,6 +62,7 @@ class GemmBuffers {
 class CublasGemm {
  public:
   static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "cublas";
   static Support Supports(const GemmShape& s, const RunConfig& cfg);
   CublasGemm(const GemmShape& s, const RunConfig& cfg);
   void Run();
@@ -82,6 +83,7 @@ class CublasGemm {
 class CublasLtGemm {
  public:
   static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "cublaslt";
   static Support Supports(const GemmShape& s, const RunConfig& cfg);
   CublasLtGemm(const GemmShape& s, const RunConfig& cfg);
   void Run();

@@ -266,6 +266,16 @@ double EventTimer::Seconds() {
   return ms / 1000.0;
 }
 
+autotune::Sample EventTimer::TimeLaunches(StreamRef stream, int runs,
+                                          const std::function<void()>& launch) {
+  Start(stream);
+  const double t0 = autotune::SteadyMs();
+  for (int i = 0; i < runs; ++i) launch();
+  const double host_ms = autotune::SteadyMs() - t0;
+  Stop(stream);
+  return {1e3 * Seconds() / runs, host_ms};
+}
+
 void Sync(StreamRef stream) { DLB_CHECK(cudaStreamSynchronize(stream)); }
 
 }  // namespace dlb::cuda

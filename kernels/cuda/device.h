@@ -4,9 +4,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/op.h"
 
@@ -80,6 +82,9 @@ class EventTimer {
   void Start(StreamRef stream);
   void Stop(StreamRef stream);
   double Seconds();
+  // Times `runs` calls of `launch` issued back to back on the stream (an autotune timer): the
+  // events' span per run, and the host time the calls took to enqueue.
+  autotune::Sample TimeLaunches(StreamRef stream, int runs, const std::function<void()>& launch);
 
  private:
   struct Impl;

@@ -5,17 +5,15 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iterator>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/parallel.h"
 #include "kernels/cuda/buffer.h"
@@ -194,7 +192,6 @@ struct Candidate {
   int64_t workspace = 0;
   const char* source = "";  // heuristic mode that proposed it
   int rank = 0;             // its position in that mode's list
-  double ms = 0;            // measured by the search
 };
 
 const char* ModeName(cudnnBackendHeurMode_t mode) {
@@ -346,6 +343,12 @@ bool Finalize(Candidate& c, cudnnHandle_t handle) {
 
 std::string Key(const Candidate& c) { return std::to_string(c.engine) + "/" + c.knobs; }
 
+// "engine 12 {k2=3} from heur_a#0": names a candidate the search skipped.
+std::string EngineName(const Candidate& c) {
+  return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
+         " from " + c.source + "#" + std::to_string(c.rank);
+}
+
 Descriptor MakeVariantPack(void* x, void* w, void* y, void* workspace) {
   Descriptor vp = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   const int64_t uids[3] = {kUidX, kUidW, kUidY};
@@ -420,6 +423,31 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
   return result;
 }
 
+// The engine search. The first launch of a plan may do one-time work (module loading, runtime
+// kernels): it only drops a clearly slow candidate, one whose launch, less the time its enqueue
+// took on the host (an upper bound on the idle gap before the kernel starts), still took over 3x
+// the best time so far, and only when the enqueue did no one-time work (over 0.1 ms). Any other
+// candidate gets a warm timed launch and, unless that one took over twice the best so far, a batch
+// of ~0.5 ms of events. The three fastest are timed again for ~3 ms so one noisy sample does not
+// decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
+// engines cost one or two launches each.
+autotune::Policy SearchPolicy() {
+  autotune::Policy p;
+  p.warmup_runs = 1;
+  p.first_launch_drop = 3.0;
+  p.first_launch_max_host_ms = 0.1;
+  p.score = autotune::Policy::Score::kMeanOfBatch;
+  p.budget_ms = 0.5;
+  p.min_runs = 2;
+  p.max_runs = 50;
+  p.drop_ratio = 2.0;
+  p.retime_top = 3;
+  p.retime_budget_ms = 3.0;
+  p.retime_min_runs = 3;
+  p.retime_max_runs = 100;
+  return p;
+}
+
 }  // namespace
 
 struct ConvState {
@@ -444,69 +472,6 @@ struct ConvState {
   void PoisonOutput() { cuda::Poison(OutputPtr(), Count(OutputDims()), cfg.dtype, stream.get()); }
   void Execute(void* plan, void* vp) { DLB_CHECK(cudnnBackendExecute(handle.get(), plan, vp)); }
 };
-
-namespace {
-
-// Times each plan on the op's own tensors. The first launch of a plan may do one-time work
-// (module loading, runtime kernels): it only serves to drop a clearly slow candidate, one whose
-// launch, less the time its enqueue took on the host (an upper bound on the idle gap before the
-// kernel starts), still took over 3x the best time so far, and only when the enqueue did no
-// one-time work (over 0.1 ms). Any other candidate gets a warm timed launch and, unless that one
-// took over twice the best so far, enough launches for ~0.5 ms of events. The three fastest are
-// timed again so one noisy sample does not decide. Candidates come best-first from the
-// heuristics, so the bound is tight early and slow engines cost one or two launches each.
-void Search(ConvState& st, std::vector<Candidate>& cands, void* vp) {
-  cuda::Event start = cuda::MakeEvent(), stop = cuda::MakeEvent();
-  double enqueue_s = 0;  // host time of the last call's launches, in seconds (times are in ms)
-  auto time = [&](Candidate& c, int reps) {
-    DLB_CHECK(cudaEventRecord(start.get(), st.stream.get()));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) st.Execute(c.plan.get(), vp);
-    enqueue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    DLB_CHECK(cudaEventRecord(stop.get(), st.stream.get()));
-    DLB_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    DLB_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return double(ms) / reps;
-  };
-  constexpr double kOneTimeWorkSeconds = 1e-4;
-  double best = std::numeric_limits<double>::infinity();
-  for (Candidate& c : cands) {
-    // A configuration that fails at execution time is dropped rather than failing the op.
-    try {
-      const double cold = time(c, 1);
-      if (enqueue_s <= kOneTimeWorkSeconds && cold - 1e3 * enqueue_s > 3.0 * best) {
-        c.ms = cold;
-        continue;
-      }
-      const double once = time(c, 1);
-      if (once > 2.0 * best) {
-        c.ms = once;
-        continue;
-      }
-      const int reps = std::clamp(int(0.5 / std::max(once, 1e-3)), 2, 50);
-      c.ms = time(c, reps);
-      best = std::min(best, c.ms);
-    } catch (const Error&) {
-      c.ms = std::numeric_limits<double>::infinity();
-    }
-  }
-  cands.erase(std::remove_if(cands.begin(), cands.end(),
-                             [](const Candidate& c) { return std::isinf(c.ms); }),
-              cands.end());
-  DLB_REQUIRE(!cands.empty(), "every cuDNN engine configuration failed to execute");
-  std::sort(cands.begin(), cands.end(),
-            [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
-  const size_t top = std::min<size_t>(3, cands.size());
-  for (size_t i = 0; i < top; ++i) {
-    const int reps = std::clamp(int(3.0 / std::max(cands[i].ms, 1e-3)), 3, 100);
-    cands[i].ms = std::min(cands[i].ms, time(cands[i], reps));
-  }
-  std::sort(cands.begin(), cands.begin() + top,
-            [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
-}
-
-}  // namespace
 
 template <ConvPass kPass>
 Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
@@ -552,7 +517,14 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
 
   const bool search = cfg.algo == "search";
-  const auto t0 = std::chrono::steady_clock::now();
+  // Declared before the tuner, whose timer reads them: set once every plan is built.
+  cuda::DeviceBuffer<uint8_t> search_ws;
+  Descriptor search_vp;
+  cuda::EventTimer events;
+  autotune::Tuner<Candidate> tuner(SearchPolicy(), [&](Candidate& c, int runs) {
+    return events.TimeLaunches(st.stream.get(), runs,
+                               [&] { st.Execute(c.plan.get(), search_vp.get()); });
+  });
   const auto modes =
       search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                    CUDNN_HEUR_MODE_FALLBACK}
@@ -586,24 +558,23 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     if (!search && !usable.empty()) break;
   }
   if (usable.empty())
-    throw Error(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
-                std::to_string(rejected_numerics) + " rejected for numerics, " +
-                std::to_string(rejected_plan) + " failed to build, " +
-                std::to_string(rejected_workspace) + " over the workspace limit " +
-                Mib(double(ws_limit)) + ")");
+    throw Unsupported(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
+                      std::to_string(rejected_numerics) + " rejected for numerics, " +
+                      std::to_string(rejected_plan) + " failed to build, " +
+                      std::to_string(rejected_workspace) + " over the workspace limit " +
+                      Mib(double(ws_limit)) + ")");
 
-  const auto t_built = std::chrono::steady_clock::now();
-  int64_t ws_max = 0;
-  for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
-  if (search && usable.size() > 1) {
-    cuda::DeviceBuffer<uint8_t> ws(static_cast<size_t>(ws_max));
-    Descriptor vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), ws.get());
-    Search(st, usable, vp.get());
+  if (usable.size() > 1) {  // timed: one workspace every candidate fits
+    int64_t ws_max = 0;
+    for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
+    search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
+    search_vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), search_ws.get());
   }
-  using Ms = std::chrono::duration<double, std::milli>;
-  const double build_ms = Ms(t_built - t0).count();
-  const double time_ms = Ms(std::chrono::steady_clock::now() - t_built).count();
-  st.chosen = std::move(usable.front());
+  for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
+  st.chosen = tuner.Finish();
+  const autotune::Report& found = tuner.report();
+  search_vp.reset();
+  search_ws = cuda::DeviceBuffer<uint8_t>();
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
   st.PoisonOutput();
@@ -618,17 +589,19 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
   if (!notes.empty()) notes.pop_back();
   const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
-  st.label = "cudnn " + std::to_string(version / 10000) + "." +
-             std::to_string(version / 100 % 100) + " backend engine " + std::to_string(c.engine) +
-             (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
-             (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
-             std::to_string(c.rank) +
-             (search ? ", search: fastest of " + std::to_string(usable.size()) +
-                           " (plans built in " + std::to_string(int(build_ms)) + " ms, timed in " +
-                           std::to_string(int(time_ms)) + " ms)"
-                     : ", heuristic: first usable") +
-             ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) +
-             "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
+  st.label =
+      "cudnn " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+      " backend engine " + std::to_string(c.engine) +
+      (c.knobs.empty() ? "" : " {" + c.knobs + "}") + (notes.empty() ? "" : " [" + notes + "]") +
+      " from " + c.source + "#" + std::to_string(c.rank) +
+      (search
+           ? ", search: fastest of " + std::to_string(found.usable()) + " (plans built in " +
+                 std::to_string(int(found.build_ms)) + " ms, timed in " +
+                 std::to_string(int(found.time_ms)) + " ms" +
+                 (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")"
+           : ", heuristic: first usable") +
+      ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) + "), math " +
+      MathName(cfg.dtype) + ", " + Name(cfg.layout);
 }
 
 template <ConvPass kPass>

@@ -27,6 +27,7 @@ template <ConvPass kPass>
 class CudnnConv {
  public:
   static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "cudnn";
 
   // No for an invalid shape, an unknown algo, no CUDA device, or no cuDNN engine for the
   // combination (asked once per combination through the process's shared handle, then cached).

@@ -97,4 +97,12 @@ void Poison(const dnnl::memory& m, DType dt) {
   }
 }
 
+autotune::Sample TimeRuns(const dnnl::primitive& prim,
+                          const std::unordered_map<int, dnnl::memory>& args, int runs) {
+  return autotune::TimeOnHost(runs, [&] {
+    prim.execute(Stream(), args);
+    Stream().wait();
+  });
+}
+
 }  // namespace dlb::onednn

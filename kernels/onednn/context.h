@@ -3,7 +3,9 @@
 
 #include <dnnl.hpp>
 #include <string>
+#include <unordered_map>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/error.h"
 
@@ -33,6 +35,11 @@ int Threads();
 // Fills the memory with NaN of the dtype's storage, padding included, on all cores: an output an
 // op never writes then fails verification.
 void Poison(const dnnl::memory& m, DType dt);
+
+// Times `runs` executions of a primitive on the shared stream, each waited for, with the steady
+// clock: the autotune timer of CPU primitives.
+autotune::Sample TimeRuns(const dnnl::primitive& prim,
+                          const std::unordered_map<int, dnnl::memory>& args, int runs);
 
 }  // namespace onednn
 }  // namespace dlb

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
@@ -144,11 +144,29 @@ struct PassArgs<ConvPass::kBwdFilter> {
   }
 };
 
-double SecondsOf(const dnnl::primitive& prim, const std::unordered_map<int, memory>& args) {
-  const auto t0 = std::chrono::steady_clock::now();
-  prim.execute(Stream(), args);
-  Stream().wait();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// One candidate of the search: a primitive and its tensors, in the layouts it asked for.
+struct Impl {
+  dnnl::primitive prim;
+  std::unordered_map<int, memory> args;
+  memory out;
+  std::string name;                // oneDNN's implementation
+  std::string asked;               // the activations' layout asked for
+  std::array<memory::desc, 3> md;  // in0, in1, out
+  memory::desc scratch_md;
+};
+
+// The layout search: after a warm-up run, the min of >= 2 runs and >= 10 ms, at most 50; a run
+// over 1.3x the best so far ends a candidate. Candidates that close are both fine to keep: Google
+// Benchmark then times the one kept.
+autotune::Policy SearchPolicy() {
+  autotune::Policy p;
+  p.warmup_runs = 1;
+  p.score = autotune::Policy::Score::kMinOfRuns;
+  p.budget_ms = 10;
+  p.min_runs = 2;
+  p.max_runs = 50;
+  p.drop_ratio = 1.3;
+  return p;
 }
 
 std::string LayoutName(const memory::desc& md, const memory::dims& dims, memory::data_type t,
@@ -183,8 +201,7 @@ Support OneDnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg
 template <ConvPass kPass>
 OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
     : shape_(shape), cfg_(cfg) {
-  const Support sup = Supports(shape, cfg);
-  DLB_REQUIRE(sup.ok, "unsupported: " + sup.why);
+  RequireSupported(Supports(shape, cfg));
   SetThreads(cfg.threads);
   const bool search = cfg.algo == "search";
   // A user scratchpad, allocated here: otherwise oneDNN may allocate it inside execute().
@@ -210,29 +227,13 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
 
   // oneDNN's first choice with every layout left to it; the search also asks for channels-last
   // activations (what PyTorch's channels_last tensors give it) and 16-channel blocks, since the
-  // implementation oneDNN ranks first for `any` is not always its fastest. When that yields
-  // more than one distinct implementation, each is timed with the layouts it asks for (inputs
-  // reordered outside the timed span) and the fastest kept: after a warm-up run, the min of >= 2
-  // runs and >= 10 ms; a run over 1.3x the best so far ends a candidate. Candidates that close
-  // are both fine to keep: Google Benchmark then times the one kept. Reference implementations
-  // are considered only when oneDNN has nothing else.
-  double best = std::numeric_limits<double>::infinity();
-  int timed = 0;
-  const auto measure = [&](const dnnl::primitive& prim,
-                           const std::unordered_map<int, memory>& args) {
-    ++timed;
-    SecondsOf(prim, args);  // warm-up: JIT caches, first touch of buffers
-    double t = SecondsOf(prim, args), spent = t;
-    for (int run = 1; t <= 1.3 * best && (run < 2 || spent < 0.01) && run < 50; ++run) {
-      const double once = SecondsOf(prim, args);
-      t = std::min(t, once);
-      spent += once;
-    }
-    return t;
-  };
-  std::string impl, asked, how = "heuristic: oneDNN's first implementation";
-  std::array<memory::desc, 3> md;
-  memory::desc scratch_md;
+  // implementation oneDNN ranks first for `any` is not always its fastest. Each distinct
+  // implementation gets the layouts it asks for (inputs reordered outside the timed span); the
+  // tuner times them only when there is more than one, and frees a loser's tensors before the
+  // next layout is tried. Reference implementations are considered only when oneDNN has nothing
+  // else.
+  autotune::Tuner<Impl> tuner(SearchPolicy(),
+                              [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
   std::vector<std::pair<std::string, std::array<memory::desc, 3>>> seen;
   const std::vector<tag> layouts =
       search ? std::vector<tag>{tag::any, tag::nhwc, tag::nChw16c} : std::vector<tag>{tag::any};
@@ -244,53 +245,52 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
       continue;  // no implementation for this layout
     }
     auto& pd = A::Pd(p);
-    const std::string name = pd.impl_info_str();
-    if (prim_ && name.find("ref") != std::string::npos) continue;
-    std::array<memory::desc, 3> cand_md = A::Descs(pd);
+    Impl c;
+    c.name = pd.impl_info_str();
+    if (tuner.offered() > 0 && c.name.find("ref") != std::string::npos) continue;
+    c.md = A::Descs(pd);
     const auto same = [&](const auto& other) {
-      return other.first == name && other.second == cand_md;
+      return other.first == c.name && other.second == c.md;
     };
     if (std::any_of(seen.begin(), seen.end(), same)) continue;  // `any` chose this layout too
-    seen.emplace_back(name, cand_md);
-    typename A::Primitive prim(pd);
-    memory out(cand_md[2], Engine());
-    std::unordered_map<int, memory> args = {
-        {A::kIn0, Reordered(in0, cand_md[0])},
-        {A::kIn1, Reordered(in1, cand_md[1])},
-        {A::kOut, out},
-        {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}};
-    if (prim_) {  // a second distinct candidate: now the first one is worth timing
-      if (timed == 0) best = measure(prim_, args_);
-      const double t = measure(prim, args);
-      if (t >= best) continue;
-      best = t;
-    }
-    prim_ = prim;
-    args_ = std::move(args);
-    out_ = out;
-    impl = name;
-    asked = act == tag::any ? "any" : act == tag::nhwc ? "nhwc" : "nChw16c";
-    md = cand_md;
-    scratch_md = pd.scratchpad_desc();
+    seen.emplace_back(c.name, c.md);
+    c.prim = typename A::Primitive(pd);
+    c.out = memory(c.md[2], Engine());
+    c.args = {{A::kIn0, Reordered(in0, c.md[0])},
+              {A::kIn1, Reordered(in1, c.md[1])},
+              {A::kOut, c.out},
+              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}};
+    c.asked = act == tag::any ? "any" : act == tag::nhwc ? "nhwc" : "nChw16c";
+    c.scratch_md = pd.scratchpad_desc();
+    const std::string name = c.name + " (activations " + c.asked + ")";
+    tuner.Offer(name, std::move(c));
   }
-  DLB_REQUIRE(bool(prim_), "oneDNN built no convolution for this shape");
+  if (tuner.offered() == 0) throw Unsupported("oneDNN built no convolution for this shape");
+  Impl chosen = tuner.Finish();
+  const autotune::Report& found = tuner.report();
+  prim_ = chosen.prim;
+  args_ = std::move(chosen.args);
+  out_ = chosen.out;
+  std::string how = "heuristic: oneDNN's first implementation";
   if (search)
-    how = timed > 0 ? "search: fastest of " + std::to_string(timed) + " implementations"
-                    : "search: the only implementation offered";
+    how = found.timed > 0 ? "search: fastest of " + std::to_string(found.timed) + " implementations"
+                          : "search: the only implementation offered";
+  if (found.failed) how += " (" + std::to_string(found.failed) + " failed to run)";
   Poison(out_, cfg.dtype);  // after the search, so verification proves Run() writes everything
+  const std::array<memory::desc, 3>& md = chosen.md;
   const memory::desc& x_md =
       kPass == ConvPass::kFwd || kPass == ConvPass::kBwdFilter ? md[0] : md[2];
   const memory::desc& w_md = kPass == ConvPass::kFwd || kPass == ConvPass::kBwdData ? md[1] : md[2];
   const memory::desc& y_md = kPass == ConvPass::kFwd       ? md[2]
                              : kPass == ConvPass::kBwdData ? md[0]
                                                            : md[1];
-  label_ = "onednn " + impl + ", " + how + ", " + std::string(Name(cfg.dtype)) + ", layouts x " +
-           LayoutName(x_md, d.x, DataType(cfg.dtype), false) + " w " +
+  label_ = "onednn " + chosen.name + ", " + how + ", " + std::string(Name(cfg.dtype)) +
+           ", layouts x " + LayoutName(x_md, d.x, DataType(cfg.dtype), false) + " w " +
            LayoutName(w_md, d.w, DataType(cfg.dtype), true) + " y " +
            LayoutName(y_md, d.y, DataType(cfg.dtype), false) +
-           " chosen by oneDNN (activations asked as " + asked + ", weights any; cfg.layout " +
-           Name(cfg.layout) + " ignored), scratchpad " +
-           std::to_string(scratch_md.get_size() >> 10) + " KiB, threads " +
+           " chosen by oneDNN (activations asked as " + chosen.asked +
+           ", weights any; cfg.layout " + Name(cfg.layout) + " ignored), scratchpad " +
+           std::to_string(chosen.scratch_md.get_size() >> 10) + " KiB, threads " +
            std::to_string(Threads());
 }
 

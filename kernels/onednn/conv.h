@@ -22,6 +22,7 @@ template <ConvPass kPass>
 class OneDnnConv {
  public:
   static constexpr bool kGpu = false;
+  static constexpr const char* kBackend = "onednn";
 
   // No for an invalid shape, f16/tf32 (not offered: oneDNN's f16 convolutions need AVX512-FP16
   // and tf32 is a GPU math mode), bf16 without AVX512-BF16/AMX, or no oneDNN implementation.

@@ -1,9 +1,11 @@
 #include "kernels/onednn/matmul.h"
 
-#include <algorithm>
-#include <chrono>
-#include <vector>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
 #include "kernels/onednn/context.h"
@@ -25,6 +27,19 @@ memory::data_type DataType(DType dt) {
   }
 }
 
+// The fastest of at least 3 runs and 50 ms, after a warm-up run (first touch of the scratchpad,
+// caches): on the GPU host's CPU single runs scatter by ~10% (thread placement, turbo), more than
+// the ~7% between brgemm and gemm:jit f32.
+autotune::Policy SearchPolicy() {
+  autotune::Policy p;
+  p.warmup_runs = 1;
+  p.score = autotune::Policy::Score::kMinOfRuns;
+  p.budget_ms = 50;
+  p.min_runs = 3;
+  p.max_runs = std::numeric_limits<int>::max();
+  return p;
+}
+
 // A logical rows x cols matrix stored row-major, or stored transposed (cols x rows row-major).
 memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
   memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
@@ -34,36 +49,33 @@ memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
 }  // namespace
 
 Support OneDnnMatmul::Supports(const GemmShape& s, const RunConfig& cfg) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("unsupported: empty GEMM");
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("empty GEMM");
   if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("unsupported: algo " + cfg.algo + " (heuristic|search)");
+    return Support::No("algo " + cfg.algo + " (heuristic|search)");
   switch (cfg.dtype) {
     case DType::kF32:
       return Support::Yes();
     case DType::kTF32:
-      return Support::No(
-          "unsupported: tf32 is a GPU tensor-core format; x86 "
-          "CPUs have no tf32 math (use f32)");
+      return Support::No("tf32 is a GPU tensor-core format; x86 CPUs have no tf32 math (use f32)");
     case DType::kBF16:
-      if (!HasBf16()) return Support::No("unsupported: bf16 needs avx512_bf16 or amx");
+      if (!HasBf16()) return Support::No("bf16 needs avx512_bf16 or amx");
       return Support::Yes();
     case DType::kF16:
 #if DNNL_VERSION_MAJOR < 3
-      return Support::No("unsupported: f16 matmul on the CPU needs oneDNN 3 (this is " +
+      return Support::No("f16 matmul on the CPU needs oneDNN 3 (this is " +
                          std::to_string(DNNL_VERSION_MAJOR) + "." +
                          std::to_string(DNNL_VERSION_MINOR) + ")");
 #else
-      if (!HasF16()) return Support::No("unsupported: f16 needs avx512_fp16 or amx_fp16");
+      if (!HasF16()) return Support::No("f16 needs avx512_fp16 or amx_fp16");
       return Support::Yes();
 #endif
   }
-  return Support::No("unsupported dtype");
+  return Support::No("unknown dtype");
 }
 
 OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
     : shape_(s), dtype_(cfg.dtype) {
-  Support support = Supports(s, cfg);
-  DLB_REQUIRE(support.ok, support.why);
+  RequireSupported(Supports(s, cfg));
   SetThreads(cfg.threads);
   // Each matrix lives in oneDNN's layout plus a float staging copy while it is seeded.
   RequireHostBytes(2.0 * sizeof(float) * double(s.m * s.k + s.k * s.n + s.m * s.n));
@@ -77,7 +89,10 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
 #if DNNL_VERSION_MAJOR >= 3
   dnnl::matmul::primitive_desc pd(Engine(), a_md, b_md, c_md, attr);
 #else
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, Engine());
+  // oneDNN 2's implementation iterator keeps a pointer to the operation descriptor, and
+  // next_impl() reads it: it must outlive the search, not be a temporary.
+  const dnnl::matmul::desc op(a_md, b_md, c_md);
+  dnnl::matmul::primitive_desc pd(op, attr, Engine());
 #endif
   a_ = memory(pd.src_desc(), Engine());
   b_ = memory(pd.weights_desc(), Engine());
@@ -85,49 +100,38 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   // Plain (possibly transposed) layouts: storage order is the seeded stream's order.
   SeedStorage(a_.get_data_handle(), TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_);
   SeedStorage(b_.get_data_handle(), TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_);
+  // The search times every implementation oneDNN offers for these exact (strided) layouts,
+  // reference ones aside: oneDNN's first choice is not always its fastest (brgemm vs gemm:jit
+  // f32).
+  struct Impl {
+    dnnl::matmul prim;
+    memory scratchpad;
+    std::unordered_map<int, memory> args;
+  };
+  autotune::Tuner<Impl> tuner(SearchPolicy(),
+                              [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
+  const bool search = cfg.algo == "search";
+  do {
+    std::string impl = pd.impl_info_str();
+    if (search && impl.find("ref") != std::string::npos) continue;
+    Impl c{dnnl::matmul(pd), memory(pd.scratchpad_desc(), Engine()), {}};
+    c.args = {{DNNL_ARG_SRC, a_},
+              {DNNL_ARG_WEIGHTS, b_},
+              {DNNL_ARG_DST, c_},
+              {DNNL_ARG_SCRATCHPAD, c.scratchpad}};
+    tuner.Offer(std::move(impl), std::move(c));
+  } while (search && pd.next_impl());
+  if (tuner.offered() == 0)
+    throw Unsupported("oneDNN offers only reference matmul implementations here");
+  Impl chosen = tuner.Finish();
+  const autotune::Report& found = tuner.report();
+  matmul_ = chosen.prim;
+  scratchpad_ = chosen.scratchpad;
+  label_ = found.winner;
   std::string how = "heuristic";
-  if (cfg.algo == "search") {
-    // Every implementation oneDNN offers for these exact (strided) layouts, reference ones aside,
-    // is timed; oneDNN's first choice is not always its fastest (brgemm vs gemm:jit f32).
-    int candidates = 0;
-    double best = 0;
-    do {
-      std::string impl = pd.impl_info_str();
-      if (impl.find("ref") != std::string::npos) continue;
-      dnnl::matmul candidate(pd);
-      memory scratchpad(pd.scratchpad_desc(), Engine());
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_},
-                                              {DNNL_ARG_WEIGHTS, b_},
-                                              {DNNL_ARG_DST, c_},
-                                              {DNNL_ARG_SCRATCHPAD, scratchpad}};
-      candidate.execute(Stream(), args);  // warm-up: first-touch of scratchpad and caches
-      Stream().wait();
-      // The fastest of at least 3 runs and 50 ms: on the GPU host's CPU single runs scatter by
-      // ~10% (thread placement, turbo), more than the ~7% between brgemm and gemm:jit f32.
-      double t = 0, spent = 0;
-      for (int run = 0; run < 3 || spent < 0.05; ++run) {
-        auto start = std::chrono::steady_clock::now();
-        candidate.execute(Stream(), args);
-        Stream().wait();
-        double once =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        t = run == 0 ? once : std::min(t, once);
-        spent += once;
-      }
-      if (candidates++ == 0 || t < best) {
-        best = t;
-        matmul_ = candidate;
-        scratchpad_ = scratchpad;
-        label_ = impl;
-      }
-    } while (pd.next_impl());
-    DLB_REQUIRE(candidates > 0, "oneDNN offers only reference matmul implementations here");
-    how = "search best of " + std::to_string(candidates) + " impls";
-  } else {
-    matmul_ = dnnl::matmul(pd);
-    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
-    label_ = pd.impl_info_str();
-  }
+  if (search)
+    how = "search best of " + std::to_string(found.usable()) + " impls" +
+          (found.failed ? " (" + std::to_string(found.failed) + " failed to run)" : "");
   // Poisoned after any search, so verification proves that Run() writes every element.
   Poison(c_, dtype_);
   args_ = {{DNNL_ARG_SRC, a_},

@@ -14,6 +14,7 @@ namespace dlb::onednn {
 class OneDnnMatmul {
  public:
   static constexpr bool kGpu = false;
+  static constexpr const char* kBackend = "onednn";
   static Support Supports(const GemmShape& s, const RunConfig& cfg);
   OneDnnMatmul(const GemmShape& s, const RunConfig& cfg);
   void Run();

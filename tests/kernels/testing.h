@@ -62,6 +62,13 @@ inline std::vector<double> ConvReferenceFor(ConvPass pass, const ConvShape& s, u
   return {};
 }
 
+// The unsupported rule: Support::No carries the bare reason; the harness adds "unsupported: ".
+inline void ExpectBareReason(const Support& s) {
+  EXPECT_FALSE(s.ok);
+  EXPECT_FALSE(s.why.empty());
+  EXPECT_NE(s.why.rfind("unsupported", 0), 0u) << s.why;
+}
+
 // Runs a convolution op once on its seeded inputs and checks the output against the float64
 // reference with the dtype's tolerance. *label gets the op's label when it ran; it stays empty when
 // the op does not support the case (the test is then skipped) or a fatal check failed.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <string>
 
 #include "kernels/common/fill.h"
@@ -72,7 +73,10 @@ TEST_F(CublasGemmTest, LtSearchKeepsACorrectAlgorithmAndSaysSo) {
     cfg.algo = "search";
     ExpectMatchesReference<CublasLtGemm>({127, 65, 33, true, false}, cfg);
     CublasLtGemm op({256, 256, 256}, cfg);
-    EXPECT_NE(op.label().find("search best of"), std::string::npos) << op.label();
+    const std::regex said(
+        "cublasLtMatmul search best of [1-9][0-9]* heuristic results: #[0-9]+ \\(");
+    EXPECT_TRUE(std::regex_search(op.label(), said)) << op.label();
+    for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
   }
 }
 
@@ -110,18 +114,20 @@ TEST(CublasGemmSupport, SaysWhyWithoutADeviceOrForBadSizes) {
   Support lt = CublasLtGemm::Supports({8, 8, 8}, cfg);
   Support ex = CublasGemm::Supports({8, 8, 8}, cfg);
   if (cuda::DeviceCount() == 0) {
-    EXPECT_FALSE(lt.ok);
-    EXPECT_NE(lt.why.find("no CUDA device"), std::string::npos) << lt.why;
-    EXPECT_FALSE(ex.ok);
-    EXPECT_THROW(CublasLtGemm({8, 8, 8}, cfg), Error);
+    ExpectBareReason(lt);
+    EXPECT_EQ(lt.why.find("no CUDA device"), 0u) << lt.why;
+    ExpectBareReason(ex);
+    EXPECT_THROW(CublasLtGemm({8, 8, 8}, cfg), Unsupported);
+    EXPECT_THROW(CublasGemm({8, 8, 8}, cfg), Unsupported);
   } else {
     EXPECT_TRUE(lt.ok) << lt.why;
     EXPECT_TRUE(ex.ok) << ex.why;
-    EXPECT_FALSE(CublasLtGemm::Supports({0, 8, 8}, cfg).ok);
-    EXPECT_FALSE(CublasGemm::Supports({int64_t{1} << 32, 8, 8}, cfg).ok);
+    ExpectBareReason(CublasLtGemm::Supports({0, 8, 8}, cfg));
+    ExpectBareReason(CublasGemm::Supports({int64_t{1} << 32, 8, 8}, cfg));
+    EXPECT_THROW(CublasGemm({0, 8, 8}, cfg), Unsupported);
   }
   cfg.algo = "exhaustive";
-  EXPECT_FALSE(CublasLtGemm::Supports({8, 8, 8}, cfg).ok);
+  ExpectBareReason(CublasLtGemm::Supports({8, 8, 8}, cfg));
 }
 
 }  // namespace
