@@ -13,6 +13,7 @@
 #include <string>
 
 #include "fixtures/naming.h"
+#include "fixtures/schema.h"
 
 namespace dlb::testing {
 
@@ -47,13 +48,38 @@ inline bool HasGpu(const nlohmann::json& json) {
   return !gpu.empty() && gpu.rfind("no CUDA device", 0) != 0 && gpu.rfind("not built", 0) != 0;
 }
 
+// Every name in the JSON is one of fixtures/schema.h: context keys, entry fields, counters and
+// the "dlbench" object's fields.
+inline void CheckSchemaNames(const nlohmann::json& json) {
+  for (const auto& [key, value] : json["context"].items())
+    EXPECT_TRUE(schema::In(schema::kDlbenchContext, key) || schema::In(schema::kGbenchContext, key))
+        << "context key outside the schema: " << key;
+  for (const auto& b : json["benchmarks"]) {
+    for (const auto& [key, value] : b.items())
+      EXPECT_TRUE(schema::In(schema::kGbenchEntryFields, key) ||
+                  schema::In(schema::kCounters, key) || key == schema::kResult)
+          << b.value("name", "") << ": field outside the schema: " << key;
+    if (!b.contains(std::string(schema::kResult))) continue;
+    for (const auto& [key, value] : b[std::string(schema::kResult)].items())
+      EXPECT_TRUE(schema::In(schema::kResultFields, key)) << "dlbench." << key;
+    if (!b[std::string(schema::kResult)].contains(std::string(schema::kVerification))) continue;
+    const auto& v = b[std::string(schema::kResult)][std::string(schema::kVerification)];
+    for (const auto& [key, value] : v.items())
+      EXPECT_TRUE(schema::In(schema::kVerificationFields, key)) << "verification." << key;
+    EXPECT_TRUE(schema::In(schema::kDispositions, v.value(std::string(schema::kDisposition), "")))
+        << v;
+  }
+}
+
 // Checks every entry; returns how many were measured.
 inline int CheckSmokeJson(const nlohmann::json& json, const std::string& family) {
   EXPECT_TRUE(json.is_object()) << "no JSON written";
   if (!json.is_object()) return 0;
-  for (const char* key : {"dlbench_version", "dlbench_git_revision", "cpu_model", "cpu_isa",
-                          "onednn_version", "gpu_name", "dlbench_build_type"})
-    EXPECT_TRUE(json["context"].contains(key)) << "context lacks " << key;
+  for (std::string_view key :
+       {schema::kCtxVersion, schema::kCtxGitRevision, schema::kCtxGitBranch, schema::kCtxCpuModel,
+        schema::kCtxCpuIsa, schema::kCtxOnednnVersion, schema::kCtxGpuName, schema::kCtxBuildType})
+    EXPECT_TRUE(json["context"].contains(std::string(key))) << "context lacks " << key;
+  CheckSchemaNames(json);
   const bool gpu = HasGpu(json);
   int measured = 0;
   EXPECT_FALSE(json["benchmarks"].empty());
@@ -77,7 +103,19 @@ inline int CheckSmokeJson(const nlohmann::json& json, const std::string& family)
     EXPECT_GT(b.value("flop_per_s", 0.0), 0.0) << name;
     EXPECT_GE(b.value("count", 0.0), 1.0) << name;
     const std::string label = b.value("label", "");
-    EXPECT_NE(label.find("verified rel-L2"), std::string::npos) << name << ": " << label;
+    // The verification is structured: disposition, error and tolerance are fields, and the label
+    // says the same. Mistrusted: checked, but faster than the machine's peak estimate allows.
+    const auto& ver = b["dlbench"]["verification"];
+    if (ver["disposition"] == "mistrusted") {
+      EXPECT_NE(label.find("mistrusted: rel-L2"), std::string::npos) << name << ": " << label;
+      EXPECT_NE(label.find("of the peak"), std::string::npos) << name << ": " << label;
+    } else {
+      EXPECT_EQ(ver["disposition"], "verified") << name;
+      EXPECT_NE(label.find("verified rel-L2"), std::string::npos) << name << ": " << label;
+    }
+    EXPECT_LE(ver["error"].get<double>(), ver["tolerance"].get<double>()) << name;
+    EXPECT_GT(ver["checked"].get<double>(), 0) << name;
+    EXPECT_EQ(b["dlbench"]["workload"], parsed->workload) << name;
   }
   return measured;
 }

@@ -1,0 +1,103 @@
+// The convolution family's own code: its workload rows, its verifier and its flag.
+#include "benchmarks/conv/family.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "kernels/common/error.h"
+#include "kernels/common/fill.h"
+#include "kernels/reference/conv.h"
+
+namespace dlb::conv {
+namespace {
+
+std::string Write(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "dlb_conv_family_test";
+  std::filesystem::create_directories(dir);
+  auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConvFamily, RowsTheirNetworkAndImpossibleShapes) {
+  const std::string header = "name,count,c,h,w,k,r,s,stride,pad,dilation,groups,tier\n";
+  auto ok = Write("conv_resnet18.csv", header + "l1,2,64,56,56,64,3,3,1,1,1,1,default\n");
+  auto rows = LoadWorkloads(ok);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].shape.P(), 56);
+  EXPECT_EQ(rows[0].basics.count, 2);
+  EXPECT_EQ(rows[0].basics.network, "resnet18") << "from the file name";
+  auto bad = Write("conv_bad.csv", header + "l1,1,64,5,5,64,7,7,1,0,1,1,default\n");
+  EXPECT_NE(ErrorOf([&] { LoadWorkloads(bad); }).find("conv_bad.csv:2: impossible convolution"),
+            std::string::npos);
+  auto groups = Write("conv_groups.csv", header + "l1,1,64,5,5,64,3,3,1,1,1,3,default\n");
+  EXPECT_NE(ErrorOf([&] { LoadWorkloads(groups); }).find("impossible"), std::string::npos);
+}
+
+TEST(ConvFamily, ShippedFilesParseOneNetworkEach) {
+  for (const auto& f : WorkloadFiles("conv_")) {
+    auto rows = LoadWorkloads(f);
+    ASSERT_FALSE(rows.empty()) << f;
+    for (const auto& w : rows) EXPECT_EQ(w.basics.network, rows[0].basics.network) << f;
+  }
+}
+
+TEST(ConvFamily, VerifierChecksEveryPassAgainstTheReference) {
+  ConvShape s;
+  s.n = 2, s.c = 4, s.h = 6, s.w = 5, s.k = 6, s.r = 3, s.s = 3, s.pad_h = s.pad_w = 1;
+  s.groups = 2;
+  RunConfig cfg;
+  auto x = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.n * s.c * s.h * s.w), cfg.dtype);
+  auto w =
+      SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.c / s.groups * s.r * s.s), cfg.dtype);
+  auto dy = SeededValues(TensorSeed(cfg.seed, 2), size_t(s.n * s.k * s.P() * s.Q()), cfg.dtype);
+  struct {
+    ConvPass pass;
+    std::vector<double> ref;
+  } cases[] = {{ConvPass::kFwd, ReferenceConvFwd(s, x, w)},
+               {ConvPass::kBwdData, ReferenceConvBwdData(s, dy, w)},
+               {ConvPass::kBwdFilter, ReferenceConvBwdFilter(s, x, dy)}};
+  for (auto& c : cases) {
+    HostTensor out{{}, std::vector<float>(c.ref.begin(), c.ref.end())};
+    VerifyFn verify = Verifier(s, cfg, c.pass);
+    Verdict v = verify(out);
+    EXPECT_TRUE(v.ok) << Name(c.pass) << ": " << v.detail;
+    EXPECT_EQ(v.disposition, Disposition::kVerified);
+    std::reverse(out.data.begin(), out.data.end());
+    EXPECT_FALSE(verify(out).ok) << Name(c.pass);
+  }
+}
+
+TEST(ConvFamily, AlgoFlagIsTheFamilysOwn) {
+  auto flags = Flags();
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].name, "conv_algo");
+  EXPECT_EQ(Opts().algo, "search");
+  EXPECT_EQ(flags[0].set("heuristic"), "");
+  EXPECT_EQ(Opts().algo, "heuristic");
+  EXPECT_NE(flags[0].set("fastest"), "");
+  EXPECT_EQ(flags[0].set("search"), "");
+}
+
+TEST(ConvFamily, NaturalLayoutIsChannelsLastFor16Bit) {
+  EXPECT_EQ(NaturalLayout(DType::kF32), Layout::kNCHW);
+  EXPECT_EQ(NaturalLayout(DType::kTF32), Layout::kNCHW);
+  EXPECT_EQ(NaturalLayout(DType::kBF16), Layout::kNHWC);
+  EXPECT_EQ(NaturalLayout(DType::kF16), Layout::kNHWC);
+}
+
+}  // namespace
+}  // namespace dlb::conv
