@@ -69,6 +69,25 @@ TEST_F(Cli, CompareExitsThreeOnARegression) {
   EXPECT_EQ(loose.rc, 0) << loose.err;
 }
 
+// compare.py's own inputs, and its table next to ours.
+TEST_F(Cli, CompareReadsComparePyInputsAndPrintsItsTable) {
+  Result r = Run("compare " + Data("gbench/test3_run0.json") + " " +
+                 Data("gbench/test3_run1.json") + " --as-compare-py");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("| BM_Two_pvalue | 1.0000 | 0.6667 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| OVERALL_GEOMEAN | +1.6405 | -0.6985 |"), std::string::npos) << r.out;
+  Result bad =
+      Run("compare " + Data("gbench/test4_run.json") + " " + Data("gbench/test4_run.json"));
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  // A row where a side was not verified or was mistrusted is marked, and the notes say so.
+  Result v = Run("compare " + Data("dlbench_v2_base.json") + " " + Data("dlbench_v2_new.json"));
+  EXPECT_EQ(v.rc, 3) << v.err;
+  EXPECT_NE(v.out.find("⚠ 4 row(s) where either side was not verified or was mistrusted"),
+            std::string::npos);
+  EXPECT_NE(v.out.find("⚠ base verified, new mistrusted"), std::string::npos);
+}
+
 TEST_F(Cli, EveryFormat) {
   std::string in = Data("compare_base.json") + " " + Data("compare_new.json");
   for (const char* sub : {"summary", "speedup", "sweep", "report"}) {
@@ -136,7 +155,10 @@ TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {
   Result r = Run("report " + Data("compare_base.json") + " --out-dir " + out.string());
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, (out / "report.md").string() + "\n" + (out / "report.html").string() + "\n");
-  EXPECT_NE(Slurp(out / "report.md").find("## Summary: gemm"), std::string::npos);
+  // The answers first, the per-benchmark tables after them.
+  std::string md = Slurp(out / "report.md");
+  EXPECT_LT(md.find("## gemm"), md.find("## Details"));
+  EXPECT_LT(md.find("## Details"), md.find("### Summary: gemm"));
   EXPECT_NE(Slurp(out / "report.html").find("<svg"), std::string::npos);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 
@@ -20,13 +21,14 @@ const CompareRow* Find(const CompareResult& r, const std::string& name) {
 CompareResult RunGolden(CompareOptions opt = {}) {
   auto base = Merge({ReadBenchmarkFile(Data("compare_base.json"))});
   auto now = Merge({ReadBenchmarkFile(Data("compare_new.json"))});
-  return Compare(base, now, "base", "new", opt);
+  return Compare(base, now, opt);
 }
 
-// Known answers from Google Benchmark's compare.py semantics on the same two files
-// (tests/tools/report/data/compare_{base,new}.json), computed with scipy 1.10.1 by the script in
-// tests/tools/report/golden_compare.py: change = calculate_change() of the "_median" aggregate
-// rows (or of the single run), p = mannwhitneyu(real_time reps, alternative='two-sided').pvalue.
+// Known answers of Google Benchmark's compare.py on the same two files
+// (tests/tools/report/data/compare_{base,new}.json; its whole output is
+// data/gbench/expected/compare.json, from comparepy_expected.sh with scipy 1.10.1): change =
+// calculate_change() of the "_median" aggregate rows (or of the single run), p = the time_pvalue
+// of its U test over the real_time repetitions.
 struct GoldenRow {
   const char* name;
   double change, p;  // p NaN: compare.py runs no U test (fewer than 2 repetitions)
@@ -105,7 +107,7 @@ TEST(Compare, OnlyChangesLeavesSameRowsOut) {
   opt.only_changes = true;
   CompareResult r = RunGolden(opt);
   size_t rows = 0;
-  for (const auto& s : r.doc.sections)
+  for (const auto& s : CompareDocument(r, opt, "base", "new").sections)
     if (s.title.rfind("Compare: ", 0) == 0) rows += s.tables[0].rows.size();
   EXPECT_EQ(rows, r.rows.size() - 2);  // the two "same" rows
   EXPECT_EQ(r.exit_code, 3);
@@ -126,7 +128,7 @@ TEST(Compare, GeomeanOverMatchedBenchmarks) {
 
 TEST(Compare, SameFileIsClean) {
   auto base = Merge({ReadBenchmarkFile(Data("compare_base.json"))});
-  CompareResult r = Compare(base, base, "a", "a", {});
+  CompareResult r = Compare(base, base, {});
   EXPECT_EQ(r.exit_code, 0);
   for (const auto& row : r.rows) EXPECT_STREQ(VerdictName(row.verdict), "same") << row.name;
   EXPECT_NEAR(r.geomean_delta, 0, 1e-15);
@@ -167,27 +169,103 @@ TEST(Speedup, PairsCpuWithGpuByName) {
   }
 }
 
-TEST(Speedup, NetworksWeighLayersByCount) {
+// A layer's network is the "network" field of its result (from its workload file).
+std::string NetworkJson(bool with_network) {
   std::string b;
   auto add = [&](const char* name, double us, int count) {
     if (!b.empty()) b += ",";
     b += std::string(R"({"name": ")") + name + R"(", "real_time": )" + std::to_string(us) +
-         R"(, "time_unit": "us", "count": )" + std::to_string(count) + "}";
+         R"(, "time_unit": "us", ")" + std::string(schema::kCount) + R"(": )" +
+         std::to_string(count);
+    if (with_network)
+      b += R"(, ")" + std::string(schema::kResult) + R"(": {")" + std::string(schema::kNetwork) +
+           R"(": "net"})";
+    b += "}";
   };
   add("conv/cpu/onednn/net.a/bs:8/dt:f32/manual_time", 100, 2);
   add("conv/gpu/cudnn/net.a/bs:8/dt:f32/manual_time", 10, 2);
   add("conv/cpu/onednn/net.b/bs:8/dt:f32/manual_time", 50, 1);
   add("conv/gpu/cudnn/net.b/bs:8/dt:f32/manual_time", 25, 1);
-  MergedRuns m = Merge({ParseBenchmarkJson(R"({"benchmarks": [)" + b + "]}", "n.json")});
-  auto sections = SpeedupSections(m);
+  return R"({"benchmarks": [)" + b + "]}";
+}
+
+TEST(Speedup, NetworksWeighLayersByCount) {
+  MergedRuns m = Merge({ParseBenchmarkJson(NetworkJson(true), "n.json")});
+  SpeedupResult r = ComputeSpeedup(m);
+  ASSERT_EQ(r.networks.size(), 1u);
+  const NetworkRow& net = r.networks[0];
+  EXPECT_EQ(net.network, "net");
+  EXPECT_EQ(net.layers, 2);
+  EXPECT_DOUBLE_EQ(net.cpu_ns, (2 * 100 + 50) * 1e3);
+  EXPECT_DOUBLE_EQ(net.gpu_ns, (2 * 10 + 25) * 1e3);
+  EXPECT_DOUBLE_EQ(net.speedup, 250.0 / 45);
+  auto sections = SpeedupSections(r);
   ASSERT_EQ(sections.size(), 1u);
   ASSERT_EQ(sections[0].tables.size(), 2u);
   const Table& nets = sections[0].tables[1];
   ASSERT_EQ(nets.rows.size(), 1u);
   EXPECT_EQ(nets.rows[0][0].text, "net");
-  EXPECT_DOUBLE_EQ(*nets.rows[0][5].value, (2 * 100 + 50) * 1e3);  // CPU ns
-  EXPECT_DOUBLE_EQ(*nets.rows[0][6].value, (2 * 10 + 25) * 1e3);   // GPU ns
   EXPECT_DOUBLE_EQ(*nets.rows[0][7].value, 250.0 / 45);
+}
+
+// The issue this fixes: the text before the first dot of a workload name ("square.1024",
+// "net.a") is not a network. Without the field, layers are listed per workload, never summed.
+TEST(Speedup, NoNetworkIsGuessedFromNames) {
+  MergedRuns m = Merge({ParseBenchmarkJson(NetworkJson(false), "n.json")});
+  SpeedupResult r = ComputeSpeedup(m);
+  EXPECT_EQ(r.rows.size(), 2u);
+  EXPECT_TRUE(r.networks.empty());
+  auto sections = SpeedupSections(r);
+  ASSERT_EQ(sections.size(), 1u);
+  EXPECT_EQ(sections[0].tables.size(), 1u);
+  Overview ov = ComputeOverview(m);
+  ASSERT_EQ(ov.rows.size(), 2u);
+  for (const OverviewRow& row : ov.rows) EXPECT_FALSE(row.network) << row.subject;
+  EXPECT_EQ(ov.rows[0].subject, "net.a");
+
+  // The square GEMMs of the H100 example: three sizes, no network, never one "square".
+  MergedRuns h100 = Merge({ReadBenchmarkFile(Data("real_gb183_h100_gemm.json"))});
+  EXPECT_TRUE(ComputeSpeedup(h100).networks.empty());
+  for (const OverviewRow& row : ComputeOverview(h100).rows) {
+    EXPECT_FALSE(row.network);
+    EXPECT_NE(row.subject, "square");
+  }
+}
+
+TEST(Overview, NetworkRowsSumLayersAndMarkTheBestBatch) {
+  MergedRuns m = Merge({ReadBenchmarkFile(Data("dlbench_v2_base.json"))});
+  Overview ov = ComputeOverview(m);
+  const OverviewRow* bs64 = nullptr;
+  size_t resnet_f32 = 0;
+  for (const OverviewRow& r : ov.rows)
+    if (r.subject == "resnet18" && r.dt == "f32") {
+      ++resnet_f32;
+      if (r.bs == 64) bs64 = &r;
+    }
+  EXPECT_EQ(resnet_f32, 3u);  // bs 16, 32, 64
+  ASSERT_NE(bs64, nullptr);
+  EXPECT_TRUE(bs64->network);
+  EXPECT_EQ(bs64->cpu_layers, 2);
+  // layer1 x 4 + layer2 x 3, medians of the five repetitions (x1.000 of the nominal time).
+  EXPECT_NEAR(bs64->cpu_ns, (4 * 13700 + 3 * 12000) * 1e3, 1e-6);
+  EXPECT_NEAR(bs64->gpu_ns, (4 * 357 + 3 * 300) * 1e3, 1e-6);
+  EXPECT_NEAR(bs64->speedup, bs64->cpu_ns / bs64->gpu_ns, 1e-12);
+  EXPECT_TRUE(bs64->gpu_best);  // 64 / 2.328 ms beats 32 / 1.534 ms and 16 / 0.792 ms
+  // bf16: only layer1 was measured (layer2's GPU case failed verification): one layer a side.
+  for (const OverviewRow& r : ov.rows)
+    if (r.subject == "resnet18" && r.dt == "bf16") {
+      EXPECT_EQ(r.cpu_layers, 1);
+      EXPECT_EQ(r.gpu_layers, 1);
+      EXPECT_TRUE(std::isfinite(r.speedup));
+    }
+  // The square GEMMs are rows of their own, and mlp's two layers one network row.
+  size_t squares = 0, mlp = 0;
+  for (const OverviewRow& r : ov.rows) {
+    squares += r.subject.rfind("square.", 0) == 0;
+    mlp += r.subject == "mlp";
+  }
+  EXPECT_EQ(squares, 2u);
+  EXPECT_EQ(mlp, 1u);
 }
 
 TEST(Sweep, FitsTheCurveAndFindsTheBestBatch) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "fixtures/schema.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
 
@@ -146,6 +147,39 @@ TEST_F(History, AFailedAddRollsBack) {
                           [] { throw InputError("db", "test", "abort"); }),
                InputError);
   EXPECT_EQ(Count("runs"), 0);
+}
+
+// The drift this fixes: the harness writes its revision and branch under schema.h's context keys
+// (dlbench_git_revision, dlbench_git_branch) and `history add` used to read "git_revision", so a
+// run added without --commit was stored as "unknown". Both sides now use the schema's names.
+TEST_F(History, AddTakesCommitAndBranchFromTheHarnessContext) {
+  auto kv = [](std::string_view k, const std::string& v) {
+    return "\"" + std::string(k) + "\": \"" + v + "\"";
+  };
+  auto run = [&](const std::string& date, const std::string& more) {
+    return ParseBenchmarkJson(R"({"context": {)" + kv(schema::kCtxDate, date) + ", " +
+                                  kv(schema::kCtxHostName, "gpu-host") + more +
+                                  R"(}, "benchmarks": [{"name": "a", "real_time": 1,)"
+                                  R"( "time_unit": "ns"}]})",
+                              "run.json");
+  };
+  const std::string harness =
+      ", " + kv(schema::kCtxGitRevision, "0123abcd") + ", " + kv(schema::kCtxGitBranch, "feature");
+  ASSERT_TRUE(HistoryAdd(db_, {run("2026-11-20T10:00:00+00:00", harness)}, {}));
+  // The name the old reader wanted is no revision.
+  ASSERT_TRUE(HistoryAdd(db_, {run("2026-11-21T10:00:00+00:00", R"(, "git_revision": "x")")}, {}));
+  // --commit and --branch still win over the context.
+  ASSERT_TRUE(
+      HistoryAdd(db_, {run("2026-11-22T10:00:00+00:00", harness)}, {"given", "release", "", ""}));
+  Document d = HistoryShow(db_, {});
+  const Table& runs = d.sections.at(0).tables.at(0);  // #, date, commit, branch, machine
+  ASSERT_EQ(runs.rows.size(), 3u);
+  EXPECT_EQ(runs.rows[0][2].text, "0123abcd");
+  EXPECT_EQ(runs.rows[0][3].text, "feature");
+  EXPECT_EQ(runs.rows[0][4].text, "gpu-host");
+  EXPECT_EQ(runs.rows[1][2].text, "unknown");
+  EXPECT_EQ(runs.rows[2][2].text, "given");
+  EXPECT_EQ(runs.rows[2][3].text, "release");
 }
 
 TEST_F(History, CorruptLockedAndMissingDatabases) {

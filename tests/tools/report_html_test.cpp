@@ -100,5 +100,44 @@ TEST(Html, ChartsAreDrawnInChromium) {
   fs::remove_all(dir);
 }
 
+size_t Count(const std::string& text, const std::string& what, size_t from = 0,
+             size_t to = std::string::npos) {
+  size_t n = 0;
+  for (size_t p = text.find(what, from); p < to && p != std::string::npos;
+       p = text.find(what, p + 1))
+    ++n;
+  return n;
+}
+
+// The first screen answers the questions: per family a short table per network with CPU time,
+// GPU time, speedup and the best batch size, and its charts; per-benchmark tables and the labels
+// come after, collapsed. Checked on a smoke-tier-shaped run of the H100 (data/smoke_h100.json).
+TEST(Html, TheReportLeadsWithTheAnswers) {
+  MergedRuns m = Merge({ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/smoke_h100.json")});
+  std::string html = RenderHtml(FullReport(m, {"smoke_h100.json"}));
+  size_t details = html.find("<details>");
+  ASSERT_NE(details, std::string::npos);
+  // Families first, each with its networks and the workloads that have none.
+  EXPECT_LT(html.find("<h2>gemm</h2>"), details);
+  EXPECT_LT(html.find("<h2>conv</h2>"), details);
+  for (const char* t : {"Network mlp", "Network catdog64", "Network resnet18_cifar",
+                        "Workloads without a network", "GPU samples/s", "★"})
+    EXPECT_LT(html.find(t), details) << t;
+  // Square GEMMs and DeepBench shapes are no network.
+  EXPECT_EQ(html.find("Network square"), std::string::npos);
+  EXPECT_EQ(html.find("Network deepbench"), std::string::npos);
+  // A few charts up front (speedup bars, a curve per network and dtype); after them only the
+  // per-workload speedup bars of each family, none of the 48 two-point sweeps. No label before the
+  // details, and every table of benchmarks in them.
+  size_t charts = Count(html, "<svg class=\"chart\"", 0, details);
+  EXPECT_GE(charts, 4u);
+  EXPECT_LE(charts, 8u);
+  EXPECT_EQ(Count(html, "<svg class=\"chart\"", details), 2u);
+  EXPECT_EQ(html.find(m.benches[0].label), html.rfind(m.benches[0].label));
+  EXPECT_GT(html.find(m.benches[0].label), html.rfind("<details>"));
+  EXPECT_GT(html.find("/manual_time"), details);
+  EXPECT_LT(html.size(), 250u << 10);
+}
+
 }  // namespace
 }  // namespace dlb::report

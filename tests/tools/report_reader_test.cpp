@@ -400,10 +400,12 @@ TEST(Reader, ReplaysFuzzCorpus) {
     }
     EXPECT_EQ(seq_error, par_error) << entry.path();
     try {
-      MergedRuns m = Merge({ParseBenchmarkJson(ss.str(), entry.path().string())});
+      FileData f = ParseBenchmarkJson(ss.str(), entry.path().string());
+      MergedRuns m = Merge({f});
       Summary(m, {"x"});
-      SweepCurves(m);
-      SpeedupRows(m);
+      FullReport(m, {"x"});
+      Compare(m, m, {});
+      DifferenceReport(SortLikeComparePy(f.entries), f.entries);
     } catch (const InputError&) {
     }
     ++n;

@@ -1,4 +1,6 @@
-// The analyses behind the subcommands: pure functions from merged runs to a Document.
+// The analyses behind the subcommands. Each has a pure computing half (merged runs in, rows out:
+// numbers, verdicts, marks) and a rendering half (rows in, Document sections out), as compare.py
+// splits get_difference_report from print_difference_report; Render() then writes the format.
 #pragma once
 
 #include <map>
@@ -6,20 +8,37 @@
 #include <vector>
 
 #include "tools/report/document.h"
+#include "tools/report/gbench_compare.h"
 #include "tools/report/gbench_json.h"
 
 namespace dlb::report {
 
 // ---- summary ----
+struct SummaryFamily {
+  std::string family;
+  std::vector<std::string> counters;  // every counter of the family, the common ones first
+  std::vector<const Bench*> benches;  // measured, in first-seen order
+  bool verification = false;          // some bench has a known disposition
+  std::vector<std::string> metrics;   // of their errors and tolerances
+};
+struct SummaryResult {
+  std::vector<SummaryFamily> families;
+  std::vector<const Bench*> not_measured;  // unsupported and failed
+  size_t total = 0, measured = 0, unsupported = 0, failed = 0;
+  std::map<std::string, size_t> dispositions;  // of measured benches that have one
+};
+SummaryResult ComputeSummary(const MergedRuns& runs);
+// A table per family (median, CV, counters, verification), then unsupported and failed cases.
+std::vector<Section> SummarySections(const SummaryResult& summary);
+// "benchmark | label": the prose of each result, kept out of the tables; collapsed in HTML.
+Section LabelSection(const MergedRuns& runs);
 Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs);
-// The sections only (for the combined report).
-std::vector<Section> SummarySections(const MergedRuns& runs);
 
 // ---- compare ----
 struct CompareOptions {
   double threshold = 0.05;    // relative change in time that matters
   double alpha = 0.05;        // significance level for the BH-adjusted p-value
-  bool only_changes = false;  // tables leave out the "same" rows (short CI job summaries)
+  bool only_changes = false;  // rendering: tables leave out the "same" rows (short CI summaries)
 };
 
 enum class Verdict { kFaster, kSlower, kSame, kNoisy, kNew, kMissing };
@@ -28,11 +47,15 @@ const char* VerdictName(Verdict v);
 struct CompareRow {
   std::string name, family;
   double base_ns = 0, new_ns = 0;
-  double delta = 0;     // (new - base) / |base| of the median times, as compare.py's median row
-  double p = 0, q = 0;  // two-sided Mann-Whitney U over real_time repetitions; NaN without test
+  double delta = 0;  // (new - base) / |base| of the median real times, as compare.py's median row
+  double cpu_delta = 0;  // the same of the median CPU times
+  double p = 0, q = 0;   // two-sided Mann-Whitney U over real_time repetitions; NaN without test
+  double cpu_p = 0;      // the same over cpu_time (compare.py's second p-value)
   size_t base_reps = 0, new_reps = 0;
   Verdict verdict = Verdict::kSame;
-  std::map<std::string, double> rate_deltas;  // counters ending in _per_s: (new-base)/|base|
+  std::map<std::string, double> rate_deltas;      // counters ending in _per_s: (new-base)/|base|
+  std::string base_disposition, new_disposition;  // empty when the side does not say
+  bool doubtful = false;  // either side not verified or mistrusted: the change may not be speed
   std::string note;
 };
 
@@ -41,23 +64,43 @@ struct CompareResult {
   double geomean_delta = 0;  // geomean of new/base median ratios, minus 1
   size_t geomean_count = 0;
   int regressions = 0;
-  int exit_code = 0;  // 0, or 3 when a row is "slower"
-  Document doc;
+  int doubtful = 0;         // rows marked: either side not verified or mistrusted
+  size_t not_compared = 0;  // benchmarks with a time in neither file
+  int exit_code = 0;        // 0, or 3 when a row is "slower"
 };
-CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::string& base_path,
-                      const std::string& new_path, const CompareOptions& options);
+CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& options);
+// `as_compare_py`: compare.py's own table on the same files, appended as a details section.
+Document CompareDocument(const CompareResult& result, const CompareOptions& options,
+                         const std::string& base_path, const std::string& new_path,
+                         const std::vector<GbenchDiff>* as_compare_py = nullptr,
+                         bool aggregates_only = false);
 
 // ---- speedup ----
 struct SpeedupRow {
   std::string family, pair_key, workload, dt, bs, config;
+  std::string network;                   // of the CPU result, else the GPU's; empty: none
   std::string cpu_backend, gpu_backend;  // "best" rows name the winners
   bool best = false;
   double cpu_ns = 0, gpu_ns = 0, speedup = 0, lo = 0, hi = 0;
   double count = 0;  // the layer's repeat count in its network (counter "count"); 0 if absent
   bool has_interval = false;
+  bool doubtful = false;  // either side not verified or mistrusted
 };
+// The layers of one network at one dtype, batch size and config, each weighted by its repeat
+// count (as benchdnn weighs a model's layers), fastest backend of each device.
+struct NetworkRow {
+  std::string family, network, dt, bs, config;
+  int layers = 0;
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;
+  bool doubtful = false;  // a layer's result was not verified or was mistrusted
+};
+struct SpeedupResult {
+  std::vector<SpeedupRow> rows;
+  std::vector<NetworkRow> networks;
+};
+SpeedupResult ComputeSpeedup(const MergedRuns& runs);
 std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs);
-std::vector<Section> SpeedupSections(const MergedRuns& runs);
+std::vector<Section> SpeedupSections(const SpeedupResult& speedup);
 
 // ---- sweep ----
 struct SweepPoint {
@@ -66,21 +109,48 @@ struct SweepPoint {
 struct SweepCurve {
   std::string sweep_key;  // without device, backend and bs
   std::string curve;      // with device and backend
-  std::string family, device, backend;
+  std::string family, device, backend, network;
   std::vector<SweepPoint> points;  // by batch size
   double best_bs = 0, best_throughput = 0;
   bool fit_ok = false;
   double c = 0, alpha = 0, t_min = 0, r2 = 0;  // of time per sample, in ns
 };
 std::vector<SweepCurve> SweepCurves(const MergedRuns& runs);
-std::vector<Section> SweepSections(const MergedRuns& runs);
+// The fits table, then per sweep key its points and charts, for curves of at least `min_points`
+// batch sizes (two points draw a line that says nothing the overview's table does not).
+std::vector<Section> SweepSections(const std::vector<SweepCurve>& curves, size_t min_points = 2);
+
+// ---- the first screen of the report ----
+// One network (or one workload that belongs to none) at one dtype, config and batch size:
+// CPU and GPU time (fastest backend of each, layers weighted by their count), speedup,
+// throughput, and whether this batch size is the device's best.
+struct OverviewRow {
+  std::string family, subject;  // subject: the network, else the workload
+  bool network = false;
+  std::string dt, config;
+  double bs = 0;  // 0: the workload has no batch size
+  int cpu_layers = 0, gpu_layers = 0;
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;  // NaN where a device has nothing
+  double cpu_per_s = 0, gpu_per_s = 0;         // samples/s; NaN without a batch size
+  bool cpu_best = false, gpu_best = false;     // highest samples/s over bs, per device
+  bool doubtful = false;  // a result it adds up was not verified or was mistrusted
+};
+struct Overview {
+  std::vector<std::string> families;  // in first-seen order
+  std::vector<OverviewRow> rows;      // by family, subject, dt, config, bs
+};
+Overview ComputeOverview(const MergedRuns& runs);
+// Per family: a short table per network (and one for workloads without a network), speedup bars
+// at each row's best GPU batch size, throughput-over-batch-size curves per network.
+std::vector<Section> OverviewSections(const Overview& overview);
 
 Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
 Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
-// summary + speedup + sweep in one document: what the README's main job writes.
+// What the README's main job writes: the overview first, then (collapsed in HTML) the summary,
+// speedup and sweep details, labels last.
 Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs);
 
-// "host, CPU, date" line from the context, for the notes.
+// "host, CPU, GPU, date, revision" line from the context, for the notes.
 std::string ContextLine(const std::map<std::string, std::string>& context);
 
 }  // namespace dlb::report

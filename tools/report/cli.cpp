@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/document.h"
 #include "tools/report/gbench_json.h"
@@ -92,6 +93,12 @@ int RunCli(int argc, const char* const* argv) {
   compare->add_option("--alpha", copt.alpha, "significance level after BH correction (0.05)");
   compare->add_flag("--only-changes", copt.only_changes,
                     "leave the \"same\" rows out of the tables");
+  bool as_compare_py = false, aggregates_only = false;
+  compare->add_flag("--as-compare-py", as_compare_py,
+                    "also Google Benchmark's compare.py table: per name and pair of runs, time and "
+                    "CPU changes, U test of both");
+  compare->add_flag("--aggregates-only,-a", aggregates_only,
+                    "in that table only aggregate rows, as compare.py -a");
   AddOutput(compare, &out);
 
   auto* speedup = app.add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");
@@ -118,10 +125,13 @@ int RunCli(int argc, const char* const* argv) {
   auto* hadd = history->add_subcommand("add", "add one run (idempotent for the same run)");
   hadd->add_option("files", files, "Google Benchmark JSON files of the run")->required();
   hadd->add_option("--db", db, "SQLite database")->required();
-  hadd->add_option("--commit", meta.commit, "commit (default: context git_revision)");
-  hadd->add_option("--branch", meta.branch, "branch");
-  hadd->add_option("--machine", meta.machine, "machine (default: context host_name)");
-  hadd->add_option("--date", meta.date, "date (default: context date)");
+  auto from_context = [](std::string_view key) {
+    return " (default: the context's " + std::string(key) + ")";
+  };
+  hadd->add_option("--commit", meta.commit, "commit" + from_context(schema::kCtxGitRevision));
+  hadd->add_option("--branch", meta.branch, "branch" + from_context(schema::kCtxGitBranch));
+  hadd->add_option("--machine", meta.machine, "machine" + from_context(schema::kCtxHostName));
+  hadd->add_option("--date", meta.date, "date" + from_context(schema::kCtxDate));
   hadd->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
   ShowOptions sopt;
   auto* hshow = history->add_subcommand("show", "trend table and charts per benchmark");
@@ -166,8 +176,19 @@ int RunCli(int argc, const char* const* argv) {
                                     std::make_move_iterator(in.begin() + bases.size()));
       std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
                                    std::make_move_iterator(in.end()));
-      CompareResult r = Compare(Merge(in_base), Merge(in_new), base, now, copt);
-      Emit(r.doc, out);
+      CompareResult r = Compare(Merge(in_base), Merge(in_new), copt);
+      std::vector<GbenchDiff> diff;
+      if (as_compare_py) {
+        // compare.py reads one file a side; a folder's files count as one, in order.
+        auto entries = [](const std::vector<FileData>& files) {
+          std::vector<Entry> all;
+          for (const FileData& f : files) all.insert(all.end(), f.entries.begin(), f.entries.end());
+          return SortLikeComparePy(std::move(all));
+        };
+        diff = DifferenceReport(entries(in_base), entries(in_new));
+      }
+      Emit(CompareDocument(r, copt, base, now, as_compare_py ? &diff : nullptr, aggregates_only),
+           out);
       return r.exit_code;
     } else if (speedup->parsed()) {
       Emit(SpeedupDocument(Merge(ReadBenchmarkFiles(files)), files), out);

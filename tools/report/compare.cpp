@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/stats.h"
 
@@ -30,47 +31,64 @@ const char* VerdictName(Verdict v) {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// compare.py's UTEST_MIN_REPETITIONS.
-constexpr size_t kMinReps = 2;
 
 bool IsRate(const std::string& c) {
-  return c.size() > 6 && c.compare(c.size() - 6, 6, "_per_s") == 0;
+  return c.size() > schema::kRateSuffix.size() &&
+         c.compare(c.size() - schema::kRateSuffix.size(), schema::kRateSuffix.size(),
+                   schema::kRateSuffix) == 0;
 }
 
 std::string RateTitle(const std::string& c) {
-  if (c == "flop_per_s") return "Δ FLOP/s";
-  if (c == "bytes_per_s") return "Δ bytes/s";
-  if (c == "items_per_s") return "Δ items/s";
+  if (c == schema::kFlopPerS) return "Δ FLOP/s";
+  if (c == schema::kBytesPerS) return "Δ bytes/s";
+  if (c == schema::kItemsPerS) return "Δ items/s";
   return "Δ " + c;
+}
+
+void MarkVerification(const Bench* b, const Bench* n, CompareRow* row) {
+  if (b) row->base_disposition = b->verification.disposition;
+  if (n) row->new_disposition = n->verification.disposition;
+  row->doubtful = (b && b->verification.doubtful()) || (n && n->verification.doubtful());
+}
+
+// "verified", or what each side says, "⚠" first when a side was not verified or was mistrusted.
+Cell VerificationCell(const CompareRow& row) {
+  const std::string &b = row.base_disposition, &n = row.new_disposition;
+  if (b.empty() && n.empty()) return Cell("-");
+  if (b == n && !row.doubtful) return Cell(b);
+  std::string text = row.doubtful ? "⚠ " : "";
+  if (!b.empty()) text += "base " + b;
+  if (!n.empty()) text += std::string(b.empty() ? "" : ", ") + "new " + n;
+  Cell c(text);
+  return row.doubtful ? c.With(Tone::kWarn) : c;
 }
 
 }  // namespace
 
-CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::string& base_path,
-                      const std::string& new_path, const CompareOptions& opt) {
+CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& opt) {
   CompareResult r;
   std::unordered_map<std::string, const Bench*> in_new;
   in_new.reserve(now.benches.size());
   for (const Bench& b : now.benches) in_new.emplace(b.name, &b);
   std::unordered_map<std::string, char> in_base;
   in_base.reserve(base.benches.size());
-  size_t not_compared = 0;
 
-  auto add_rows = [&](const Bench& b, const Bench* n) {
+  auto add_row = [&](const Bench& b, const Bench* n) {
     CompareRow row;
     row.name = b.name;
     row.family = b.family;
-    row.p = row.q = kNaN;
+    row.p = row.q = row.cpu_p = kNaN;
     bool bm = b.measured(), nm = n && n->measured();
     if (!bm && !nm) {
-      ++not_compared;
+      ++r.not_compared;
       return;
     }
     row.base_ns = bm ? b.MedianNs() : kNaN;
     row.new_ns = nm ? n->MedianNs() : kNaN;
     row.base_reps = bm ? b.Repetitions() : 0;
     row.new_reps = nm ? n->Repetitions() : 0;
-    row.delta = kNaN;
+    row.delta = row.cpu_delta = kNaN;
+    MarkVerification(&b, n, &row);
     if (!bm) {
       row.verdict = Verdict::kNew;
       if (!b.message.empty()) row.note = std::string("base: ") + b.message;
@@ -80,14 +98,21 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
         row.note = std::string(StatusName(n->status)) + ": " + n->message;
     } else {
       row.delta = RelativeChange(row.base_ns, row.new_ns);
-      if (b.real_ns.size() >= kMinReps && n->real_ns.size() >= kMinReps &&
-          b.cpu_ns.size() >= kMinReps && n->cpu_ns.size() >= kMinReps)
+      if (!b.cpu_ns.empty() && !n->cpu_ns.empty())
+        row.cpu_delta = RelativeChange(Median(b.cpu_ns), Median(n->cpu_ns));
+      if (b.real_ns.size() >= kUTestMinRepetitions && n->real_ns.size() >= kUTestMinRepetitions &&
+          b.cpu_ns.size() >= kUTestMinRepetitions && n->cpu_ns.size() >= kUTestMinRepetitions) {
         row.p = MannWhitneyU(b.real_ns, n->real_ns).p;
+        row.cpu_p = MannWhitneyU(b.cpu_ns, n->cpu_ns).p;
+      }
       for (const auto& c : b.CounterNames()) {
         if (!IsRate(c)) continue;
         double ob = b.Counter(c), nb = n->Counter(c);
         if (std::isfinite(ob) && std::isfinite(nb)) row.rate_deltas[c] = RelativeChange(ob, nb);
       }
+      if (!b.time_unit.empty() && !n->time_unit.empty() && b.time_unit != n->time_unit)
+        row.note = "time unit " + b.time_unit + " in base, " + n->time_unit +
+                   " in new: compared in ns (compare.py leaves such a pair out)";
     }
     r.rows.push_back(std::move(row));
   };
@@ -95,21 +120,22 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   for (const Bench& b : base.benches) {
     in_base.emplace(b.name, 1);
     auto it = in_new.find(b.name);
-    add_rows(b, it == in_new.end() ? nullptr : it->second);
+    add_row(b, it == in_new.end() ? nullptr : it->second);
   }
   for (const Bench& n : now.benches)
     if (!in_base.count(n.name)) {
       CompareRow row;
       row.name = n.name;
       row.family = n.family;
-      row.p = row.q = row.delta = row.base_ns = kNaN;
+      row.p = row.q = row.cpu_p = row.delta = row.cpu_delta = row.base_ns = kNaN;
       if (!n.measured()) {
-        ++not_compared;
+        ++r.not_compared;
         continue;
       }
       row.new_ns = n.MedianNs();
       row.new_reps = n.Repetitions();
       row.verdict = Verdict::kNew;
+      MarkVerification(nullptr, &n, &row);
       r.rows.push_back(std::move(row));
     }
 
@@ -122,11 +148,12 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   for (size_t i = 0; i < r.rows.size(); ++i) {
     CompareRow& row = r.rows[i];
     row.q = qs[i];
+    r.doubtful += row.doubtful;
     if (row.verdict == Verdict::kNew || row.verdict == Verdict::kMissing) continue;
     if (row.base_ns > 0 && row.new_ns > 0) ratios.push_back(row.new_ns / row.base_ns);
     bool tested = std::isfinite(row.q);
     bool significant = !tested || row.q < opt.alpha;
-    if (!tested) row.note = "no U test (fewer than 2 repetitions)";
+    if (!tested && row.note.empty()) row.note = "no U test (fewer than 2 repetitions)";
     if (std::fabs(row.delta) < opt.threshold)
       row.verdict = Verdict::kSame;
     else if (!significant)
@@ -138,9 +165,13 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
   r.geomean_count = ratios.size();
   r.geomean_delta = ratios.empty() ? kNaN : GeoMean(ratios) - 1;
   r.exit_code = r.regressions > 0 ? 3 : 0;
+  return r;
+}
 
-  // ---- the document ----
-  Document& d = r.doc;
+Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
+                         const std::string& base_path, const std::string& new_path,
+                         const std::vector<GbenchDiff>* as_compare_py, bool aggregates_only) {
+  Document d;
   d.title = "dlbench compare";
   d.notes.push_back("Base: " + base_path + "; new: " + new_path + ".");
   std::map<Verdict, int> counts;
@@ -155,21 +186,29 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
                     FormatPercent(opt.threshold, 1) + " (" + tally +
                     "). Geomean of time ratios: " + FormatSigned(r.geomean_delta) + " over " +
                     std::to_string(r.geomean_count) + " benchmarks.");
+  if (r.doubtful)
+    d.notes.push_back("⚠ " + std::to_string(r.doubtful) +
+                      " row(s) where either side was not verified or was mistrusted: their "
+                      "change may come from a wrong result rather than from speed (column "
+                      "\"verification\").");
   d.notes.push_back(
       "Change = (new - base) / base of the median time. p: two-sided Mann-Whitney U over the "
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
       "|change| >= threshold and q < " +
       FormatNumber(opt.alpha, 3) + " (or, without repetitions, on the threshold alone).");
-  if (not_compared)
-    d.notes.push_back(std::to_string(not_compared) +
-                      " benchmark(s) measured in neither file (skipped or failed).");
+  if (r.not_compared)
+    d.notes.push_back(std::to_string(r.not_compared) +
+                      " benchmark(s) with a time in neither file (skipped, failed, or only "
+                      "aggregates that are not a time).");
 
+  bool verification = false;
   std::set<std::string> rate_names;
-  for (const auto& row : r.rows)
+  for (const auto& row : r.rows) {
     for (const auto& [k, v] : row.rate_deltas) rate_names.insert(k);
-  auto make_table = [&](const std::string& title) {
+    verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
+  }
+  auto make_table = [&]() {
     Table t;
-    t.title = title;
     t.columns = {{"benchmark", "name"},
                  {"base", "base_ns"},
                  {"new", "new_ns"},
@@ -179,6 +218,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
                  {"reps", "reps"},
                  {"verdict", "verdict"}};
     for (const auto& c : rate_names) t.columns.push_back({RateTitle(c), "change_" + c});
+    if (verification) t.columns.push_back({"verification", "verification"});
     t.columns.push_back({"note", "note"});
     return t;
   };
@@ -191,19 +231,23 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
     c.emplace_back(FormatP(row.p), row.p);
     c.emplace_back(FormatP(row.q), row.q);
     c.emplace_back(std::to_string(row.base_reps) + "/" + std::to_string(row.new_reps));
-    c.emplace_back(VerdictName(row.verdict));
+    Cell verdict(VerdictName(row.verdict));
+    if (row.verdict == Verdict::kSlower) verdict.With(Tone::kBad);
+    if (row.verdict == Verdict::kFaster) verdict.With(Tone::kGood);
+    c.push_back(verdict);
     for (const auto& k : rate_names) {
       auto it = row.rate_deltas.find(k);
       c.push_back(it == row.rate_deltas.end() ? Cell("-")
                                               : Cell(FormatSigned(it->second), it->second));
     }
+    if (verification) c.push_back(VerificationCell(row));
     c.emplace_back(row.note);
     return c;
   };
   if (r.regressions) {
     Section s;
     s.title = "Regressions";
-    Table t = make_table("");
+    Table t = make_table();
     for (const auto& row : r.rows)
       if (row.verdict == Verdict::kSlower) t.rows.push_back(make_row(row));
     s.tables.push_back(std::move(t));
@@ -220,7 +264,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
     auto [it, inserted] = tables.emplace(row.family, Table());
     if (inserted) {
       families.push_back(row.family);
-      it->second = make_table("");
+      it->second = make_table();
     }
     it->second.rows.push_back(make_row(row));
   }
@@ -241,7 +285,9 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const std::
                     Cell(FormatSigned(r.geomean_delta), r.geomean_delta)});
   g.tables.push_back(std::move(t));
   d.sections.push_back(std::move(g));
-  return r;
+  if (as_compare_py)
+    d.sections.push_back(DifferenceSection(*as_compare_py, aggregates_only, opt.alpha));
+  return d;
 }
 
 }  // namespace dlb::report

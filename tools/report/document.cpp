@@ -107,6 +107,14 @@ std::string CsvField(const std::string& s) {
 
 std::string CsvNumber(double v) { return Printf("%.17g", v); }
 
+// A column of numbers reads right-aligned, one of words left-aligned; the first is the row's name.
+std::vector<bool> RightAligned(const Table& t) {
+  std::vector<bool> right(t.columns.size(), false);
+  for (const auto& row : t.rows)
+    for (size_t i = 1; i < row.size() && i < right.size(); ++i) right[i] = right[i] || row[i].value;
+  return right;
+}
+
 const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                           "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
@@ -194,15 +202,21 @@ std::string RenderMarkdown(const Document& doc) {
   out.reserve(1 << 20);
   out += "# " + doc.title + "\n\n";
   for (const auto& n : doc.notes) out += n + "\n\n";
+  bool in_details = false;
   for (const Section& s : doc.sections) {
-    out += "## " + s.title + "\n\n";
+    if (s.details && !in_details) {
+      out += "## Details\n\n";
+      in_details = true;
+    }
+    out += (in_details ? "### " : "## ") + s.title + "\n\n";
     for (const auto& n : s.notes) out += n + "\n\n";
     for (const Table& t : s.tables) {
       if (!t.title.empty()) out += "**" + MdEscape(t.title) + "**\n\n";
       out += "|";
       for (const Column& c : t.columns) out += " " + MdEscape(c.title) + " |";
       out += "\n|";
-      for (size_t i = 0; i < t.columns.size(); ++i) out += i == 0 ? " --- |" : " ---: |";
+      std::vector<bool> right = RightAligned(t);
+      for (size_t i = 0; i < t.columns.size(); ++i) out += right[i] ? " ---: |" : " --- |";
       out += "\n";
       for (const auto& row : t.rows) {
         out += "|";
@@ -287,7 +301,7 @@ std::string RenderSvg(const Chart& chart) {
   }
 
   // Line chart.
-  const double W = 720, H = 340, lft = 70, bottom = 50, rgt = 170;
+  const double W = chart.width > 0 ? chart.width : 720, H = 340, lft = 70, bottom = 50, rgt = 170;
   auto fx = [&](double v) { return chart.log_x ? std::log2(v) : v; };
   auto fy = [&](double v) { return chart.log_y ? std::log10(v) : v; };
   double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
@@ -389,6 +403,61 @@ std::string RenderSvg(const Chart& chart) {
   return o.str();
 }
 
+namespace {
+
+std::string ToneClass(Tone t, bool left) {
+  std::string c = left ? "l" : "";
+  switch (t) {
+    case Tone::kGood:
+      c += c.empty() ? "good" : " good";
+      break;
+    case Tone::kBad:
+      c += c.empty() ? "bad" : " bad";
+      break;
+    case Tone::kWarn:
+      c += c.empty() ? "warn" : " warn";
+      break;
+    case Tone::kNone:
+      break;
+  }
+  return c.empty() ? "" : " class=\"" + c + "\"";
+}
+
+void HtmlSection(const Section& s, std::string* out) {
+  if (s.details)
+    *out += "<details><summary><h2>" + HtmlEscape(s.title) + "</h2></summary>\n";
+  else
+    *out += "<h2>" + HtmlEscape(s.title) + "</h2>\n";
+  for (const auto& n : s.notes) *out += "<p>" + HtmlEscape(n) + "</p>\n";
+  for (const Table& t : s.tables) {
+    if (!t.title.empty()) *out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
+    std::vector<bool> right = RightAligned(t);
+    *out += "<table><thead><tr>";
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      *out += std::string(right[i] ? "<th>" : "<th class=\"l\">") + HtmlEscape(t.columns[i].title) +
+              "</th>";
+    *out += "</tr></thead><tbody>\n";
+    for (const auto& row : t.rows) {
+      *out += "<tr>";
+      for (size_t i = 0; i < row.size(); ++i) {
+        const Cell& c = row[i];
+        bool left = i < right.size() && !right[i];
+        *out += std::string("<td") + ToneClass(c.tone, left) + ">" + HtmlEscape(c.text) + "</td>";
+      }
+      *out += "</tr>\n";
+    }
+    *out += "</tbody></table>\n";
+  }
+  if (!s.charts.empty()) {
+    *out += "<div class=\"charts\">\n";
+    for (const Chart& c : s.charts) *out += RenderSvg(c) + "\n";
+    *out += "</div>\n";
+  }
+  if (s.details) *out += "</details>\n";
+}
+
+}  // namespace
+
 std::string RenderHtml(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
@@ -399,42 +468,35 @@ std::string RenderHtml(const Document& doc) {
          "color:#222;max-width:1400px}\n"
          "table{border-collapse:collapse;margin:8px 0 20px}\n"
          "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\n"
-         "th{background:#f2f2f2}td:first-child,th:first-child{text-align:left}\n"
+         "th{background:#f2f2f2}td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
          "tr:nth-child(even) td{background:#fafafa}\n"
+         "h3{font-size:15px;margin:16px 0 4px}\n"
+         "div.charts{display:flex;flex-wrap:wrap;gap:0 24px}\n"
          "svg.chart{display:block;margin:8px 0 20px;background:#fff}\n"
          "svg .title{font-weight:bold;font-size:14px}svg .tick,svg .val{font-size:11px}\n"
          "svg .lbl{font-size:11px}svg .axis{font-size:12px}\n"
-         ".slower{color:#b00020;font-weight:bold}.faster{color:#1b7f1b;font-weight:bold}\n"
+         "td.bad{color:#b00020;font-weight:bold}td.good{color:#1b7f1b;font-weight:bold}\n"
+         "td.warn{color:#8a5a00;background:#fff4d6 !important}\n"
+         "details{margin:4px 0}summary{cursor:pointer}summary h2{display:inline;font-size:18px}\n"
          "</style></head><body>\n";
   out += "<h1>" + HtmlEscape(doc.title) + "</h1>\n";
   for (const auto& n : doc.notes) out += "<p>" + HtmlEscape(n) + "</p>\n";
+  bool in_details = false;
   for (const Section& s : doc.sections) {
-    out += "<h2>" + HtmlEscape(s.title) + "</h2>\n";
-    for (const auto& n : s.notes) out += "<p>" + HtmlEscape(n) + "</p>\n";
-    for (const Chart& c : s.charts) out += RenderSvg(c) + "\n";
-    for (const Table& t : s.tables) {
-      if (!t.title.empty()) out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
-      out += "<table><thead><tr>";
-      for (const Column& c : t.columns) out += "<th>" + HtmlEscape(c.title) + "</th>";
-      out += "</tr></thead><tbody>\n";
-      for (const auto& row : t.rows) {
-        out += "<tr>";
-        for (const Cell& c : row) {
-          if (c.text == "slower" || c.text == "faster")
-            out += "<td class=\"" + c.text + "\">" + c.text + "</td>";
-          else
-            out += "<td>" + HtmlEscape(c.text) + "</td>";
-        }
-        out += "</tr>\n";
-      }
-      out += "</tbody></table>\n";
+    if (s.details && !in_details) {
+      out += "<h2>Details</h2>\n";
+      in_details = true;
     }
+    HtmlSection(s, &out);
   }
   // Marks each chart whose plot has a visible extent once laid out: the rendering test reads it.
+  // Collapsed details lay nothing out, so they are opened for the measurement and closed again.
   out +=
-      "<script>for(const s of document.querySelectorAll('svg.chart')){const g=s.querySelector("
-      "'g.plot');const b=g?g.getBBox():{width:0,height:0};s.setAttribute('data-drawn',"
-      "(b.width>0&&b.height>0)?'1':'0')}</script>\n</body></html>\n";
+      "<script>{const c=[...document.querySelectorAll('details:not([open])')];"
+      "c.forEach(d=>d.open=true);for(const s of document.querySelectorAll('svg.chart')){"
+      "const g=s.querySelector('g.plot');const b=g?g.getBBox():{width:0,height:0};"
+      "s.setAttribute('data-drawn',(b.width>0&&b.height>0)?'1':'0')}"
+      "c.forEach(d=>d.open=false)}</script>\n</body></html>\n";
   return out;
 }
 

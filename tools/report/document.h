@@ -10,15 +10,23 @@
 
 namespace dlb::report {
 
+// How a cell reads at a glance; HTML colours it.
+enum class Tone { kNone, kGood, kBad, kWarn };
+
 // A table cell: display text, and the raw number for CSV/JSON when it is one.
 struct Cell {
   std::string text;
   std::optional<double> value;
+  Tone tone = Tone::kNone;
   Cell() = default;
   Cell(std::string t) : text(std::move(t)) {}  // NOLINT: cells are built from text all the time
   Cell(const char* t) : text(t) {}             // NOLINT
   Cell(std::string t, double v) : text(std::move(t)) {
     if (std::isfinite(v)) value = v;
+  }
+  Cell& With(Tone t) {
+    tone = t;
+    return *this;
   }
 };
 
@@ -49,13 +57,16 @@ struct Chart {
   std::vector<Series> series;                        // kLines
   std::vector<std::pair<std::string, double>> bars;  // kBars: label, value
   double bar_reference = std::nan("");               // kBars: a vertical line (e.g. 1x)
+  double width = 0;                                  // kLines: pixels; 0: the default
 };
 
 struct Section {
   std::string title;
   std::vector<std::string> notes;  // paragraphs, plain text
   std::vector<Table> tables;
-  std::vector<Chart> charts;
+  std::vector<Chart> charts;  // after the tables
+  // Details come after what answers the questions; HTML shows them collapsed.
+  bool details = false;
 };
 
 struct Document {

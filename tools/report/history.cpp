@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fixtures/schema.h"
 #include "tools/report/stats.h"
 
 namespace dlb::report {
@@ -151,8 +152,8 @@ std::string NowUtc() {
   return buf;
 }
 
-std::string Get(const std::map<std::string, std::string>& m, const char* k) {
-  auto it = m.find(k);
+std::string Get(const std::map<std::string, std::string>& m, std::string_view k) {
+  auto it = m.find(std::string(k));
   return it == m.end() ? std::string() : it->second;
 }
 
@@ -195,13 +196,13 @@ struct RunRow {
 bool HistoryAdd(const std::string& path, const std::vector<FileData>& files, RunMeta meta,
                 const HistoryOptions& opt, const std::function<void()>& before_commit) {
   MergedRuns runs = Merge(files);
-  if (meta.machine.empty()) meta.machine = Get(runs.context, "host_name");
+  if (meta.machine.empty()) meta.machine = Get(runs.context, schema::kCtxHostName);
   if (meta.machine.empty()) meta.machine = "unknown";
-  if (meta.date.empty()) meta.date = Get(runs.context, "date");
+  if (meta.date.empty()) meta.date = Get(runs.context, schema::kCtxDate);
   if (meta.date.empty()) meta.date = NowUtc();
-  if (meta.commit.empty()) meta.commit = Get(runs.context, "git_revision");
+  if (meta.commit.empty()) meta.commit = Get(runs.context, schema::kCtxGitRevision);
   if (meta.commit.empty()) meta.commit = "unknown";
-  if (meta.branch.empty()) meta.branch = Get(runs.context, "git_branch");
+  if (meta.branch.empty()) meta.branch = Get(runs.context, schema::kCtxGitBranch);
   nlohmann::json ctx(runs.context);
   std::string key = meta.commit + "\x1f" + meta.machine + "\x1f" + meta.date;
 

@@ -4,12 +4,18 @@
 #include <map>
 #include <set>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/stats.h"
 
 namespace dlb::report {
 
 namespace {
+
+Cell SpeedupCell(double x, bool doubtful) {
+  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
+  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
+}
 
 std::string Join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
@@ -21,7 +27,7 @@ std::string Join(const std::vector<std::string>& v, const std::string& sep) {
 std::string OtherKeys(const BenchName& n) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : n.keys)
-    if (k != "bs" && k != "dt") parts.push_back(k + ":" + v);
+    if (k != name_key::kBs && k != name_key::kDt) parts.push_back(k + ":" + v);
   return Join(parts, "/");
 }
 
@@ -37,7 +43,7 @@ std::string Inputs(const std::vector<std::string>& inputs) {
 
 }  // namespace
 
-std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) {
+SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
   struct Group {
     std::vector<const Bench*> cpu, gpu;
   };
@@ -60,16 +66,18 @@ std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) {
       r.family = n.family;
       r.pair_key = key;
       r.workload = n.workload;
-      r.dt = n.Get("dt");
-      r.bs = n.Get("bs");
+      r.network = !c->network.empty() ? c->network : gp->network;
+      r.dt = n.Get(name_key::kDt);
+      r.bs = n.Get(name_key::kBs);
       r.config = OtherKeys(n);
       r.cpu_backend = c->parsed->backend;
       r.gpu_backend = gp->parsed->backend;
       r.best = best;
       r.cpu_ns = c->MedianNs();
       r.gpu_ns = gp->MedianNs();
+      r.doubtful = c->verification.doubtful() || gp->verification.doubtful();
       r.speedup = r.cpu_ns / r.gpu_ns;
-      double count = c->Counter("count");
+      double count = c->Counter(schema::kCount);
       r.count = std::isfinite(count) && count > 0 ? count : 0;
       if (c->real_ns.size() >= 2 && gp->real_ns.size() >= 2) {
         RatioInterval ri = RatioOfSamples(Samples(*c), Samples(*gp));
@@ -87,11 +95,38 @@ std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) {
                           *std::min_element(g.gpu.begin(), g.gpu.end(), by_time), true));
     }
   }
-  return rows;
+  SpeedupResult out;
+  out.rows = std::move(rows);
+  // Network sums over each pair key's best row (the only one when there is no choice). Only the
+  // network field of the results decides: a workload without one is never summed into one.
+  std::map<std::string, const SpeedupRow*> best;
+  std::vector<std::string> best_order;
+  for (const SpeedupRow& r : out.rows) {
+    if (!best.count(r.pair_key)) best_order.push_back(r.pair_key);
+    if (r.best || !best.count(r.pair_key)) best[r.pair_key] = &r;
+  }
+  std::map<std::string, size_t> index;
+  for (const auto& k : best_order) {
+    const SpeedupRow* r = best[k];
+    if (r->network.empty()) continue;
+    double weight = r->count > 0 ? r->count : 1;
+    std::string key = r->family + "|" + r->network + "|" + r->dt + "|" + r->bs + "|" + r->config;
+    auto [it, inserted] = index.emplace(key, out.networks.size());
+    if (inserted) out.networks.push_back({r->family, r->network, r->dt, r->bs, r->config});
+    NetworkRow& n = out.networks[it->second];
+    n.layers += 1;
+    n.doubtful = n.doubtful || r->doubtful;
+    n.cpu_ns += weight * r->cpu_ns;
+    n.gpu_ns += weight * r->gpu_ns;
+  }
+  for (NetworkRow& n : out.networks) n.speedup = n.cpu_ns / n.gpu_ns;
+  return out;
 }
 
-std::vector<Section> SpeedupSections(const MergedRuns& runs) {
-  std::vector<SpeedupRow> rows = SpeedupRows(runs);
+std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) { return ComputeSpeedup(runs).rows; }
+
+std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
+  const std::vector<SpeedupRow>& rows = speedup.rows;
   std::vector<Section> out;
   if (rows.empty()) {
     Section s;
@@ -125,6 +160,7 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
     chart.x_label = "speedup (CPU time / GPU time)";
     chart.bar_reference = 1;
     double lo = INFINITY, hi = 0;
+    bool doubtful = false;
     // Per pair key the best row (or the only one) goes into the chart.
     std::map<std::string, const SpeedupRow*> chart_rows;
     std::vector<std::string> chart_order;
@@ -139,7 +175,8 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
                         Cell(r->best ? "best: " + r->gpu_backend : r->gpu_backend),
                         Cell(FormatTime(r->cpu_ns), r->cpu_ns),
                         Cell(FormatTime(r->gpu_ns), r->gpu_ns),
-                        Cell(FormatNumber(r->speedup, 3) + "x", r->speedup), Cell(interval)});
+                        SpeedupCell(r->speedup, r->doubtful), Cell(interval)});
+      doubtful = doubtful || r->doubtful;
       if (!chart_rows.count(r->pair_key)) chart_order.push_back(r->pair_key);
       if (r->best || !chart_rows.count(r->pair_key)) chart_rows[r->pair_key] = r;
     }
@@ -153,43 +190,29 @@ std::vector<Section> SpeedupSections(const MergedRuns& runs) {
     chart.log_x = lo > 0 && (hi / lo > 20 || lo < 1);
     s.tables.push_back(std::move(t));
     s.charts.push_back(std::move(chart));
-    // Networks: the layers of one network (workload "<network>.<layer>") at the same dtype, batch
-    // and config, each weighted by its repeat count, as benchdnn weighs a model's layers.
-    struct Net {
-      std::string network, dt, bs, config;
-      int layers = 0;
-      double cpu = 0, gpu = 0;
-    };
-    std::vector<std::string> net_order;
-    std::map<std::string, Net> nets;
-    for (const auto& k : chart_order) {
-      const SpeedupRow* r = chart_rows[k];
-      auto dot = r->workload.find('.');
-      if (r->count <= 0 || dot == std::string::npos) continue;
-      Net n{r->workload.substr(0, dot), r->dt, r->bs, r->config};
-      std::string key = n.network + "|" + n.dt + "|" + n.bs + "|" + n.config;
-      auto [it, inserted] = nets.emplace(key, n);
-      if (inserted) net_order.push_back(key);
-      it->second.layers += 1;
-      it->second.cpu += r->count * r->cpu_ns;
-      it->second.gpu += r->count * r->gpu_ns;
+    Table nt;
+    nt.title = "Networks: layers weighted by their repeat count (best backends)";
+    nt.columns = {{"network", "network"}, {"dt", "dt"},          {"bs", "bs"},
+                  {"config", "config"},   {"layers", "layers"},  {"CPU time", "cpu_ns"},
+                  {"GPU time", "gpu_ns"}, {"speedup", "speedup"}};
+    for (const NetworkRow& n : speedup.networks) {
+      if (n.family != fam) continue;
+      nt.rows.push_back({Cell(n.network), Cell(n.dt.empty() ? "-" : n.dt),
+                         n.bs.empty() ? Cell("-") : Cell(n.bs, std::atof(n.bs.c_str())),
+                         Cell(n.config.empty() ? "-" : n.config),
+                         Cell(std::to_string(n.layers), n.layers),
+                         Cell(FormatTime(n.cpu_ns), n.cpu_ns), Cell(FormatTime(n.gpu_ns), n.gpu_ns),
+                         SpeedupCell(n.speedup, n.doubtful)});
     }
-    if (!net_order.empty()) {
-      Table nt;
-      nt.title = "Networks: layers weighted by their repeat count (best backends)";
-      nt.columns = {{"network", "network"}, {"dt", "dt"},          {"bs", "bs"},
-                    {"config", "config"},   {"layers", "layers"},  {"CPU time", "cpu_ns"},
-                    {"GPU time", "gpu_ns"}, {"speedup", "speedup"}};
-      for (const auto& key : net_order) {
-        const Net& n = nets[key];
-        nt.rows.push_back({Cell(n.network), Cell(n.dt.empty() ? "-" : n.dt),
-                           n.bs.empty() ? Cell("-") : Cell(n.bs, std::atof(n.bs.c_str())),
-                           Cell(n.config.empty() ? "-" : n.config),
-                           Cell(std::to_string(n.layers), n.layers), Cell(FormatTime(n.cpu), n.cpu),
-                           Cell(FormatTime(n.gpu), n.gpu),
-                           Cell(FormatNumber(n.cpu / n.gpu, 3) + "x", n.cpu / n.gpu)});
-      }
+    if (doubtful)
+      s.notes.push_back(
+          "⚠: the CPU or the GPU result was not verified or was mistrusted (see the summary).");
+    if (!nt.rows.empty()) {
       s.tables.push_back(std::move(nt));
+    } else {
+      s.notes.push_back(
+          "No network sums: no result of this family names its network (the workload files "
+          "say which network a layer belongs to; a name is never parsed for it).");
     }
     out.push_back(std::move(s));
   }
@@ -201,7 +224,7 @@ std::vector<SweepCurve> SweepCurves(const MergedRuns& runs) {
   std::map<std::string, SweepCurve> curves;
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured()) continue;
-    std::string bs = b.parsed->Get("bs");
+    std::string bs = b.parsed->Get(name_key::kBs);
     double bsv = std::atof(bs.c_str());
     double t = b.MedianNs();
     if (!(bsv > 0) || !(t > 0)) continue;
@@ -217,6 +240,7 @@ std::vector<SweepCurve> SweepCurves(const MergedRuns& runs) {
       c.family = b.parsed->family;
       c.device = b.parsed->device;
       c.backend = b.parsed->backend;
+      c.network = b.network;
     }
     c.points.push_back({bsv, t, t / bsv, bsv / t * 1e9});
   }
@@ -247,14 +271,21 @@ std::vector<SweepCurve> SweepCurves(const MergedRuns& runs) {
   return out;
 }
 
-std::vector<Section> SweepSections(const MergedRuns& runs) {
-  std::vector<SweepCurve> curves = SweepCurves(runs);
+std::vector<Section> SweepSections(const std::vector<SweepCurve>& all, size_t min_points) {
   std::vector<Section> out;
   Section head;
   head.title = "Batch-size sweeps";
+  std::vector<SweepCurve> curves;
+  for (const SweepCurve& c : all)
+    if (c.points.size() >= min_points) curves.push_back(c);
+  if (curves.size() < all.size())
+    head.notes.push_back(std::to_string(all.size() - curves.size()) + " curve(s) with fewer than " +
+                         std::to_string(min_points) +
+                         " batch sizes left out here (`dlbench-report sweep` lists them).");
   if (curves.empty()) {
-    head.notes.push_back(
-        "No sweeps: a sweep needs one workload measured at two or more bs values.");
+    if (all.empty())
+      head.notes.push_back(
+          "No sweeps: a sweep needs one workload measured at two or more bs values.");
     out.push_back(std::move(head));
     return out;
   }
@@ -362,7 +393,7 @@ Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>&
   Document d;
   d.title = "dlbench CPU vs GPU speedups";
   d.notes.push_back(Inputs(inputs));
-  d.sections = SpeedupSections(runs);
+  d.sections = SpeedupSections(ComputeSpeedup(runs));
   return d;
 }
 
@@ -370,15 +401,7 @@ Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& i
   Document d;
   d.title = "dlbench batch-size sweeps";
   d.notes.push_back(Inputs(inputs));
-  d.sections = SweepSections(runs);
-  return d;
-}
-
-Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs) {
-  Document d = Summary(runs, inputs);
-  d.title = "dlbench report";
-  for (auto& s : SpeedupSections(runs)) d.sections.push_back(std::move(s));
-  for (auto& s : SweepSections(runs)) d.sections.push_back(std::move(s));
+  d.sections = SweepSections(SweepCurves(runs));
   return d;
 }
 

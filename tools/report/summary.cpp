@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <set>
 
+#include "fixtures/schema.h"
 #include "tools/report/analyses.h"
 
 namespace dlb::report {
@@ -9,34 +10,53 @@ namespace {
 
 // The counters people look for first, then the rest by name.
 int CounterRank(const std::string& c) {
-  static const char* kOrder[] = {"flop_per_s", "bytes_per_s", "items_per_s", "pct_peak"};
+  static constexpr std::string_view kOrder[] = {schema::kFlopPerS, schema::kBytesPerS,
+                                                schema::kItemsPerS, schema::kPctPeak};
   for (int i = 0; i < 4; ++i)
     if (c == kOrder[i]) return i;
   return 4;
 }
 
 std::string CounterTitle(const std::string& c) {
-  if (c == "flop_per_s") return "FLOP/s";
-  if (c == "bytes_per_s") return "bytes/s";
-  if (c == "items_per_s") return "items/s";
-  if (c == "pct_peak") return "% of peak";
+  if (c == schema::kFlopPerS) return "FLOP/s";
+  if (c == schema::kBytesPerS) return "bytes/s";
+  if (c == schema::kItemsPerS) return "items/s";
+  if (c == schema::kPctPeak) return "% of peak";
   return c;
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 Cell CounterCell(const std::string& c, double v) {
   if (!std::isfinite(v)) return Cell("-");
-  if (c == "pct_peak") return Cell(FormatNumber(v, 3) + "%", v);
-  if (c.size() > 6 && c.compare(c.size() - 6, 6, "_per_s") == 0) return Cell(FormatRate(v), v);
+  if (c == schema::kPctPeak) return Cell(FormatNumber(v, 3) + "%", v);
+  if (EndsWith(c, schema::kRateSuffix)) return Cell(FormatRate(v), v);
   return Cell(FormatNumber(v, 4), v);
+}
+
+Cell DispositionCell(const Verification& v) {
+  if (!v.known()) return Cell("-");
+  Cell c(v.disposition);
+  return v.doubtful() ? c.With(Tone::kWarn) : c;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
 }
 
 }  // namespace
 
 std::string ContextLine(const std::map<std::string, std::string>& ctx) {
   std::string out;
-  for (const char* k : {"host_name", "cpu_model", "gpu_name", "num_cpus", "date",
-                        "library_build_type", "git_revision", "dlbench_version"}) {
-    auto it = ctx.find(k);
+  for (std::string_view k : {schema::kCtxHostName, schema::kCtxCpuModel, schema::kCtxGpuName,
+                             schema::kCtxNumCpus, schema::kCtxDate, schema::kCtxLibraryBuildType,
+                             schema::kCtxGitRevision, schema::kCtxVersion}) {
+    auto it = ctx.find(std::string(k));
     if (it == ctx.end() || it->second.empty()) continue;
     if (!out.empty()) out += ", ";
     out += std::string(k) + ": " + it->second;
@@ -44,35 +64,62 @@ std::string ContextLine(const std::map<std::string, std::string>& ctx) {
   return out;
 }
 
-std::vector<Section> SummarySections(const MergedRuns& runs) {
-  std::vector<Section> out;
-  std::vector<std::string> families;
-  std::map<std::string, std::vector<const Bench*>> by_family;
-  std::vector<const Bench*> skipped;
+SummaryResult ComputeSummary(const MergedRuns& runs) {
+  SummaryResult r;
+  std::map<std::string, size_t> index;
   for (const Bench& b : runs.benches) {
+    ++r.total;
     if (!b.measured()) {
-      skipped.push_back(&b);
+      r.not_measured.push_back(&b);
+      ++(b.status == Status::kUnsupported ? r.unsupported : r.failed);
       continue;
     }
-    if (!by_family.count(b.family)) families.push_back(b.family);
-    by_family[b.family].push_back(&b);
+    ++r.measured;
+    auto [it, inserted] = index.emplace(b.family, r.families.size());
+    if (inserted) r.families.push_back({b.family, {}, {}, false, {}});
+    SummaryFamily& f = r.families[it->second];
+    f.benches.push_back(&b);
+    if (b.verification.known()) {
+      f.verification = true;
+      ++r.dispositions[b.verification.disposition];
+      const std::string& m = b.verification.metric;
+      if (!m.empty() && std::find(f.metrics.begin(), f.metrics.end(), m) == f.metrics.end())
+        f.metrics.push_back(m);
+    }
   }
-  for (const std::string& fam : families) {
-    const auto& list = by_family[fam];
+  for (SummaryFamily& f : r.families) {
     std::set<std::string> names;
-    for (const Bench* b : list)
+    for (const Bench* b : f.benches)
       for (const auto& c : b->CounterNames()) names.insert(c);
-    std::vector<std::string> counters(names.begin(), names.end());
-    std::stable_sort(counters.begin(), counters.end(),
+    f.counters.assign(names.begin(), names.end());
+    std::stable_sort(f.counters.begin(), f.counters.end(),
                      [](const auto& a, const auto& b) { return CounterRank(a) < CounterRank(b); });
+  }
+  return r;
+}
+
+std::vector<Section> SummarySections(const SummaryResult& summary) {
+  std::vector<Section> out;
+  for (const SummaryFamily& f : summary.families) {
     Section s;
-    s.title = "Summary: " + fam;
+    s.title = "Summary: " + f.family;
+    if (f.verification)
+      s.notes.push_back(
+          "verification: the disposition each result carries (verified: checked against an "
+          "independent reference within tolerance; not_verified: not checked; mistrusted: the "
+          "check passed but the result is implausible)" +
+          (f.metrics.empty() ? std::string(".")
+                             : "; error and tolerance in " + Join(f.metrics, ", ") + "."));
     Table t;
     t.columns = {{"benchmark", "name"}, {"median", "median_ns"}, {"CV", "cv"}, {"reps", "reps"}};
-    for (const auto& c : counters) t.columns.push_back({CounterTitle(c), c});
-    t.columns.push_back({"label", "label"});
-    t.rows.reserve(list.size());
-    for (const Bench* b : list) {
+    for (const auto& c : f.counters) t.columns.push_back({CounterTitle(c), c});
+    if (f.verification) {
+      t.columns.push_back({"verification", std::string(schema::kDisposition)});
+      t.columns.push_back({"error", std::string(schema::kError)});
+      t.columns.push_back({"tolerance", std::string(schema::kTolerance)});
+    }
+    t.rows.reserve(f.benches.size());
+    for (const Bench* b : f.benches) {
       std::vector<Cell> row;
       row.reserve(t.columns.size());
       row.emplace_back(b->name);
@@ -80,8 +127,13 @@ std::vector<Section> SummarySections(const MergedRuns& runs) {
       row.emplace_back(FormatTime(m), m);
       row.emplace_back(FormatPercent(cv, 2), cv);
       row.emplace_back(std::to_string(b->Repetitions()), static_cast<double>(b->Repetitions()));
-      for (const auto& c : counters) row.push_back(CounterCell(c, b->Counter(c)));
-      row.emplace_back(b->label);
+      for (const auto& c : f.counters) row.push_back(CounterCell(c, b->Counter(c)));
+      if (f.verification) {
+        const Verification& v = b->verification;
+        row.push_back(DispositionCell(v));
+        row.emplace_back(FormatNumber(v.error, 3), v.error);
+        row.emplace_back(FormatNumber(v.tolerance, 3), v.tolerance);
+      }
       t.rows.push_back(std::move(row));
     }
     s.tables.push_back(std::move(t));
@@ -89,32 +141,47 @@ std::vector<Section> SummarySections(const MergedRuns& runs) {
   }
   Section sk;
   sk.title = "Unsupported and failed";
-  if (skipped.empty()) {
+  if (summary.not_measured.empty()) {
     sk.notes.push_back("None: every case was measured.");
   } else {
     Table t;
     t.columns = {{"benchmark", "name"}, {"state", "state"}, {"reason", "reason"}};
-    for (const Bench* b : skipped)
-      t.rows.push_back({Cell(b->name), Cell(StatusName(b->status)), Cell(b->message)});
+    for (const Bench* b : summary.not_measured) {
+      Cell state(StatusName(b->status));
+      if (b->status == Status::kFailed) state.With(Tone::kBad);
+      t.rows.push_back({Cell(b->name), state, Cell(b->message)});
+    }
     sk.tables.push_back(std::move(t));
   }
   out.push_back(std::move(sk));
   return out;
 }
 
+Section LabelSection(const MergedRuns& runs) {
+  Section s;
+  s.title = "Labels";
+  s.details = true;
+  Table t;
+  t.columns = {{"benchmark", "name"}, {"label", "label"}};
+  for (const Bench& b : runs.benches)
+    if (!b.label.empty()) t.rows.push_back({Cell(b.name), Cell(b.label)});
+  if (t.rows.empty())
+    s.notes.push_back("No result carries a label.");
+  else
+    s.tables.push_back(std::move(t));
+  return s;
+}
+
 Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs) {
   Document d;
   d.title = "dlbench summary";
-  std::string in;
-  for (const auto& p : inputs) in += (in.empty() ? "" : ", ") + p;
-  d.notes.push_back("Inputs: " + in);
+  d.notes.push_back("Inputs: " + Join(inputs, ", "));
   if (auto c = ContextLine(runs.context); !c.empty()) d.notes.push_back("Context: " + c);
-  size_t measured = 0;
-  for (const Bench& b : runs.benches) measured += b.measured();
-  d.notes.push_back(
-      std::to_string(runs.benches.size()) + " benchmarks, " + std::to_string(measured) +
-      " measured. Median over repetitions; CV = " + "sample standard deviation / mean.");
-  d.sections = SummarySections(runs);
+  SummaryResult s = ComputeSummary(runs);
+  d.notes.push_back(std::to_string(s.total) + " benchmarks, " + std::to_string(s.measured) +
+                    " measured. Median over repetitions; CV = sample standard deviation / mean.");
+  d.sections = SummarySections(s);
+  d.sections.push_back(LabelSection(runs));
   return d;
 }
 

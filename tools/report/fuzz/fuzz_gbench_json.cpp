@@ -22,7 +22,12 @@ bool Same(const FileData& a, const FileData& b) {
     if (x.name != y.name || x.run_name != y.run_name || x.aggregate != y.aggregate ||
         x.aggregate_name != y.aggregate_name || x.percentage != y.percentage ||
         x.real_ns != y.real_ns || x.cpu_ns != y.cpu_ns || x.counters != y.counters ||
-        x.label != y.label || x.status != y.status || x.message != y.message)
+        x.label != y.label || x.status != y.status || x.message != y.message ||
+        x.run_type != y.run_type || x.time_unit != y.time_unit || x.real_time != y.real_time ||
+        x.cpu_time != y.cpu_time || x.comparable != y.comparable ||
+        x.family_index != y.family_index ||
+        x.per_family_instance_index != y.per_family_instance_index ||
+        x.repetition_index != y.repetition_index || !(x.fields() == y.fields()))
       return false;
   }
   return true;
@@ -47,8 +52,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (seq_error != par_error || (seq_error.empty() && !Same(seq, par))) std::abort();
   if (!seq_error.empty()) return 0;
   auto runs = dlb::report::Merge({seq});
-  auto doc = dlb::report::Summary(runs, {"fuzz"});
-  auto curves = dlb::report::SweepCurves(runs);
-  auto pairs = dlb::report::SpeedupRows(runs);
-  return doc.sections.empty() && curves.size() + pairs.size() > size ? 1 : 0;
+  auto doc = dlb::report::FullReport(runs, {"fuzz"});
+  auto diff =
+      dlb::report::DifferenceReport(dlb::report::SortLikeComparePy(seq.entries), seq.entries);
+  auto cmp = dlb::report::Compare(runs, runs, {});
+  return doc.sections.empty() && diff.size() + cmp.rows.size() > size ? 1 : 0;
 }

@@ -1,0 +1,479 @@
+// The report's first screen: per family and network, CPU time, GPU time, speedup and the best
+// batch size, with their charts; every per-benchmark table comes after it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "fixtures/schema.h"
+#include "tools/report/analyses.h"
+
+namespace dlb::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string OtherKeys(const BenchName& n) {
+  std::string out;
+  for (const auto& [k, v] : n.keys)
+    if (k != name_key::kBs && k != name_key::kDt) out += (out.empty() ? "" : "/") + k + ":" + v;
+  return out;
+}
+
+// "fmt:nchw/pass:fwd" -> "nchw fwd": legends have little room.
+std::string KeyValues(const std::string& config) {
+  std::string out;
+  size_t start = 0;
+  while (start <= config.size()) {
+    size_t end = config.find('/', start);
+    if (end == std::string::npos) end = config.size();
+    std::string part = config.substr(start, end - start);
+    auto colon = part.find(':');
+    if (!part.empty()) out += (out.empty() ? "" : " ") + part.substr(colon + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v)
+    if (!s.empty()) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
+
+Cell SpeedupCell(double x, bool doubtful) {
+  if (!std::isfinite(x)) return Cell("-");
+  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
+  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
+}
+
+// Columns of words that say nothing here ("-" in every row) are left out.
+void DropEmptyColumns(Table* t, const std::set<std::string>& keys) {
+  for (size_t i = t->columns.size(); i-- > 0;) {
+    if (!keys.count(t->columns[i].key)) continue;
+    bool empty = std::all_of(t->rows.begin(), t->rows.end(),
+                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
+    if (!empty) continue;
+    t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
+    for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+std::string Context(const std::map<std::string, std::string>& ctx, std::string_view key) {
+  auto it = ctx.find(std::string(key));
+  return it == ctx.end() ? std::string() : it->second;
+}
+
+// "host: CPU (16 CPUs), GPU; run DATE; dlbench 0.1.0 at REVISION".
+std::string MachineLine(const std::map<std::string, std::string>& ctx) {
+  std::string cpu = Context(ctx, schema::kCtxCpuModel), cpus = Context(ctx, schema::kCtxNumCpus);
+  if (!cpus.empty()) cpu += (cpu.empty() ? "" : " ") + std::string("(") + cpus + " CPUs)";
+  std::string machine = Join({cpu, Context(ctx, schema::kCtxGpuName)}, ", ");
+  std::string host = Context(ctx, schema::kCtxHostName);
+  if (!host.empty()) machine = host + (machine.empty() ? "" : ": " + machine);
+  std::string date = Context(ctx, schema::kCtxDate);
+  std::string version = Context(ctx, schema::kCtxVersion),
+              rev = Context(ctx, schema::kCtxGitRevision);
+  std::string build;
+  if (!version.empty() || !rev.empty())
+    build = "dlbench " + Join({version, rev.empty() ? "" : "at " + rev}, " ");
+  return Join({machine, date.empty() ? "" : "run " + date, build}, "; ");
+}
+
+Cell RateCell(double per_s, bool best) {
+  if (!std::isfinite(per_s)) return Cell("-");
+  Cell c(FormatRate(per_s) + (best ? " ★" : ""), per_s);
+  return best ? c.With(Tone::kGood) : c;
+}
+
+// Rows of one (family, subject) with the same dt and config, over batch size.
+struct Group {
+  std::string dt, config;
+  std::vector<const OverviewRow*> rows;
+};
+
+std::vector<Group> Groups(const std::vector<const OverviewRow*>& rows) {
+  std::vector<Group> out;
+  for (const OverviewRow* r : rows) {
+    if (out.empty() || out.back().dt != r->dt || out.back().config != r->config)
+      out.push_back({r->dt, r->config, {}});
+    out.back().rows.push_back(r);
+  }
+  return out;
+}
+
+// The row a group is judged by: the GPU's best batch size, else the largest with a speedup.
+const OverviewRow* Headline(const Group& g) {
+  const OverviewRow* pick = nullptr;
+  for (const OverviewRow* r : g.rows) {
+    if (r->gpu_best && std::isfinite(r->speedup)) return r;
+    if (std::isfinite(r->speedup)) pick = r;
+  }
+  return pick;
+}
+
+// Throughput over batch size for one subject: a series per device, dtype and config; split by
+// dtype, then by config, while a chart would hold more than six.
+std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& groups) {
+  struct Line {
+    std::string device, dt, config;
+    std::vector<std::pair<double, double>> points;
+  };
+  std::vector<Line> lines;
+  for (const Group& g : groups)
+    for (const char* device : {"cpu", "gpu"}) {
+      Line l{device, g.dt, g.config, {}};
+      for (const OverviewRow* r : g.rows) {
+        double v = std::string(device) == "cpu" ? r->cpu_per_s : r->gpu_per_s;
+        if (std::isfinite(v) && r->bs > 0) l.points.emplace_back(r->bs, v);
+      }
+      if (l.points.size() >= 2) lines.push_back(std::move(l));
+    }
+  if (lines.empty()) return {};
+  auto split = [](const std::vector<Line>& in, auto key) {
+    std::vector<std::vector<Line>> out;
+    std::vector<std::string> keys;
+    for (const Line& l : in) {
+      auto it = std::find(keys.begin(), keys.end(), key(l));
+      if (it == keys.end()) {
+        keys.push_back(key(l));
+        out.emplace_back();
+        it = keys.end() - 1;
+      }
+      out[static_cast<size_t>(it - keys.begin())].push_back(l);
+    }
+    return out;
+  };
+  constexpr size_t kMaxSeries = 6;
+  std::vector<std::vector<Line>> charts{lines};
+  bool by_dt = false, by_config = false;
+  if (lines.size() > kMaxSeries) {
+    charts = split(lines, [](const Line& l) { return l.dt; });
+    by_dt = true;
+    size_t most = 0;
+    for (const auto& c : charts) most = std::max(most, c.size());
+    if (most > kMaxSeries) {
+      charts = split(lines, [](const Line& l) { return l.dt + "|" + l.config; });
+      by_config = true;
+    }
+  }
+  std::vector<Chart> out;
+  for (const auto& ls : charts) {
+    Chart c;
+    c.width = 560;
+    c.title = subject + (by_dt ? " " + ls[0].dt : "") +
+              (by_config ? " " + KeyValues(ls[0].config) : "") + ": samples/s";
+    c.x_label = "batch size";
+    c.y_label = "samples/s";
+    c.log_x = true;
+    double lo = INFINITY, hi = 0;
+    std::vector<std::string> pairs;
+    for (const Line& l : ls) {
+      std::string name =
+          Join({l.device, by_dt ? "" : l.dt, by_config ? "" : KeyValues(l.config)}, " ");
+      // A CPU line and its GPU twin (same dtype and config) take neighbouring palette colours.
+      std::string pair = l.dt + "|" + l.config;
+      auto at = std::find(pairs.begin(), pairs.end(), pair);
+      if (at == pairs.end()) at = pairs.insert(pairs.end(), pair);
+      int color = 2 * static_cast<int>(at - pairs.begin()) + (l.device == "cpu" ? 0 : 1);
+      Series s{name, l.points, true, true, color};
+      for (auto [x, y] : l.points) {
+        lo = std::min(lo, y);
+        hi = std::max(hi, y);
+      }
+      c.series.push_back(std::move(s));
+    }
+    c.log_y = lo > 0 && hi / lo > 20;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+Overview ComputeOverview(const MergedRuns& runs) {
+  // The fastest backend of each device per layer (pair key), at each batch size.
+  struct Layer {
+    double ns = INFINITY;
+    double weight = 1;
+    bool doubtful = false;  // the fastest backend's result was not verified or was mistrusted
+  };
+  using RowKey = std::tuple<std::string, std::string, std::string, std::string, double>;
+  struct Acc {
+    bool network = false;
+    std::map<std::string, Layer> cpu, gpu;  // by pair key
+  };
+  std::map<RowKey, Acc> acc;
+  std::map<std::string, size_t> family_order, subject_order, group_order;
+  Overview out;
+  for (const Bench& b : runs.benches) {
+    if (!b.parsed || !b.measured() || !(b.MedianNs() > 0)) continue;
+    const BenchName& n = *b.parsed;
+    if (n.device != "cpu" && n.device != "gpu") continue;
+    bool network = !b.network.empty();
+    std::string subject = network ? b.network : n.workload;
+    std::string dt = n.Get(name_key::kDt), config = OtherKeys(n);
+    double bs = std::atof(n.Get(name_key::kBs).c_str());
+    if (!(bs > 0)) bs = 0;
+    if (family_order.emplace(b.family, family_order.size()).second)
+      out.families.push_back(b.family);
+    subject_order.emplace(b.family + "|" + subject, subject_order.size());
+    group_order.emplace(b.family + "|" + subject + "|" + dt + "|" + config, group_order.size());
+    Acc& a = acc[{b.family, subject, dt, config, bs}];
+    a.network = network;
+    Layer& l = (n.device == "cpu" ? a.cpu : a.gpu)[PairKey(n)];
+    double count = b.Counter(schema::kCount);
+    if (b.MedianNs() < l.ns) {
+      l.ns = b.MedianNs();
+      l.doubtful = b.verification.doubtful();
+    }
+    l.weight = network && std::isfinite(count) && count > 0 ? count : 1;
+  }
+  for (const auto& [key, a] : acc) {
+    OverviewRow r;
+    std::tie(r.family, r.subject, r.dt, r.config, r.bs) = key;
+    r.network = a.network;
+    auto sum = [](const std::map<std::string, Layer>& layers) {
+      double t = 0;
+      for (const auto& [k, l] : layers) t += l.weight * l.ns;
+      return layers.empty() ? kNaN : t;
+    };
+    r.cpu_layers = static_cast<int>(a.cpu.size());
+    r.gpu_layers = static_cast<int>(a.gpu.size());
+    r.cpu_ns = sum(a.cpu);
+    r.gpu_ns = sum(a.gpu);
+    // A speedup only over the same layers on both devices.
+    bool same = a.cpu.size() == a.gpu.size() &&
+                std::equal(a.cpu.begin(), a.cpu.end(), a.gpu.begin(),
+                           [](const auto& x, const auto& y) { return x.first == y.first; });
+    r.speedup = same ? r.cpu_ns / r.gpu_ns : kNaN;
+    for (const auto* layers : {&a.cpu, &a.gpu})
+      for (const auto& [k, l] : *layers) r.doubtful = r.doubtful || l.doubtful;
+    r.cpu_per_s = r.bs > 0 ? r.bs / r.cpu_ns * 1e9 : kNaN;
+    r.gpu_per_s = r.bs > 0 ? r.bs / r.gpu_ns * 1e9 : kNaN;
+    out.rows.push_back(r);
+  }
+  auto order = [&](const OverviewRow& r) {
+    return std::make_tuple(family_order[r.family], subject_order[r.family + "|" + r.subject],
+                           group_order[r.family + "|" + r.subject + "|" + r.dt + "|" + r.config],
+                           r.bs);
+  };
+  std::sort(out.rows.begin(), out.rows.end(),
+            [&](const OverviewRow& a, const OverviewRow& b) { return order(a) < order(b); });
+  // The best batch size per device: the most samples/s, when there are at least two to choose.
+  for (size_t i = 0; i < out.rows.size();) {
+    size_t j = i;
+    while (j < out.rows.size() && out.rows[j].family == out.rows[i].family &&
+           out.rows[j].subject == out.rows[i].subject && out.rows[j].dt == out.rows[i].dt &&
+           out.rows[j].config == out.rows[i].config)
+      ++j;
+    for (bool gpu : {false, true}) {
+      size_t best = j, points = 0;
+      for (size_t k = i; k < j; ++k) {
+        double v = gpu ? out.rows[k].gpu_per_s : out.rows[k].cpu_per_s;
+        if (!std::isfinite(v)) continue;
+        ++points;
+        if (best == j || v > (gpu ? out.rows[best].gpu_per_s : out.rows[best].cpu_per_s)) best = k;
+      }
+      if (points >= 2) (gpu ? out.rows[best].gpu_best : out.rows[best].cpu_best) = true;
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::vector<Section> OverviewSections(const Overview& ov) {
+  std::vector<Section> out;
+  for (const std::string& fam : ov.families) {
+    std::vector<std::string> subjects;
+    std::map<std::string, std::vector<const OverviewRow*>> by_subject;
+    for (const OverviewRow& r : ov.rows) {
+      if (r.family != fam) continue;
+      if (!by_subject.count(r.subject)) subjects.push_back(r.subject);
+      by_subject[r.subject].push_back(&r);
+    }
+    bool any_bs = false, any_speedup = false, any_doubtful = false;
+    double lo = INFINITY, hi = 0;
+    for (const OverviewRow& r : ov.rows)
+      if (r.family == fam) {
+        any_bs |= r.bs > 0;
+        any_doubtful |= r.doubtful;
+        if (std::isfinite(r.speedup)) {
+          any_speedup = true;
+          lo = std::min(lo, r.speedup);
+          hi = std::max(hi, r.speedup);
+        }
+      }
+    Section s;
+    s.title = fam;
+    bool any_network = false;
+    for (const OverviewRow& r : ov.rows) any_network |= r.family == fam && r.network;
+    std::string head = "CPU and GPU time: the fastest backend of each device";
+    head += any_network ? "; a network adds up its measured layers, each times its repeat count "
+                          "in the network."
+                        : ".";
+    if (any_speedup)
+      head += " Speedup = CPU time / GPU time: " + FormatNumber(lo, 3) + "x to " +
+              FormatNumber(hi, 3) + "x here.";
+    if (any_bs) head += " ★ marks each device's best batch size (most samples/s).";
+    if (any_doubtful)
+      head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
+    s.notes.push_back(head);
+
+    auto columns = [&](bool network, bool bs) {
+      std::vector<Column> c;
+      if (!network) c.push_back({"workload", "workload"});
+      c.push_back({"dt", "dt"});
+      c.push_back({"config", "config"});
+      if (bs) c.push_back({"bs", "bs"});
+      if (network) c.push_back({"layers", "layers"});
+      c.push_back({"CPU time", "cpu_ns"});
+      c.push_back({"GPU time", "gpu_ns"});
+      c.push_back({"speedup", "speedup"});
+      if (bs) {
+        c.push_back({"CPU samples/s", "cpu_per_s"});
+        c.push_back({"GPU samples/s", "gpu_per_s"});
+      }
+      return c;
+    };
+    auto row = [&](const OverviewRow& r, bool bs) {
+      std::vector<Cell> c;
+      if (!r.network) c.emplace_back(r.subject);
+      c.emplace_back(r.dt.empty() ? "-" : r.dt);
+      c.emplace_back(r.config.empty() ? "-" : r.config);
+      if (bs) c.push_back(r.bs > 0 ? Cell(FormatNumber(r.bs, 6), r.bs) : Cell("-"));
+      if (r.network) {
+        std::string layers =
+            r.cpu_layers == r.gpu_layers || r.gpu_layers == 0 ? std::to_string(r.cpu_layers)
+            : r.cpu_layers == 0
+                ? std::to_string(r.gpu_layers)
+                : std::to_string(r.cpu_layers) + " CPU, " + std::to_string(r.gpu_layers) + " GPU";
+        c.emplace_back(layers, std::max(r.cpu_layers, r.gpu_layers));
+      }
+      c.push_back(TimeCell(r.cpu_ns));
+      c.push_back(TimeCell(r.gpu_ns));
+      c.push_back(SpeedupCell(r.speedup, r.doubtful));
+      if (bs) {
+        c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
+        c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
+      }
+      return c;
+    };
+
+    Chart bars;
+    bars.kind = Chart::Kind::kBars;
+    bars.title = fam + ": GPU speedup over CPU" + (any_bs ? " at the GPU's best batch size" : "");
+    bars.x_label = "speedup (CPU time / GPU time)";
+    bars.bar_reference = 1;
+    std::vector<Chart> curves;
+    Table loose;  // workloads that belong to no network
+    loose.title = "Workloads without a network";
+    bool loose_bs = false;
+    for (const auto& subj : subjects)
+      for (const OverviewRow* r : by_subject[subj])
+        if (!r->network) loose_bs |= r->bs > 0;
+    loose.columns = columns(false, loose_bs);
+    for (const auto& subj : subjects) {
+      const auto& rows = by_subject[subj];
+      bool network = rows.front()->network;
+      bool bs = false;
+      for (const OverviewRow* r : rows) bs |= r->bs > 0;
+      std::vector<Group> groups = Groups(rows);
+      if (network) {
+        Table t;
+        t.title = "Network " + subj;
+        t.columns = columns(true, bs);
+        for (const OverviewRow* r : rows) t.rows.push_back(row(*r, bs));
+        DropEmptyColumns(&t, {"dt", "config"});
+        s.tables.push_back(std::move(t));
+      } else {
+        for (const OverviewRow* r : rows) loose.rows.push_back(row(*r, loose_bs));
+      }
+      for (const Group& g : groups)
+        if (const OverviewRow* h = Headline(g))
+          bars.bars.emplace_back(Join({subj, g.dt, KeyValues(g.config),
+                                       h->bs > 0 ? "bs " + FormatNumber(h->bs, 6) : std::string()},
+                                      " "),
+                                 h->speedup);
+      for (Chart& c : Curves(subj, groups)) curves.push_back(std::move(c));
+    }
+    if (!loose.rows.empty()) {
+      DropEmptyColumns(&loose, {"dt", "config"});
+      s.tables.push_back(std::move(loose));
+    }
+    if (!bars.bars.empty()) {
+      bars.log_x = lo > 0 && (hi / lo > 20 || lo < 1);
+      s.charts.push_back(std::move(bars));
+    }
+    for (Chart& c : curves) s.charts.push_back(std::move(c));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs) {
+  Document d;
+  d.title = "dlbench report";
+  SummaryResult summary = ComputeSummary(runs);
+  if (auto m = MachineLine(runs.context); !m.empty()) d.notes.push_back("Machine: " + m + ".");
+  std::string counts = std::to_string(summary.total) +
+                       " benchmarks: " + std::to_string(summary.measured) + " measured, " +
+                       std::to_string(summary.unsupported) + " unsupported, " +
+                       std::to_string(summary.failed) + " failed.";
+  if (!summary.dispositions.empty()) {
+    std::vector<std::string> parts;
+    size_t doubtful = 0;
+    for (const auto& [disp, n] : summary.dispositions) {
+      parts.push_back(std::to_string(n) + " " + disp);
+      if (disp != schema::kVerified) doubtful += n;
+    }
+    counts += " Verification: " + Join(parts, ", ") + (doubtful ? " (⚠ see the summary)." : ".");
+  }
+  d.notes.push_back(counts);
+  std::string in;
+  for (const auto& p : inputs) in += (in.empty() ? "" : ", ") + p;
+  d.notes.push_back("Inputs: " + in + ".");
+
+  Overview ov = ComputeOverview(runs);
+  d.sections = OverviewSections(ov);
+  std::vector<Section> summary_sections = SummarySections(summary);
+  Section not_measured = std::move(summary_sections.back());
+  summary_sections.pop_back();
+  // A failure is an answer too: it stays on the first screen. Unsupported cases are expected.
+  not_measured.details = summary.failed == 0;
+  if (!not_measured.details) d.sections.push_back(not_measured);
+  for (size_t i = 0; i < summary_sections.size(); ++i) {
+    Section& s = summary_sections[i];
+    s.title += " (" + std::to_string(summary.families[i].benches.size()) + " benchmarks)";
+    s.details = true;
+    d.sections.push_back(std::move(s));
+  }
+  for (auto& s : SpeedupSections(ComputeSpeedup(runs))) {
+    s.details = true;
+    d.sections.push_back(std::move(s));
+  }
+  // The overview draws each network's curve; here only sweeps with three or more batch sizes,
+  // where the fit has something to show, all in one collapsed section.
+  std::vector<Section> sweeps = SweepSections(SweepCurves(runs), 3);
+  Section sweep = std::move(sweeps.front());
+  sweep.details = true;
+  for (size_t i = 1; i < sweeps.size(); ++i) {
+    for (Table& t : sweeps[i].tables) {
+      if (t.title.empty()) t.title = sweeps[i].title;
+      sweep.tables.push_back(std::move(t));
+    }
+    for (Chart& c : sweeps[i].charts) sweep.charts.push_back(std::move(c));
+  }
+  d.sections.push_back(std::move(sweep));
+  if (not_measured.details) d.sections.push_back(std::move(not_measured));
+  d.sections.push_back(LabelSection(runs));
+  return d;
+}
+
+}  // namespace dlb::report
