@@ -3,12 +3,14 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "fixtures/schema.h"
@@ -49,7 +51,7 @@ class Db {
       int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
       if (rc != SQLITE_OK) Fail("open", rc);
       sqlite3_busy_timeout(db_, busy_ms);
-      Exec("PRAGMA journal_mode=WAL", "open");
+      SetWal(busy_ms);
       Exec("PRAGMA synchronous=NORMAL", "open");
       Exec("PRAGMA foreign_keys=ON", "open");
     } catch (...) {
@@ -73,6 +75,21 @@ class Db {
   sqlite3* get() const { return db_; }
 
  private:
+  // Switching a new database to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at
+  // once, without its busy handler, when two connections that both read the header want it (the
+  // handler could deadlock there) — as two `history add` creating one database at the same moment
+  // do. Retry until the busy timeout, then fail as any other busy database would.
+  void SetWal(int busy_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_ms);
+    for (int wait_ms = 1;; wait_ms = std::min(2 * wait_ms, 50)) {
+      int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline)
+        Fail("open", rc);
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    }
+  }
+
   std::string path_;
   sqlite3* db_ = nullptr;
 };
