@@ -41,6 +41,15 @@ TEST(BenchGemm, BadFlagsExitTwoWithOneLine) {
   EXPECT_NE(u.output.find("unknown flag --dlb_frobnicate"), std::string::npos) << u.output;
 }
 
+TEST(BenchGemm, AnOutputFileThatCannotBeWrittenStopsTheRunBeforeItStarts) {
+  Result r = RunBinary(DLB_BENCH_GEMM,
+                       "--dlb_tier=smoke --benchmark_out=/nonexistent_dlb_dir/gemm.json", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/nonexistent_dlb_dir/gemm.json"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("gemm/"), std::string::npos) << "no case ran: " << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
 TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
   auto dir = std::filesystem::temp_directory_path() / "dlb_bad_workloads";
   std::filesystem::create_directories(dir);

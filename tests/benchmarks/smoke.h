@@ -23,12 +23,17 @@ struct Result {
   nlohmann::json json;
 };
 
-inline Result RunBinary(const std::string& binary, const std::string& args) {
+// Runs the binary with `args`, and, unless `args_name_the_output`, with a JSON output file of
+// its own that the result holds parsed.
+inline Result RunBinary(const std::string& binary, const std::string& args,
+                        bool args_name_the_output = false) {
   Result r;
   auto out = std::filesystem::temp_directory_path() / ("dlb_smoke_" + std::to_string(::getpid()) +
                                                        "_" + std::to_string(std::rand()) + ".json");
-  std::string cmd = "'" + binary + "' " + args + " --benchmark_out='" + out.string() +
-                    "' --benchmark_out_format=json 2>&1";
+  std::string cmd = "'" + binary + "' " + args;
+  if (!args_name_the_output)
+    cmd += " --benchmark_out='" + out.string() + "' --benchmark_out_format=json";
+  cmd += " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
