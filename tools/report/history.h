@@ -1,5 +1,5 @@
-// Results of many runs in SQLite: add (idempotent, one transaction), show (trend), check (the
-// newest run against the recent window: median and MAD).
+// Results of many runs in SQLite or PostgreSQL (history_store.h): add (idempotent, one
+// transaction), show (trend), check (the newest run against the recent window: median and MAD).
 #pragma once
 
 #include <functional>
@@ -16,7 +16,8 @@ struct RunMeta {
 };
 
 struct HistoryOptions {
-  int busy_timeout_ms = 10000;
+  int busy_timeout_ms = 10000;  // SQLite: wait for a locked database; PostgreSQL: for the lock
+  int connect_timeout_s = 10;   // PostgreSQL, unless the URL or PGCONNECT_TIMEOUT says
 };
 
 // Adds one run made of `files` (merged). Returns true when added, false when that run (same
@@ -48,5 +49,15 @@ struct CheckResult {
 };
 CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,
                          const HistoryOptions& hopt = {});
+
+struct CopyResult {
+  int copied = 0;   // runs the destination did not have
+  int present = 0;  // runs it had already (same commit, machine and date): left as they are
+  int64_t results = 0;
+};
+// Copies every run of `from` into `to` (either store; `to` is created or upgraded as by add), in
+// one transaction of `to`: a failure leaves it as it was. `export` and `import` are this.
+CopyResult HistoryCopy(const std::string& from, const std::string& to,
+                       const HistoryOptions& hopt = {});
 
 }  // namespace dlb::report
