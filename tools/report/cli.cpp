@@ -12,6 +12,7 @@
 #include "tools/report/document.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
+#include "tools/report/history_store.h"
 #include "tools/report/output.h"
 
 namespace dlb::report {
@@ -69,6 +70,9 @@ double ParseThreshold(const std::string& s) {
 
 }  // namespace
 
+constexpr const char* kDbHelp =
+    "SQLite file, or postgresql://user@host:port/dbname (libpq URL; PG* variables fill the rest)";
+
 int RunCli(int argc, const char* const* argv) {
   CLI::App app{
       "dlbench-report: summaries, comparisons, CPU-vs-GPU speedups, batch-size sweeps and history "
@@ -117,14 +121,15 @@ int RunCli(int argc, const char* const* argv) {
                      "write report.md and report.html there and print their paths");
   AddOutput(report, &out);
 
-  auto* history = app.add_subcommand("history", "runs and results in SQLite");
+  auto* history =
+      app.add_subcommand("history", "runs and results in SQLite or PostgreSQL (a team's store)");
   history->require_subcommand(1);
   std::string db;
   HistoryOptions hopt;
   RunMeta meta;
   auto* hadd = history->add_subcommand("add", "add one run (idempotent for the same run)");
   hadd->add_option("files", files, "Google Benchmark JSON files of the run")->required();
-  hadd->add_option("--db", db, "SQLite database")->required();
+  hadd->add_option("--db", db, kDbHelp)->required();
   auto from_context = [](std::string_view key) {
     return " (default: the context's " + std::string(key) + ")";
   };
@@ -135,7 +140,7 @@ int RunCli(int argc, const char* const* argv) {
   hadd->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
   ShowOptions sopt;
   auto* hshow = history->add_subcommand("show", "trend table and charts per benchmark");
-  hshow->add_option("--db", db, "SQLite database")->required();
+  hshow->add_option("--db", db, kDbHelp)->required();
   hshow->add_option("--last", sopt.last, "runs to show (10)");
   hshow->add_option("--filter", sopt.filter, "substring of benchmark names");
   hshow->add_option("--machine", sopt.machine, "only runs of this machine");
@@ -146,12 +151,30 @@ int RunCli(int argc, const char* const* argv) {
   std::string check_threshold = "5%";
   auto* hcheck = history->add_subcommand(
       "check", "newest run against the recent window (median, MAD); exit 3 on a regression");
-  hcheck->add_option("--db", db, "SQLite database")->required();
+  hcheck->add_option("--db", db, kDbHelp)->required();
   hcheck->add_option("--window", kopt.window, "previous runs on the same machine (10)");
   hcheck->add_option("--threshold,-t", check_threshold, "relative change that matters (5%)");
   hcheck->add_option("--mads", kopt.k, "and more than this many scaled MADs (3)");
   hcheck->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
   AddOutput(hcheck, &out);
+  std::string other;
+  auto* hexport = history->add_subcommand(
+      "export",
+      "copy every run of --db into --to that it lacks (a laptop's history to the team's)");
+  hexport->add_option("--db", db, kDbHelp)->required();
+  hexport->add_option("--to", other, "the store to copy into (created or upgraded as by add)")
+      ->required();
+  auto* himport =
+      history->add_subcommand("import", "copy every run of --from into --db that it lacks");
+  himport->add_option("--db", db, kDbHelp)->required();
+  himport->add_option("--from", other, "the store to copy from")->required();
+  for (auto* c : {hexport, himport}) {
+    c->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
+  }
+  for (auto* c : {hadd, hshow, hcheck, hexport, himport}) {
+    c->add_option("--connect-timeout", hopt.connect_timeout_s,
+                  "PostgreSQL: seconds to wait for the server (10)");
+  }
 
   try {
     app.parse(argc, argv);
@@ -209,9 +232,10 @@ int RunCli(int argc, const char* const* argv) {
       }
     } else if (hadd->parsed()) {
       bool added = HistoryAdd(db, ReadBenchmarkFiles(files), meta, hopt);
+      std::string where = RedactUrl(db);
       std::fprintf(stderr, "dlbench-report: %s\n",
-                   added ? ("added the run to " + db).c_str()
-                         : ("the run is already in " + db + "; nothing added").c_str());
+                   added ? ("added the run to " + where).c_str()
+                         : ("the run is already in " + where + "; nothing added").c_str());
     } else if (hshow->parsed()) {
       Emit(HistoryShow(db, sopt, hopt), out);
     } else if (hcheck->parsed()) {
@@ -219,6 +243,15 @@ int RunCli(int argc, const char* const* argv) {
       CheckResult r = HistoryCheck(db, kopt, hopt);
       Emit(r.doc, out);
       return r.exit_code;
+    } else if (hexport->parsed() || himport->parsed()) {
+      const std::string& from = hexport->parsed() ? db : other;
+      const std::string& to = hexport->parsed() ? other : db;
+      CopyResult c = HistoryCopy(from, to, hopt);
+      std::fprintf(stderr,
+                   "dlbench-report: %d runs (%lld results) copied from %s to %s; %d were there "
+                   "already\n",
+                   c.copied, static_cast<long long>(c.results), RedactUrl(from).c_str(),
+                   RedactUrl(to).c_str(), c.present);
     }
   } catch (const InputError& e) {
     std::fprintf(stderr, "dlbench-report: %s\n", e.what());
