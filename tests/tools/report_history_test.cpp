@@ -12,6 +12,7 @@
 #include "fixtures/schema.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
+#include "tools/report/history_store.h"
 
 namespace dlb::report {
 namespace {
@@ -213,6 +214,85 @@ TEST_F(History, CorruptLockedAndMissingDatabases) {
   sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(holder);
   EXPECT_EQ(Count("runs"), 1);
+}
+
+// Every store before the version table: version 1, the tables as they were then.
+TEST_F(History, AnOldStoreIsUpgradedInOneTransactionAndAFutureOneRefused) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(
+                db,
+                "CREATE TABLE runs(id INTEGER PRIMARY KEY, run_key TEXT NOT NULL UNIQUE,"
+                " commit_id TEXT NOT NULL, branch TEXT NOT NULL, machine TEXT NOT NULL, date TEXT"
+                " NOT NULL, added TEXT NOT NULL, context TEXT NOT NULL);"
+                "CREATE INDEX runs_machine_date ON runs(machine, date, id);"
+                "CREATE TABLE results(run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT"
+                " NULL, family TEXT NOT NULL, median_ns REAL, cv REAL, reps INTEGER NOT NULL,"
+                " status TEXT NOT NULL, message TEXT NOT NULL, counters TEXT NOT NULL,"
+                " PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
+                "CREATE INDEX results_name ON results(name, run_id);"
+                "INSERT INTO runs VALUES (1, 'k', 'old', '', 'box', '2025-12-01', '', '{}');"
+                "INSERT INTO results VALUES (1, 'gemm/cpu/onednn/w0/dt:f32/manual_time', 'gemm',"
+                " 100000, 0, 1, 'ok', '', '{}');",
+                nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(HistoryShow(db_, {}).sections.at(0).tables.at(0).rows.size(), 1u);
+  EXPECT_THROW(HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {"x"}, {},
+                          [] { throw InputError("db", "test", "abort"); }),
+               InputError);
+  EXPECT_EQ(Count("dlbench_schema"), 0);  // the upgrade went with the failed add
+  EXPECT_TRUE(HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {"new"}));
+  EXPECT_EQ(Count("dlbench_schema"), 1);
+  EXPECT_EQ(Count("runs"), 2);
+  EXPECT_EQ(HistoryShow(db_, {}).sections.at(1).tables.at(0).rows.size(), 2u);
+
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE dlbench_schema SET version = 7", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  for (auto f : {+[](const std::string& p) { HistoryAdd(p, {Run(2, 1, 1, Date(1))}, {}); },
+                 +[](const std::string& p) { HistoryCheck(p, {}); },
+                 +[](const std::string& p) { HistoryShow(p, {}); }}) {
+    try {
+      f(db_);
+      ADD_FAILURE() << "a store from the future accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("h.sqlite:schema: schema version 7 is newer"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(Count("runs"), 2);
+}
+
+TEST_F(History, ExportImportCopiesTheRunsTheOtherLacks) {
+  for (int i = 0; i < 4; ++i) HistoryAdd(db_, {Run(3, 1, i, Date(i))}, {"c" + std::to_string(i)});
+  std::string other = (dir_ / "other.sqlite").string();
+  HistoryAdd(other, {Run(3, 1, 9, Date(9))}, {"theirs"});
+  CopyResult c = HistoryCopy(db_, other);
+  EXPECT_EQ(c.copied, 4);
+  EXPECT_EQ(c.present, 0);
+  EXPECT_EQ(c.results, 12);
+  c = HistoryCopy(db_, other);
+  EXPECT_EQ(c.copied, 0);
+  EXPECT_EQ(c.present, 4);
+  EXPECT_EQ(HistoryShow(other, {}).sections.at(0).tables.at(0).rows.size(), 5u);
+  EXPECT_THROW(HistoryCopy((dir_ / "none.sqlite").string(), other), InputError);
+  EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));
+}
+
+TEST(HistoryStore, UrlsArePostgresAndLoseTheirPassword) {
+  EXPECT_TRUE(IsPostgresUrl("postgresql://u@h/d"));
+  EXPECT_TRUE(IsPostgresUrl("postgres://h"));
+  EXPECT_FALSE(IsPostgresUrl("history.sqlite"));
+  EXPECT_FALSE(IsPostgresUrl("./postgresql://x"));
+  EXPECT_EQ(RedactUrl("postgresql://u:pw@h:5432/d"), "postgresql://u@h:5432/d");
+  EXPECT_EQ(RedactUrl("postgres://u@h/d"), "postgres://u@h/d");
+  EXPECT_EQ(RedactUrl("postgresql://u:p%40w@h/d?sslmode=require&password=x&connect_timeout=3"),
+            "postgresql://u@h/d?sslmode=require&connect_timeout=3");
+  EXPECT_EQ(RedactUrl("postgresql:///d?password=x"), "postgresql:///d");
+  EXPECT_EQ(RedactUrl("postgresql://h:5/d"), "postgresql://h:5/d");  // a port is no password
 }
 
 }  // namespace
