@@ -26,11 +26,13 @@ esac
 
 # ca-certificates and git: a minimal install has neither (cloning, the build's git revision).
 # ocl-icd-opencl-dev + opencl-headers: oneDNN's CMake config asks for OpenCL, and libdnnl-dev
-# only recommends them.
+# only recommends them. libpq-dev: the history's PostgreSQL store.
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
           libbenchmark-dev googletest libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev
-          libdnnl-dev ocl-icd-opencl-dev opencl-headers)
+          libpq-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers)
 if [[ "$mode" != "--build" ]]; then
+  # The PostgreSQL history tests start a private server of their own (initdb, pg_ctl).
+  packages+=(postgresql)
   if [[ "$id" == ubuntu ]]; then
     # Ubuntu's chromium package is a wrapper around a snap, which does not run in containers.
     echo "install-deps: not installing chromium on Ubuntu (a snap); the HTML rendering test will skip"
