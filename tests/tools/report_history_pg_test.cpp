@@ -299,6 +299,13 @@ TEST_F(PgHistory, TheToolEndToEnd) {
                     PgServer::kPassword + "' PGDATABASE=" + db_ + " ";
   EXPECT_EQ(std::system((env + exe + " history show --db postgresql:// > /dev/null 2>&1").c_str()),
             0);
+  // export / import: the team's history into a local file, and a laptop's into the team's.
+  std::string local = (dir_ / "local.sqlite").string(), laptop = (dir_ / "laptop.sqlite").string();
+  EXPECT_EQ(tool("history export --db '" + url_ + "' --to '" + local + "'"), 0);
+  EXPECT_EQ(tool("history check --db '" + local + "'"), 3);
+  HistoryAdd(laptop, {MakeRun(2, 1, 0, Date(20))}, {"laptop"});
+  EXPECT_EQ(tool("history import --db '" + url_ + "' --from '" + laptop + "'"), 0);
+  EXPECT_EQ(Count("runs"), 8);
   EXPECT_EQ(tool("history check --db '" + server_->Url(db_, "wrong") + "'"), 1);
   std::ifstream in(err);
   std::string line, rest;
