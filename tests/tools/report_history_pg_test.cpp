@@ -172,9 +172,12 @@ TEST_F(PgHistory, AConnectionKilledMidAddIsOneLineAndWritesNothing) {
   HistoryAdd(url_, {MakeRun(5, 1, 0, Date(0))}, {"first"});
   std::string m = ErrorOf([&] {
     HistoryAdd(url_, {MakeRun(5, 1, 1, Date(1))}, {"cut"}, {}, [&] {
-      server_->Sql(
-          "postgres",
-          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + db_ + "'");
+      // With a timeout it waits until the add's server process is gone (PostgreSQL 14 on).
+      EXPECT_EQ(server_->Sql("postgres",
+                             "SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM "
+                             "pg_stat_activity WHERE datname = '" +
+                                 db_ + "'"),
+                "t");
     });
   });
   EXPECT_NE(m.find(RedactUrl(url_) + ":commit: "), std::string::npos) << m;
