@@ -145,6 +145,9 @@ cmd_create() {
   [[ -n "$security" ]] || security=http://deb.debian.org/debian-security
 
   mkdir -p "$root"
+  # The root's / as a real system has it: a folder made by `mktemp -d` is 0700, and then no user
+  # but root could reach anything in it (a server a test starts as an unprivileged user, say).
+  chmod 755 "$root"
   touch "$root/$marker"
   # debootstrap mounts /proc and /sys in the target while it works; a failure or a signal must
   # not leave them behind.

@@ -81,13 +81,13 @@ class PgServer {
     std::string init = cd + as + "'" + bin + "/initdb' -D '" + dir_ + "/data' -U " + kUser +
                        " --auth=scram-sha-256 --pwfile='" + dir_ +
                        "/pw' --no-sync -E UTF8 --locale=C > '" + dir_ + "/initdb.log' 2>&1";
-    if (std::system(init.c_str()) != 0) return "initdb failed; see " + dir_ + "/initdb.log";
+    if (std::system(init.c_str()) != 0) return "initdb failed: " + LastLine(dir_ + "/initdb.log");
     ctl_ = cd + as + "'" + bin + "/pg_ctl' -D '" + dir_ + "/data' -w -t 60 ";
     std::string start = ctl_ + "-l '" + dir_ +
                         "/server.log' -o \"-c listen_addresses='' -c unix_socket_directories='" +
                         dir_ + "' -c fsync=off -c max_connections=40\" start > /dev/null 2>&1";
     if (std::system(start.c_str()) != 0)
-      return "the server did not start; see " + dir_ + "/server.log";
+      return "the server did not start: " + LastLine(dir_ + "/server.log");
     started_ = true;
     return "";
   }
@@ -129,6 +129,15 @@ class PgServer {
   }
 
  private:
+  // The last non-empty line of a log, which says why initdb or the server gave up.
+  static std::string LastLine(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last = "(" + path + " is empty or unreadable)";
+    while (std::getline(in, line))
+      if (!line.empty()) last = line;
+    return last;
+  }
+
   std::string dir_, ctl_;
   bool started_ = false;
 };
