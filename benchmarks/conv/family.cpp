@@ -12,14 +12,11 @@ Options g_options;
 const Options& Opts() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
-  return {{"conv_algo",
-           "heuristic|search: the library's first engine, or the fastest of its candidates "
-           "(cuDNN engines, oneDNN layouts) timed before the case",
-           [](const std::string& v) -> std::string {
-             if (v != "heuristic" && v != "search") return "expects heuristic|search";
-             g_options.algo = v;
-             return "";
-           }}};
+  return {
+      ChoiceFlag("conv_algo",
+                 "heuristic|search: the library's first engine, or the fastest of its candidates "
+                 "(cuDNN engines, oneDNN layouts) timed before the case",
+                 {"heuristic", "search"}, &g_options.algo)};
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {
@@ -51,11 +48,7 @@ std::vector<Workload> LoadWorkloads(const std::string& path) {
 }
 
 std::vector<Workload> TierWorkloads() {
-  std::vector<Workload> out;
-  for (const std::string& file : WorkloadFiles("conv_"))
-    for (Workload& w : LoadWorkloads(file))
-      if (w.basics.tier <= dlb::Opts().tier) out.push_back(std::move(w));
-  return out;
+  return TierRows<Workload>("conv_", dlb::Opts().tier, LoadWorkloads);
 }
 
 Layout NaturalLayout(DType dt) {

@@ -12,14 +12,11 @@ Options g_options;
 const Options& Opts() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
-  return {{"gemm_algo",
-           "heuristic|search: the library's first choice, or the fastest of its candidates "
-           "(cuBLASLt heuristic results, oneDNN implementations) timed once before the case",
-           [](const std::string& v) -> std::string {
-             if (v != "heuristic" && v != "search") return "expects heuristic|search";
-             g_options.algo = v;
-             return "";
-           }}};
+  return {
+      ChoiceFlag("gemm_algo",
+                 "heuristic|search: the library's first choice, or the fastest of its candidates "
+                 "(cuBLASLt heuristic results, oneDNN implementations) timed once before the case",
+                 {"heuristic", "search"}, &g_options.algo)};
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {
@@ -42,11 +39,7 @@ std::vector<Workload> LoadWorkloads(const std::string& path) {
 }
 
 std::vector<Workload> TierWorkloads() {
-  std::vector<Workload> out;
-  for (const std::string& file : WorkloadFiles("gemm_"))
-    for (Workload& w : LoadWorkloads(file))
-      if (w.basics.tier <= dlb::Opts().tier) out.push_back(std::move(w));
-  return out;
+  return TierRows<Workload>("gemm_", dlb::Opts().tier, LoadWorkloads);
 }
 
 VerifyFn Verifier(const GemmShape& shape, const RunConfig& cfg) {

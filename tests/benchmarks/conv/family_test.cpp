@@ -11,26 +11,15 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/reference/conv.h"
+#include "tests/fixtures/testing.h"
 
 namespace dlb::conv {
 namespace {
 
 std::string Write(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "dlb_conv_family_test";
-  std::filesystem::create_directories(dir);
-  auto path = (dir / name).string();
-  std::ofstream(path) << text;
-  return path;
+  return dlb::testing::WriteTempFile("dlb_conv_family_test", name, text);
 }
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using dlb::testing::ErrorOf;
 
 TEST(ConvFamily, RowsTheirNetworkAndImpossibleShapes) {
   const std::string header = "name,count,c,h,w,k,r,s,stride,pad,dilation,groups,tier\n";

@@ -10,26 +10,15 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/reference/gemm.h"
+#include "tests/fixtures/testing.h"
 
 namespace dlb::gemm {
 namespace {
 
 std::string Write(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "dlb_gemm_family_test";
-  std::filesystem::create_directories(dir);
-  auto path = (dir / name).string();
-  std::ofstream(path) << text;
-  return path;
+  return dlb::testing::WriteTempFile("dlb_gemm_family_test", name, text);
 }
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using dlb::testing::ErrorOf;
 
 TEST(GemmFamily, ReadsRowsWithBatchAsM) {
   auto path = Write("gemm_ok.csv",
