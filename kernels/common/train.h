@@ -1,0 +1,54 @@
+// Training steps: the case a step op is built for, and the seeded MLP state that the native MLP
+// steps (kernels/onednn/mlp.h, kernels/cublas/mlp.h), LibTorch's MLP (kernels/torch/) and the
+// float64 reference (kernels/reference/mlp.h) all start from, so that their losses, gradients and
+// updated weights can be compared number for number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlb {
+
+enum class Pass { kTrain, kInfer };
+inline const char* Name(Pass p) { return p == Pass::kTrain ? "train" : "infer"; }
+
+// One training-step case. A step is forward, mean softmax cross-entropy, backward and SGD with
+// momentum (PyTorch's: buf = momentum * buf + grad, w -= lr * buf; buf starts at zero, so the
+// first step's buf is the gradient); pass kInfer is the forward alone.
+struct TrainShape {
+  std::string model;             // "mlp", "resnet18_cifar", "catdog64", ...
+  int64_t batch = 0;
+  int64_t channels = 3;          // image models: input channels
+  int64_t image = 0;             // image models: input height = width; 0 for the MLP
+  int64_t classes = 0;           // logits per sample
+  std::vector<int64_t> widths;   // MLP: the layer widths, input first ({1000, 512, 256, 2})
+  Pass pass = Pass::kTrain;
+  bool graph = false;            // GPU: the whole step captured in a CUDA graph, one replay a Run()
+  bool amp = false;              // autocast to bf16 (dt:amp_bf16), no loss scaling
+  double lr = 0.01;
+  double momentum = 0.9;
+};
+
+// The MLP's parameters: layer l maps widths[l] -> widths[l+1]; weight[l] is out x in, row-major
+// (torch.nn.Linear's layout), bias[l] has `out` values. ReLU after every layer but the last.
+struct MlpParams {
+  std::vector<std::vector<float>> weight, bias;
+};
+
+// PyTorch's default Linear init in distribution (uniform in +-1/sqrt(in)), from the seeded stream:
+// weight l = TensorSeed(seed, 10 + 2l), bias l = TensorSeed(seed, 11 + 2l).
+MlpParams SeededMlpParams(uint64_t seed, const std::vector<int64_t>& widths);
+
+// A seeded batch: x is batch x widths[0] in [-1, 1) (TensorSeed(seed, 0)), labels in
+// [0, classes) (TensorSeed(seed, 1)).
+struct MlpBatch {
+  std::vector<float> x;
+  std::vector<int64_t> labels;
+};
+MlpBatch SeededMlpBatch(uint64_t seed, int64_t batch, int64_t features, int64_t classes);
+
+// Seeded class labels in [0, classes) for any model's batch (the stream of TensorSeed(seed, 1)).
+std::vector<int64_t> SeededLabels(uint64_t seed, int64_t batch, int64_t classes);
+
+}  // namespace dlb
