@@ -28,4 +28,17 @@ void RequireHostBytes(double bytes) {
   }
 }
 
+void ResetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (out) out << "5";
+}
+
+double PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
+  return 0;
+}
+
 }  // namespace dlb

@@ -11,4 +11,10 @@ double HostBytesAvailable();
 // exceed 90% of what is available.
 void RequireHostBytes(double bytes);
 
+// The process's peak resident memory (VmHWM) in bytes since the last ResetPeakRss(); 0 when
+// unknown. ResetPeakRss writes "5" to /proc/self/clear_refs (Linux >= 4.0), so a case's peak is
+// its own, not the largest of the cases before it.
+void ResetPeakRss();
+double PeakRssBytes();
+
 }  // namespace dlb

@@ -1,0 +1,109 @@
+#include "benchmarks/train/family.h"
+
+#include <sstream>
+
+namespace dlb::train {
+
+namespace {
+std::map<std::string, int64_t> g_epoch_items;
+
+std::vector<int64_t> ParseWidths(const CsvRow& row) {
+  std::vector<int64_t> out;
+  std::stringstream in(row.Str("widths"));
+  std::string part;
+  while (std::getline(in, part, '-')) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(part, &used);
+      if (used != part.size() || v <= 0) throw std::invalid_argument(part);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      row.Fail("column 'widths': expected positive integers joined by '-', got '" +
+               row.Str("widths") + "'");
+    }
+  }
+  return out;
+}
+}  // namespace
+
+const std::map<std::string, int64_t>& EpochItems() { return g_epoch_items; }
+void NoteEpochItems(const std::string& name, int64_t items) { g_epoch_items[name] = items; }
+
+std::vector<Model> LoadModels(const std::string& path) {
+  std::vector<Model> out;
+  std::vector<std::string> seen;
+  for (const auto& row : LoadCsv(path, {"name", "count", "model", "image", "classes", "widths",
+                                        "dataset", "epoch_items", "tier"})) {
+    Model m;
+    m.basics = ReadBasics(row, &seen);
+    m.shape.model = row.Str("model");
+    m.shape.image = row.Int("image");
+    m.shape.classes = row.Int("classes");
+    m.dataset = row.Str("dataset");
+    m.epoch_items = row.Int("epoch_items");
+    if (m.shape.model.empty()) row.Fail("column 'model' is empty");
+    if (m.shape.classes <= 0) row.Fail("classes must be positive");
+    if (m.epoch_items <= 0) row.Fail("epoch_items must be positive");
+    if (m.shape.image == 0) {
+      m.shape.widths = ParseWidths(row);
+      if (m.shape.widths.size() < 2) row.Fail("an MLP needs at least two widths");
+      if (m.shape.widths.back() != m.shape.classes)
+        row.Fail("the last width must equal classes");
+      m.shape.channels = 0;
+    } else if (!row.Str("widths").empty()) {
+      row.Fail("widths are for the MLP (image 0) only");
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<Model> TierModels() {
+  return TierRows<Model>("train_", dlb::Opts().tier, LoadModels);
+}
+
+std::vector<int> Batches(const Model& m) {
+  if (m.shape.image >= 224) return BatchSizes({2}, {16, 32, 64, 128}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  return BatchSizes({2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+}
+
+std::vector<Config> Configs(bool gpu) {
+  const Tier tier = dlb::Opts().tier;
+  std::vector<Config> out;
+  auto add = [&](DType dt, bool amp, Layout l, Pass p, bool g) { out.push_back({dt, amp, l, p, g}); };
+  if (!gpu) {
+    for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
+      if (l == Layout::kNHWC && tier != Tier::kFull) continue;
+      add(DType::kF32, false, l, Pass::kTrain, false);
+      add(DType::kF32, false, l, Pass::kInfer, false);
+    }
+    return out;
+  }
+  if (tier == Tier::kSmoke) {
+    add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, false);
+    add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, true);
+    add(DType::kBF16, true, Layout::kNHWC, Pass::kTrain, true);
+    return out;
+  }
+  if (tier == Tier::kDefault) {
+    for (bool g : {false, true}) {
+      add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, g);
+      add(DType::kBF16, true, Layout::kNHWC, Pass::kTrain, g);
+    }
+    add(DType::kF32, false, Layout::kNCHW, Pass::kInfer, true);
+    add(DType::kBF16, true, Layout::kNHWC, Pass::kInfer, true);
+    return out;
+  }
+  for (DType dt : {DType::kF32, DType::kTF32, DType::kBF16})
+    for (Layout l : {Layout::kNCHW, Layout::kNHWC})
+      for (Pass p : {Pass::kTrain, Pass::kInfer})
+        for (bool g : {false, true}) add(dt, dt == DType::kBF16, l, p, g);
+  return out;
+}
+
+std::string DtName(const Config& c) {
+  if (c.amp) return "amp_bf16";
+  return c.dtype == DType::kTF32 ? "tf32" : "f32";
+}
+
+}  // namespace dlb::train

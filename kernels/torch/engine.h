@@ -1,0 +1,111 @@
+// The state behind a LibTorch step op (kernels/torch/step.h): the model, its seeded inputs, the
+// momentum buffers, and the three phases of a step. Shared by the CPU and GPU ops.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/op.h"
+#include "kernels/common/train.h"
+#include "kernels/torch/models.h"
+#include "kernels/torch/step.h"
+
+namespace dlb::libtorch {
+
+ModelSpec SpecOf(const TrainShape& shape);
+
+// c10::Error (LibTorch's) as dlb::Error with its first line: "out of memory: ..." when the
+// allocator ran out, so the harness reports it as such and the sweep goes on.
+[[noreturn]] void RethrowTorchError(const c10::Error& e);
+template <class Fn>
+auto Guarded(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    RethrowTorchError(e);
+  }
+}
+
+struct Engine {
+  // A copy of everything a step changes: parameters, momentum buffers, BatchNorm statistics.
+  struct State {
+    std::vector<torch::Tensor> params, bufs, buffers;
+  };
+
+  Engine(const TrainShape& shape, const RunConfig& cfg, Where where, bool f64);
+
+  bool train() const { return shape.pass == Pass::kTrain; }
+  // The process-wide math settings this case wants (TF32 on or off, cuDNN autotuning): set
+  // before every eager step and before a capture, since other cases change them.
+  void SetMath() const;
+  void Forward();   // train: loss; infer: logits (under inference mode)
+  void Backward();  // grads set to None first, then loss.backward()
+  void Optimize();  // the SGD step
+  void Step();      // Forward, then Backward and Optimize when training
+
+  State Save() const;
+  void Restore(const State& s);
+  // The result of the last step, measured against the state before it.
+  StepResult Result(const State& before) const;
+
+  TrainShape shape;
+  RunConfig cfg;
+  torch::Device device;
+  bool f64;
+  std::shared_ptr<Net> model;
+  std::vector<torch::Tensor> params, bufs;
+  torch::Tensor x, y, loss, logits;
+  double fwd_s = 0, bwd_s = 0, opt_s = 0;  // MeasurePhases(); 0 until then
+  bool phases_measured = false;
+};
+
+// The checks every step op runs before it is timed: one step at kVerifyBatch (the MLP: its own
+// batch) against the float64 CPU reference, and the op's own first step at its batch giving a
+// finite loss. `first_loss` is that loss.
+Verdict VerifyAgainstReference(Engine& e, Where where, double* first_loss);
+
+// Seconds of forward, backward and optimizer of one eager step (median of a few), measured by
+// `now()` readings after each phase; `sync` waits for the device.
+template <class Clock, class Sync>
+void MeasureEnginePhases(Engine& e, Clock now, Sync sync) {
+  const Engine::State s = e.Save();
+  std::vector<double> f, b, o;
+  for (int i = 0; i < 7; ++i) {
+    e.SetMath();
+    sync();
+    const auto t0 = now();
+    e.Forward();
+    sync();
+    const auto t1 = now();
+    if (e.train()) {
+      e.Backward();
+      sync();
+    }
+    const auto t2 = now();
+    if (e.train()) {
+      e.Optimize();
+      sync();
+    }
+    const auto t3 = now();
+    f.push_back(t1 - t0);
+    b.push_back(t2 - t1);
+    o.push_back(t3 - t2);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  e.fwd_s = median(f);
+  e.bwd_s = median(b);
+  e.opt_s = median(o);
+  e.phases_measured = true;
+  e.Restore(s);
+}
+
+std::vector<std::pair<std::string, double>> PhaseCounters(const Engine& e);
+
+}  // namespace dlb::libtorch

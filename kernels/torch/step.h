@@ -1,0 +1,109 @@
+// LibTorch training steps, the training family's ops (kernels/common/op.h's contract): forward,
+// cross-entropy, backward and SGD with momentum on seeded inputs already on the device, or the
+// forward alone under inference mode. No LibTorch header here, so that the family's registration
+// compiles without it: the ops keep their state behind a pointer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/op.h"
+#include "kernels/common/train.h"
+#include "kernels/common/verdict.h"
+
+namespace dlb::libtorch {
+
+enum class Where { kCpu, kGpu };
+
+// One step (or forward) from the seeded weights and batch, copied to the host. Parameters in the
+// model's parameters() order, concatenated.
+struct StepResult {
+  double loss = 0;
+  std::vector<float> grads;   // train: the gradients of the step
+  std::vector<float> update;  // train: the parameters after the step minus before it
+  std::vector<float> logits;  // infer
+};
+
+// One step of `shape` at its batch: on the CPU in float64 when f64 (the reference), else in the
+// configuration cfg and shape ask for (f32, TF32 on the GPU, bf16 autocast; NCHW or NHWC), eager.
+StepResult OneStep(const TrainShape& shape, const RunConfig& cfg, Where where, bool f64);
+
+// n eager steps on one fixed seeded batch from the seeded weights; the losses, first to last.
+std::vector<double> TrainLosses(const TrainShape& shape, const RunConfig& cfg, Where where,
+                                int steps);
+
+// The float64 reference of OneStep, computed once per (model, batch, seed, pass) in a process.
+const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg);
+
+// Compares a step with its reference: the loss (relative), the gradients and the updates (relative
+// L2 over all parameters), or the logits; one verdict with the worst of them.
+Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train, double tolerance,
+                     const std::string& what);
+
+// Relative L2 error ||got - ref|| / ||ref||, accumulated in double; +inf on a size mismatch.
+double RelL2(const std::vector<float>& got, const std::vector<float>& ref);
+
+// The tolerance of a step against its float64 reference, by dtype (kernels/torch/step.cpp says why).
+double StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where);
+
+// Multiply-adds x 2 of one sample's forward through the model's conv and linear layers.
+double ForwardFlopsPerSample(const TrainShape& shape);
+
+std::string TorchVersion();
+bool TorchHasCuda();
+int TorchThreads();
+void SetTorchThreads(int threads);  // LibTorch's intra-op threads; <= 0 leaves its default
+
+// The batch the float64 check runs at: at most this many of the case's samples (a float64 step
+// of VGG-16 at batch 256 would take minutes; two samples exercise every kernel the case does).
+inline constexpr int64_t kVerifyBatch = 2;
+
+struct Engine;  // the model, its inputs and optimizer state (step.cpp)
+
+// On the CPU: LibTorch's CPU path (oneDNN for convolutions), --dlb_threads threads.
+class TorchStepCpu {
+ public:
+  static constexpr bool kGpu = false;
+  static constexpr const char* kBackend = "libtorch";
+  static Support Supports(const TrainShape& shape, const RunConfig& cfg);
+  TorchStepCpu(const TrainShape& shape, const RunConfig& cfg);
+  ~TorchStepCpu();
+  void Run();
+  Verdict Verify();
+  void MeasurePhases();
+  std::vector<std::pair<std::string, double>> Counters() const;
+  Cost cost() const;
+  std::string label() const;
+
+ private:
+  std::unique_ptr<Engine> e_;
+};
+
+#ifdef DLBENCH_HAVE_TORCH_CUDA
+// On the GPU: cuDNN and cuBLAS through LibTorch, eager from C++ or the whole step in a CUDA graph
+// (static inputs, warm-up on a side stream, grads set to None before capture, one replay a Run()).
+class TorchStepGpu {
+ public:
+  static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "libtorch";
+  static Support Supports(const TrainShape& shape, const RunConfig& cfg);
+  TorchStepGpu(const TrainShape& shape, const RunConfig& cfg);
+  ~TorchStepGpu();
+  void Run();
+  Verdict Verify();
+  void MeasurePhases();
+  std::vector<std::pair<std::string, double>> Counters() const;
+  Cost cost() const;
+  std::string label() const;
+  StreamRef stream() const;
+
+ private:
+  struct Gpu;  // stream, graph, events (step_cuda.cpp)
+  std::unique_ptr<Engine> e_;
+  std::unique_ptr<Gpu> g_;
+};
+#endif
+
+}  // namespace dlb::libtorch

@@ -1,0 +1,49 @@
+#include "benchmarks/train/family.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+
+namespace dlb::train {
+namespace {
+
+std::string Write(const std::string& body) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("dlb_train_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()) + ".csv");
+  std::ofstream(p) << "name,count,model,image,classes,widths,dataset,epoch_items,tier\n" << body;
+  return p.string();
+}
+
+TEST(TrainModels, TheShippedFileLoads) {
+  const auto models = LoadModels(std::string(DLBENCH_WORKLOADS_DIR) + "/train_models.csv");
+  ASSERT_EQ(models.size(), 8u);
+  EXPECT_EQ(models[0].shape.model, "mlp");
+  EXPECT_EQ(models[0].shape.widths, (std::vector<int64_t>{1000, 512, 256, 2}));
+  EXPECT_EQ(models[1].basics.name, "resnet18_cifar");
+  EXPECT_EQ(models[1].epoch_items, 50000);
+  EXPECT_EQ(models[1].basics.network, "resnet18_cifar");
+}
+
+TEST(TrainModels, MalformedRowsNameTheirLine) {
+  auto expect_fail = [](const std::string& body, const std::string& what) {
+    const std::string path = Write(body);
+    try {
+      LoadModels(path);
+      ADD_FAILURE() << "no error for " << body;
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(path);
+  };
+  expect_fail("mlp,1,mlp,0,2,1000-x-2,s,10,smoke\n", "widths");
+  expect_fail("mlp,1,mlp,0,3,1000-2,s,10,smoke\n", "last width");
+  expect_fail("m,1,resnet18,224,0,,s,10,smoke\n", "classes");
+  expect_fail("m,1,resnet18,224,10,,s,0,smoke\n", "epoch_items");
+  expect_fail("m,1,resnet18,224,10,5-5,s,10,smoke\n", "widths are for the MLP");
+}
+
+}  // namespace
+}  // namespace dlb::train
