@@ -37,16 +37,21 @@ std::vector<double> TrainLosses(const TrainShape& shape, const RunConfig& cfg, W
 // The float64 reference of OneStep, computed once per (model, batch, seed, pass) in a process.
 const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg);
 
-// Compares a step with its reference: the loss (relative), the gradients and the updates (relative
-// L2 over all parameters), or the logits; one verdict with the worst of them.
-Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train, double tolerance,
-                     const std::string& what);
+// How far a step may be from its reference: the loss (relative), and the gradients, the update
+// and the logits (relative L2 over all parameters).
+struct StepTolerances {
+  double loss = 0, grads = 0;
+};
+
+// Compares a step with its reference; one verdict with the part nearest its tolerance.
+Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
+                     const StepTolerances& tol, const std::string& what);
 
 // Relative L2 error ||got - ref|| / ||ref||, accumulated in double; +inf on a size mismatch.
 double RelL2(const std::vector<float>& got, const std::vector<float>& ref);
 
 // The tolerance of a step against its float64 reference, by dtype (kernels/torch/step.cpp says why).
-double StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where);
+StepTolerances StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where);
 
 // Multiply-adds x 2 of one sample's forward through the model's conv and linear layers.
 double ForwardFlopsPerSample(const TrainShape& shape);

@@ -32,6 +32,15 @@ double PeakDeviceMemory() {
   return double(stats.allocated_bytes[0].peak);  // [0]: StatType::AGGREGATE, in 1.13 and 2.x
 }
 
+// `waiter` waits for the work enqueued on `on` so far.
+void StreamWait(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& on) {
+  cudaEvent_t ev = nullptr;
+  DLB_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  DLB_CHECK(cudaEventRecord(ev, on.stream()));
+  DLB_CHECK(cudaStreamWaitEvent(waiter.stream(), ev, 0));
+  DLB_CHECK(cudaEventDestroy(ev));
+}
+
 }  // namespace
 
 struct TorchStepGpu::Gpu {
@@ -65,6 +74,7 @@ TorchStepGpu::TorchStepGpu(const TrainShape& shape, const RunConfig& cfg) {
     throw Unsupported("LibTorch sees no CUDA device");
   Guarded([&] {
     c10::cuda::CUDAGuard device_guard(0);
+    torch::empty({1}, torch::kCUDA);  // the caching allocator exists from LibTorch's first use
     ResetPeakDeviceMemory();
     g_ = std::make_unique<Gpu>(c10::cuda::getStreamFromPool());
     c10::cuda::CUDAStreamGuard sg(g_->stream);
@@ -75,16 +85,19 @@ TorchStepGpu::TorchStepGpu(const TrainShape& shape, const RunConfig& cfg) {
     const Engine::State s = e_->Save();
     {
       c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-      side.wait(g_->stream);
+      StreamWait(side, g_->stream);
       c10::cuda::CUDAStreamGuard side_guard(side);
       for (int i = 0; i < 3; ++i) {
         e_->SetMath();
         e_->Step();
       }
-      g_->stream.wait(side);
+      StreamWait(g_->stream, side);
     }
     g_->stream.synchronize();
     e_->Restore(s);
+    // Nothing of the warm-up's autograd graph may outlive it (its nodes belong to the side stream).
+    e_->loss = torch::Tensor();
+    e_->logits = torch::Tensor();
     if (e_->train())
       for (auto& p : e_->params) p.mutable_grad().reset();
     e_->SetMath();
@@ -154,8 +167,11 @@ Verdict TorchStepGpu::Verify() {
     e_->Restore(s);
     g_->stream.synchronize();
     // Same kernels on the same data: only cuDNN's non-deterministic reductions (atomics in
-    // weight-gradient kernels) separate them, a few ulps of the accumulation type.
-    const double tol = e_->shape.amp ? 5e-2 : e_->cfg.dtype == DType::kTF32 ? 1e-2 : 1e-4;
+    // weight-gradient kernels) separate them, a few ulps of the accumulation type (observed 5e-6
+    // in f32), more where bf16 rounds the reordered sums.
+    const StepTolerances tol = e_->shape.amp                   ? StepTolerances{1e-3, 0.1}
+                               : e_->cfg.dtype == DType::kTF32 ? StepTolerances{1e-4, 2e-2}
+                                                                : StepTolerances{1e-5, 1e-3};
     Verdict g = CompareSteps(graphed, eager, e_->train(), tol,
                              "graph replay vs eager at bs " + std::to_string(e_->shape.batch));
     if (!g.ok) return g;
