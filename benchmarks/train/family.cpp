@@ -33,14 +33,14 @@ std::vector<Model> LoadModels(const std::string& path) {
   std::vector<Model> out;
   std::vector<std::string> seen;
   for (const auto& row : LoadCsv(path, {"name", "count", "model", "image", "classes", "widths",
-                                        "dataset", "epoch_items", "tier"})) {
+                                        "dataset", std::string(schema::kEpochItems), "tier"})) {
     Model m;
     m.basics = ReadBasics(row, &seen);
     m.shape.model = row.Str("model");
     m.shape.image = row.Int("image");
     m.shape.classes = row.Int("classes");
     m.dataset = row.Str("dataset");
-    m.epoch_items = row.Int("epoch_items");
+    m.epoch_items = row.Int(std::string(schema::kEpochItems));
     if (m.shape.model.empty()) row.Fail("column 'model' is empty");
     if (m.shape.classes <= 0) row.Fail("classes must be positive");
     if (m.epoch_items <= 0) row.Fail("epoch_items must be positive");
