@@ -6,22 +6,39 @@ the file next to dlbench's own, and a result lines up with its dlbench twin by w
 
   tools/pytorch_baseline.py gemm --device gpu --dtypes bf16,tf32,f32 --filter 'square.8192$' -o pt.json
   tools/pytorch_baseline.py conv --device gpu --batch-sizes 64 --filter '^resnet18\\.' -o pt_conv.json
+  tools/pytorch_baseline.py train --device gpu --models resnet18_cifar --batch-sizes 16,256 \
+      --dtypes amp_bf16,f32 --fmt nhwc,nchw --graph 0,1 --pass train -o pt_train.json
 
 GPU: CUDA events around back-to-back launches after a warm-up, cudnn.benchmark on (PyTorch then
 times cuDNN's candidate engines itself, like dlbench's --dlb_conv_algo=search). CPU: the steady clock.
 f32 disables TF32 in cuBLAS and cuDNN; tf32 enables it; f16/bf16 use channels-last for conv.
+
+train: one training step of a model of fixtures/workloads/train_models.csv (forward, mean
+cross-entropy, backward, SGD lr 0.01 momentum 0.9, fused on CUDA, foreach on the CPU; eager steps
+set the gradients to None first), or its forward alone under inference_mode (--pass infer), on
+seeded inputs already on the device. amp_bf16: autocast to bfloat16, no GradScaler; nhwc: model
+and input channels-last. --graph 1 (GPU): the whole step captured in one CUDA graph after three
+warm-up steps on a side stream, from static inputs, then one replay per step (PyTorch's "whole
+network capture"). Names: train/<device>/pytorch/<model>/bs:B/dt:D/fmt:F/pass:P/graph:G, no fmt
+for the MLP, no graph on the CPU. Counters: items_per_s, bs, epoch_s (epoch_items at the measured
+rate), epoch_items, peak_mem_bytes (GPU: torch.cuda.max_memory_allocated of the case; CPU: the
+process's peak RSS). Needs torchvision for resnet18, resnet50, densenet121 and vgg16.
 """
 import argparse
 import csv
+import gc
 import glob
 import json
 import os
 import re
+import resource
 import statistics
 import sys
 import time
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "..", "fixtures", "workloads")
@@ -123,26 +140,258 @@ def conv_cases(args):
                     yield name, r["name"], dt, make
 
 
+TRAIN_MODELS = ("mlp", "resnet18_cifar", "resnet18", "resnet50", "densenet121", "vgg16",
+                "catdog64", "catdog128")
+# The datasets' sizes, for when train_models.csv is not at hand (it is the source).
+EPOCH_ITEMS = {"mlp": 100000, "resnet18_cifar": 50000, "resnet18": 1281167, "resnet50": 1281167,
+               "densenet121": 1281167, "vgg16": 1281167, "catdog64": 25000, "catdog128": 25000}
+
+
+class BasicBlock(nn.Module):
+    """kuangliu/pytorch-cifar's BasicBlock."""
+
+    def __init__(self, in_planes, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_planes != planes:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride, bias=False),
+                                          nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class CifarResNet18(nn.Module):
+    """kuangliu/pytorch-cifar's ResNet-18: a 3x3 stem without max-pool, 32x32 input, 10 classes."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        layers, in_planes = [], 64
+        for planes, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            for s in (stride, 1):
+                layers.append(BasicBlock(in_planes, planes, s))
+                in_planes = planes
+        self.layers = nn.Sequential(*layers)
+        self.linear = nn.Linear(512, classes)
+
+    def forward(self, x):
+        out = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.linear(torch.flatten(F.adaptive_avg_pool2d(out, 1), 1))
+
+
+def catdog(image):
+    layers, c = [], 3
+    for k in (32, 32, 64, 64):
+        layers += [nn.Conv2d(c, k, 3), nn.ReLU(), nn.MaxPool2d(2)]
+        c = k
+    side = image
+    for _ in range(4):
+        side = (side - 2) // 2
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(64 * side * side, 512), nn.ReLU(),
+                         nn.Linear(512, 2))
+
+
+def make_model(name):
+    """(module, input shape without the batch, classes)."""
+    if name == "mlp":
+        return (nn.Sequential(nn.Linear(1000, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                              nn.Linear(256, 2)), (1000,), 2)
+    if name == "resnet18_cifar":
+        return CifarResNet18(), (3, 32, 32), 10
+    if name in ("catdog64", "catdog128"):
+        image = int(name[len("catdog"):])
+        return catdog(image), (3, image, image), 2
+    import torchvision
+    if name == "resnet18":
+        return torchvision.models.resnet18(num_classes=1000), (3, 224, 224), 1000
+    if name == "resnet50":
+        return torchvision.models.resnet50(num_classes=1000), (3, 224, 224), 1000
+    if name == "densenet121":
+        return torchvision.models.densenet121(), (3, 224, 224), 1000
+    if name == "vgg16":
+        m = torchvision.models.vgg16()
+        # dlbench's VGG-16 has no dropout: the classifier's two Dropout layers go.
+        for i, layer in enumerate(m.classifier):
+            if isinstance(layer, nn.Dropout):
+                m.classifier[i] = nn.Identity()
+        return m, (3, 224, 224), 1000
+    raise ValueError(f"unknown model {name}")
+
+
+def epoch_items():
+    items = dict(EPOCH_ITEMS)
+    for r in rows("train_models"):
+        items[r["name"]] = int(r["epoch_items"])
+    return items
+
+
+def train_step_fn(model_name, bs, dt, fmt, pas, graph, gpu):
+    """A function running one step of the case: model and inputs built, warmed up if graphed."""
+    dev = torch.device("cuda" if gpu else "cpu")
+    torch.manual_seed(0)
+    model, shape, classes = make_model(model_name)
+    model = model.to(dev)
+    x = torch.randn((bs,) + shape, device=dev)
+    y = torch.randint(0, classes, (bs,), device=dev)
+    if fmt == "nhwc":
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    amp = dt == "amp_bf16"
+
+    def autocast():
+        # A graph replays what was captured: autocast's weight cache must stay out of it.
+        return torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16, enabled=amp,
+                              cache_enabled=not graph)
+
+    if pas == "infer":
+        model.eval()
+
+        def forward():
+            with torch.inference_mode(), autocast():
+                return model(x)
+        step = forward
+    else:
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9,
+                              **({"fused": True} if gpu else {"foreach": True}))
+
+        def train_step():
+            with autocast():
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+
+        def eager_step():
+            opt.zero_grad(set_to_none=True)
+            train_step()
+        step = eager_step
+    if not graph:
+        return step
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    if pas == "infer":
+        with torch.cuda.graph(g):
+            forward()
+    else:
+        # The backward of the capture allocates the gradients from the graph's pool.
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(g):
+            train_step()
+    return g.replay
+
+
+def train_cases(args):
+    """Yields (name, model, dt, fmt, pass, graph, bs) in a fixed order."""
+    for model in args.models:
+        for bs in args.batch_sizes:
+            for dt in args.dtypes:
+                for fmt in (args.fmt if model != "mlp" else [""]):
+                    for pas in args.passes:
+                        for graph in (args.graph if args.device == "gpu" else [""]):
+                            keys = [f"bs:{bs}", f"dt:{dt}"] + ([f"fmt:{fmt}"] if fmt else [])
+                            keys += [f"pass:{pas}"] + ([f"graph:{graph}"] if graph else [])
+                            name = "/".join(["train", args.device, "pytorch", model] + keys)
+                            yield name, model, dt, fmt, pas, graph, bs
+
+
+def train_benchmarks(args):
+    gpu = args.device == "gpu"
+    items = epoch_items()
+    benchmarks = []
+    for name, model, dt, fmt, pas, graph, bs in train_cases(args):
+        if not re.search(args.filter, model) or (not gpu and dt == "tf32"):
+            continue
+        set_tf32(dt == "tf32")
+        result = {"network": model, "workload": model}
+        fn = None
+        try:
+            if gpu:
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            fn = train_step_fn(model, bs, dt, fmt, pas, graph == "1", gpu)
+            times = time_fn(fn, args.device, reps=args.repetitions)
+            peak = (torch.cuda.max_memory_allocated() if gpu
+                    else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        except RuntimeError as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            prefix = "out of memory: " if isinstance(e, torch.OutOfMemoryError) else "failed: "
+            benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
+                               "error_occurred": True, "error_message": prefix + first,
+                               "dlbench": result})
+            print(f"{name:90s} {prefix}{first}", flush=True)
+            continue
+        finally:
+            del fn
+            gc.collect()
+        n = items[model]
+        for i, t in enumerate(times):
+            benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
+                               "repetitions": len(times), "repetition_index": i, "threads": 1,
+                               "iterations": 1, "real_time": t * 1e6, "cpu_time": t * 1e6,
+                               "time_unit": "us", "items_per_s": bs / t, "bs": bs,
+                               "epoch_s": n * t / bs, "epoch_items": n,
+                               "peak_mem_bytes": peak, "dlbench": result})
+        t = statistics.median(times)
+        print(f"{name:90s} {t * 1e3:10.3f} ms {bs / t:12.1f} img/s "
+              f"{peak / 2**30:7.2f} GiB", flush=True)
+    return benchmarks
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=["gemm", "conv"])
+    ap.add_argument("family", choices=["gemm", "conv", "train"])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
-    ap.add_argument("--dtypes", default="f32,tf32,bf16")
+    ap.add_argument("--dtypes", default=None,
+                    help="gemm, conv: f32,tf32,bf16 (default), f16; "
+                         "train: f32,tf32,amp_bf16 (default)")
     ap.add_argument("--batch-sizes", default="64")
-    ap.add_argument("--filter", default=".*", help="regex on the workload name")
+    ap.add_argument("--filter", default=".*", help="regex on the workload (train: model) name")
+    ap.add_argument("--models", default=",".join(TRAIN_MODELS), help="train: the models")
+    ap.add_argument("--fmt", default="nchw", help="train: nchw,nhwc (the MLP has none)")
+    ap.add_argument("--graph", default="0,1",
+                    help="train, GPU: 0 eager, 1 the step in a CUDA graph")
+    ap.add_argument("--pass", dest="passes", default="train", help="train: train,infer")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args()
-    args.dtypes = args.dtypes.split(",")
+    train = args.family == "train"
+    args.dtypes = (args.dtypes or ("f32,tf32,amp_bf16" if train else "f32,tf32,bf16")).split(",")
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    args.models = args.models.split(",")
+    args.fmt = args.fmt.split(",")
+    args.graph = args.graph.split(",")
+    args.passes = args.passes.split(",")
+    if train:
+        for what, got, known in (("model", args.models, TRAIN_MODELS),
+                                 ("fmt", args.fmt, ("nchw", "nhwc")),
+                                 ("graph", args.graph, ("0", "1")),
+                                 ("pass", args.passes, ("train", "infer")),
+                                 ("dtype", args.dtypes, ("f32", "tf32", "amp_bf16"))):
+            bad = [g for g in got if g not in known]
+            if bad:
+                sys.exit(f"pytorch_baseline: unknown {what} {','.join(bad)} "
+                         f"(known: {','.join(known)})")
     if args.device == "gpu" and not torch.cuda.is_available():
         sys.exit("pytorch_baseline: no CUDA device")
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.backends.cudnn.benchmark = True
-    cases = gemm_cases(args) if args.family == "gemm" else conv_cases(args)
-    benchmarks = []
+    benchmarks = train_benchmarks(args) if train else []
+    cases = [] if train else gemm_cases(args) if args.family == "gemm" else conv_cases(args)
     for name, workload, dt, make in cases:
         if not re.search(args.filter, workload):
             continue
@@ -171,6 +420,8 @@ def main():
     ctx = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "library": "pytorch",
            "torch_version": torch.__version__, "executable": "tools/pytorch_baseline.py",
            "num_cpus": os.cpu_count(), "torch_threads": torch.get_num_threads()}
+    if train and "torchvision" in sys.modules:
+        ctx["torchvision_version"] = sys.modules["torchvision"].__version__
     if args.device == "gpu":
         ctx["gpu_name"] = torch.cuda.get_device_name(0)
         ctx["cudnn_version"] = str(torch.backends.cudnn.version())

@@ -90,7 +90,7 @@ TEST_F(Cli, CompareReadsComparePyInputsAndPrintsItsTable) {
 
 TEST_F(Cli, EveryFormat) {
   std::string in = Data("compare_base.json") + " " + Data("compare_new.json");
-  for (const char* sub : {"summary", "speedup", "sweep", "report"}) {
+  for (const char* sub : {"summary", "speedup", "sweep", "train", "report"}) {
     for (const char* fmt : {"md", "html", "csv", "json"}) {
       fs::path out = dir_ / (std::string(sub) + "." + fmt);
       Result r = Run(std::string(sub) + " " + in + " -o " + out.string());

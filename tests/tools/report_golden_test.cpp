@@ -86,6 +86,8 @@ const Case kCases[] = {
     {"speedup_h100_gemm", "speedup real_gb183_h100_gemm.json", 0},
     {"sweep", "sweep dlbench_v2_base.json", 0},
     {"report", "report dlbench_v2_base.json", 0},
+    {"train", "train train_synthetic.json", 0},
+    {"report_train", "report train_synthetic.json", 0},
 };
 
 TEST(Golden, MarkdownAndCsvOfEverySubcommand) {

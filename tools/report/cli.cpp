@@ -75,8 +75,8 @@ constexpr const char* kDbHelp =
 
 int RunCli(int argc, const char* const* argv) {
   CLI::App app{
-      "dlbench-report: summaries, comparisons, CPU-vs-GPU speedups, batch-size sweeps and history "
-      "from Google Benchmark JSON"};
+      "dlbench-report: summaries, comparisons, CPU-vs-GPU speedups, batch-size sweeps, training "
+      "steps and history from Google Benchmark JSON"};
   app.name("dlbench-report");
   app.require_subcommand(1);
 
@@ -113,9 +113,16 @@ int RunCli(int argc, const char* const* argv) {
   sweep->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   AddOutput(sweep, &out);
 
+  auto* train = app.add_subcommand(
+      "train", "training steps per model: epoch CPU vs GPU, batch size, phases, memory, graph");
+  train->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
+  AddOutput(train, &out);
+
   std::string out_dir;
   auto* report = app.add_subcommand(
-      "report", "summary + speedups + sweeps in one report (what the README's main job writes)");
+      "report",
+      "summary + speedups + sweeps + training steps in one report (what the README's main job "
+      "writes)");
   report->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   report->add_option("--out-dir", out_dir,
                      "write report.md and report.html there and print their paths");
@@ -217,6 +224,8 @@ int RunCli(int argc, const char* const* argv) {
       Emit(SpeedupDocument(Merge(ReadBenchmarkFiles(files)), files), out);
     } else if (sweep->parsed()) {
       Emit(SweepDocument(Merge(ReadBenchmarkFiles(files)), files), out);
+    } else if (train->parsed()) {
+      Emit(TrainDocument(Merge(ReadBenchmarkFiles(files)), files), out);
     } else if (report->parsed()) {
       Document d = FullReport(Merge(ReadBenchmarkFiles(files)), files);
       if (!out_dir.empty()) {

@@ -300,6 +300,64 @@ std::string RenderSvg(const Chart& chart) {
     return o.str();
   }
 
+  if (chart.kind == Chart::Kind::kStacked) {
+    size_t longest = 0;
+    for (const auto& st : chart.stacks) longest = std::max(longest, st.first.size());
+    const double left = std::clamp(12 + 6.2 * static_cast<double>(longest), 120.0, 520.0);
+    const double W = left + 520, bar_h = 18, gap = 6;
+    const double rows = static_cast<double>(chart.stacks.size());
+    const double H = top + rows * (bar_h + gap) + 62;
+    double hi = 0;
+    for (const auto& st : chart.stacks) {
+      double sum = 0;
+      for (double v : st.second)
+        if (std::isfinite(v) && v > 0) sum += v;
+      hi = std::max(hi, sum);
+    }
+    if (!(hi > 0)) hi = 1;
+    const double plot_w = W - left - right - 20;
+    auto X = [&](double v) { return left + v / hi * plot_w; };
+    o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
+      << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
+    o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
+      << HtmlEscape(chart.title) << "</text><g class=\"plot\">";
+    for (size_t i = 0; i < chart.stacks.size(); ++i) {
+      const auto& [label, values] = chart.stacks[i];
+      double y = top + static_cast<double>(i) * (bar_h + gap);
+      o << "<text x=\"" << left - 6 << "\" y=\"" << y + bar_h * 0.75
+        << "\" text-anchor=\"end\" class=\"lbl\">" << HtmlEscape(label) << "</text>";
+      double at = 0;
+      for (size_t k = 0; k < values.size(); ++k) {
+        double v = values[k];
+        if (!std::isfinite(v) || v <= 0) continue;
+        std::string seg = k < chart.segments.size() ? chart.segments[k] : std::to_string(k);
+        o << "<rect x=\"" << X(at) << "\" y=\"" << y << "\" width=\"" << X(at + v) - X(at)
+          << "\" height=\"" << bar_h << "\" fill=\"" << kPalette[k % 10] << "\"><title>"
+          << HtmlEscape(label) << ": " << HtmlEscape(seg) << " " << FormatNumber(v, 3)
+          << "</title></rect>";
+        at += v;
+      }
+    }
+    o << "</g>";
+    double axis_y = top + rows * (bar_h + gap) + 4;
+    o << "<line x1=\"" << left << "\" y1=\"" << axis_y << "\" x2=\"" << left + plot_w << "\" y2=\""
+      << axis_y << "\" stroke=\"#444\"/>";
+    for (double t : NiceTicks(0, hi, 5))
+      o << "<text x=\"" << X(t) << "\" y=\"" << axis_y + 16 << "\" text-anchor=\"middle\" "
+        << "class=\"tick\">" << TickLabel(t) << "</text>";
+    o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << axis_y + 32
+      << "\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.x_label) << "</text>";
+    double lx = left;
+    for (size_t k = 0; k < chart.segments.size(); ++k) {
+      o << "<rect x=\"" << lx << "\" y=\"" << H - 16 << "\" width=\"12\" height=\"12\" fill=\""
+        << kPalette[k % 10] << "\"/><text x=\"" << lx + 16 << "\" y=\"" << H - 6
+        << "\" class=\"lbl\">" << HtmlEscape(chart.segments[k]) << "</text>";
+      lx += 30 + 6.2 * static_cast<double>(chart.segments[k].size());
+    }
+    o << "</svg>";
+    return o.str();
+  }
+
   // Line chart.
   const double W = chart.width > 0 ? chart.width : 720, H = 340, lft = 70, bottom = 50, rgt = 170;
   auto fx = [&](double v) { return chart.log_x ? std::log2(v) : v; };

@@ -50,7 +50,7 @@ struct Series {
 };
 
 struct Chart {
-  enum class Kind { kLines, kBars };
+  enum class Kind { kLines, kBars, kStacked };
   Kind kind = Kind::kLines;
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
@@ -58,6 +58,9 @@ struct Chart {
   std::vector<std::pair<std::string, double>> bars;  // kBars: label, value
   double bar_reference = std::nan("");               // kBars: a vertical line (e.g. 1x)
   double width = 0;                                  // kLines: pixels; 0: the default
+  // kStacked: a bar per label, split into one segment per name of `segments` (a legend).
+  std::vector<std::string> segments;
+  std::vector<std::pair<std::string, std::vector<double>>> stacks;
 };
 
 struct Section {

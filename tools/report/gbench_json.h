@@ -27,6 +27,9 @@ inline constexpr std::string_view kCv = "cv";
 namespace name_key {
 inline constexpr std::string_view kBs = "bs";
 inline constexpr std::string_view kDt = "dt";
+inline constexpr std::string_view kFmt = "fmt";
+inline constexpr std::string_view kPass = "pass";
+inline constexpr std::string_view kGraph = "graph";
 }  // namespace name_key
 
 // Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.

@@ -441,7 +441,19 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   d.notes.push_back("Inputs: " + in + ".");
 
   Overview ov = ComputeOverview(runs);
-  d.sections = OverviewSections(ov);
+  // Training steps answer per model (epoch, batch size, phases, memory, graph), not per layer:
+  // their sections stand where the family's overview would.
+  TrainResult train = ComputeTrain(runs);
+  std::vector<Section> train_details;
+  std::vector<Section> overview = OverviewSections(ov);
+  for (size_t i = 0; i < overview.size(); ++i) {
+    if (ov.families[i] != kTrainFamily || train.cases.empty()) {
+      d.sections.push_back(std::move(overview[i]));
+      continue;
+    }
+    for (Section& t : TrainSections(train))
+      (t.details ? train_details : d.sections).push_back(std::move(t));
+  }
   std::vector<Section> summary_sections = SummarySections(summary);
   Section not_measured = std::move(summary_sections.back());
   summary_sections.pop_back();
@@ -471,6 +483,7 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
     for (Chart& c : sweeps[i].charts) sweep.charts.push_back(std::move(c));
   }
   d.sections.push_back(std::move(sweep));
+  for (Section& s : train_details) d.sections.push_back(std::move(s));
   if (not_measured.details) d.sections.push_back(std::move(not_measured));
   d.sections.push_back(LabelSection(runs));
   return d;
