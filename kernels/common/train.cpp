@@ -15,10 +15,10 @@ MlpParams SeededMlpParams(uint64_t seed, const std::vector<int64_t>& widths) {
     const int64_t in = widths[l], out = widths[l + 1];
     if (in <= 0 || out <= 0) throw Error("MLP widths must be positive");
     const float bound = 1.0f / std::sqrt(float(in));
-    std::vector<float> w = SeededValues(TensorSeed(seed, 10 + 2 * int(l)), size_t(out * in),
-                                        DType::kF32);
-    std::vector<float> b = SeededValues(TensorSeed(seed, 11 + 2 * int(l)), size_t(out),
-                                        DType::kF32);
+    std::vector<float> w =
+        SeededValues(TensorSeed(seed, 10 + 2 * int(l)), size_t(out * in), DType::kF32);
+    std::vector<float> b =
+        SeededValues(TensorSeed(seed, 11 + 2 * int(l)), size_t(out), DType::kF32);
     for (float& v : w) v *= bound;
     for (float& v : b) v *= bound;
     p.weight.push_back(std::move(w));
@@ -44,6 +44,49 @@ MlpBatch SeededMlpBatch(uint64_t seed, int64_t batch, int64_t features, int64_t 
   b.x = SeededValues(TensorSeed(seed, 0), size_t(batch * features), DType::kF32);
   b.labels = SeededLabels(seed, batch, classes);
   return b;
+}
+
+std::string WidthsText(const std::vector<int64_t>& widths) {
+  std::string s;
+  for (size_t i = 0; i < widths.size(); ++i) s += (i ? "-" : "") + std::to_string(widths[i]);
+  return s;
+}
+
+double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass) {
+  double macs = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) macs += double(widths[l]) * double(widths[l + 1]);
+  return 2.0 * double(batch) * macs * (pass == Pass::kTrain ? 3 : 1);
+}
+
+namespace {
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
+StepPhases StepPhases::FromSamples(std::vector<double> fwd, std::vector<double> bwd,
+                                   std::vector<double> opt) {
+  if (fwd.empty()) throw Error("step phases: no forward samples");
+  StepPhases p;
+  p.measured = true;
+  p.fwd_s = Median(std::move(fwd));
+  p.bwd_s = Median(std::move(bwd));
+  p.opt_s = Median(std::move(opt));
+  return p;
+}
+
+std::vector<std::pair<std::string, double>> StepPhases::Counters(Pass pass) const {
+  // The names are fixtures/schema.h's kFwdS, kBwdS and kOptS (kernels/ does not include fixtures/).
+  std::vector<std::pair<std::string, double>> out;
+  if (!measured) return out;
+  out.emplace_back("fwd_s", fwd_s);
+  if (pass == Pass::kTrain) {
+    out.emplace_back("bwd_s", bwd_s);
+    out.emplace_back("opt_s", opt_s);
+  }
+  return out;
 }
 
 }  // namespace dlb

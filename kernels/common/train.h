@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlb {
@@ -17,15 +18,15 @@ inline const char* Name(Pass p) { return p == Pass::kTrain ? "train" : "infer"; 
 // momentum (PyTorch's: buf = momentum * buf + grad, w -= lr * buf; buf starts at zero, so the
 // first step's buf is the gradient); pass kInfer is the forward alone.
 struct TrainShape {
-  std::string model;             // "mlp", "resnet18_cifar", "catdog64", ...
+  std::string model;  // "mlp", "resnet18_cifar", "catdog64", ...
   int64_t batch = 0;
-  int64_t channels = 3;          // image models: input channels
-  int64_t image = 0;             // image models: input height = width; 0 for the MLP
-  int64_t classes = 0;           // logits per sample
-  std::vector<int64_t> widths;   // MLP: the layer widths, input first ({1000, 512, 256, 2})
+  int64_t channels = 3;         // image models: input channels
+  int64_t image = 0;            // image models: input height = width; 0 for the MLP
+  int64_t classes = 0;          // logits per sample
+  std::vector<int64_t> widths;  // MLP: the layer widths, input first ({1000, 512, 256, 2})
   Pass pass = Pass::kTrain;
-  bool graph = false;            // GPU: the whole step captured in a CUDA graph, one replay a Run()
-  bool amp = false;              // autocast to bf16 (dt:amp_bf16), no loss scaling
+  bool graph = false;  // GPU: the whole step captured in a CUDA graph, one replay a Run()
+  bool amp = false;    // autocast to bf16 (dt:amp_bf16), no loss scaling
   double lr = 0.01;
   double momentum = 0.9;
 };
@@ -50,5 +51,25 @@ MlpBatch SeededMlpBatch(uint64_t seed, int64_t batch, int64_t features, int64_t 
 
 // Seeded class labels in [0, classes) for any model's batch (the stream of TensorSeed(seed, 1)).
 std::vector<int64_t> SeededLabels(uint64_t seed, int64_t batch, int64_t classes);
+
+// "1000-512-256-2": the MLP's widths as labels and messages write them.
+std::string WidthsText(const std::vector<int64_t>& widths);
+
+// Floating-point operations of one MLP step over `batch` samples: 2 * batch * sum(in * out) for
+// the forward; a training step adds the data and weight gradients (3x in all).
+double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass);
+
+// A step's forward (with the loss), backward and optimizer seconds, each the median of the
+// samples a step op's MeasurePhases() took outside the timed loop.
+struct StepPhases {
+  bool measured = false;
+  double fwd_s = 0, bwd_s = 0, opt_s = 0;
+
+  // Medians of each list; bwd and opt may be empty (pass kInfer), fwd may not.
+  static StepPhases FromSamples(std::vector<double> fwd, std::vector<double> bwd,
+                                std::vector<double> opt);
+  // fixtures/schema.h's kFwdS, and kBwdS and kOptS for pass kTrain; nothing until measured.
+  std::vector<std::pair<std::string, double>> Counters(Pass pass) const;
+};
 
 }  // namespace dlb

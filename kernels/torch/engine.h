@@ -59,8 +59,7 @@ struct Engine {
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> params, bufs;
   torch::Tensor x, y, loss, logits;
-  double fwd_s = 0, bwd_s = 0, opt_s = 0;  // MeasurePhases(); 0 until then
-  bool phases_measured = false;
+  StepPhases phases;  // MeasurePhases(); not measured until then
 };
 
 // The checks every step op runs before it is timed: one step at kVerifyBatch (the MLP: its own
@@ -95,17 +94,8 @@ void MeasureEnginePhases(Engine& e, Clock now, Sync sync) {
     b.push_back(t2 - t1);
     o.push_back(t3 - t2);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  e.fwd_s = median(f);
-  e.bwd_s = median(b);
-  e.opt_s = median(o);
-  e.phases_measured = true;
+  e.phases = StepPhases::FromSamples(std::move(f), std::move(b), std::move(o));
   e.Restore(s);
 }
-
-std::vector<std::pair<std::string, double>> PhaseCounters(const Engine& e);
 
 }  // namespace dlb::libtorch

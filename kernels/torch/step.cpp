@@ -61,8 +61,7 @@ Engine::Engine(const TrainShape& s, const RunConfig& c, Where where, bool use_f6
   for (int64_t d : sizes) elements *= double(d);
   RequireHostBytes(elements * (f64 ? 12 : 4));  // the seeded f32 batch (and its f64 copy)
   torch::Tensor host = torch::empty(sizes, torch::kFloat32);
-  SeedStorage(host.data_ptr<float>(), TensorSeed(cfg.seed, 0), size_t(host.numel()),
-              DType::kF32);
+  SeedStorage(host.data_ptr<float>(), TensorSeed(cfg.seed, 0), size_t(host.numel()), DType::kF32);
   x = host.to(device, dt);
   if (cfg.layout == Layout::kNHWC && shape.image > 0)
     x = x.contiguous(at::MemoryFormat::ChannelsLast);
@@ -136,7 +135,8 @@ void Engine::Restore(const State& s) {
 namespace {
 std::vector<float> Flat(const std::vector<torch::Tensor>& ts) {
   std::vector<torch::Tensor> parts;
-  for (const auto& t : ts) parts.push_back(t.detach().reshape({-1}).to(torch::kCPU, torch::kFloat32));
+  for (const auto& t : ts)
+    parts.push_back(t.detach().reshape({-1}).to(torch::kCPU, torch::kFloat32));
   if (parts.empty()) return {};
   torch::Tensor all = torch::cat(parts).contiguous();
   return std::vector<float>(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
@@ -160,17 +160,6 @@ StepResult Engine::Result(const State& before) const {
   r.grads = Flat(grads);
   r.update = Flat(update);
   return r;
-}
-
-std::vector<std::pair<std::string, double>> PhaseCounters(const Engine& e) {
-  std::vector<std::pair<std::string, double>> out;
-  if (!e.phases_measured) return out;
-  out.push_back({"fwd_s", e.fwd_s});
-  if (e.train()) {
-    out.push_back({"bwd_s", e.bwd_s});
-    out.push_back({"opt_s", e.opt_s});
-  }
-  return out;
 }
 
 // ---- Checks -------------------------------------------------------------------------------
@@ -246,9 +235,9 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
   };
   std::vector<Part> parts;
   if (train) {
-    const double loss_err =
-        std::isfinite(got.loss) ? std::fabs(got.loss - ref.loss) / std::max(1e-30, std::fabs(ref.loss))
-                                : INFINITY;
+    const double loss_err = std::isfinite(got.loss) ? std::fabs(got.loss - ref.loss) /
+                                                          std::max(1e-30, std::fabs(ref.loss))
+                                                    : INFINITY;
     parts.push_back({"loss", loss_err, 1, tol.loss});
     parts.push_back({"grads", RelL2(got.grads, ref.grads), ref.grads.size(), tol.grads});
     parts.push_back({"update", RelL2(got.update, ref.update), ref.update.size(), tol.grads});
@@ -384,6 +373,7 @@ Verdict TorchStepCpu::Verify() {
 }
 
 void TorchStepCpu::MeasurePhases() {
+  ResetPeakRss();  // the peak of the phase steps, not of the float64 verification before them
   Guarded([&] {
     MeasureEnginePhases(
         *e_,
@@ -396,7 +386,7 @@ void TorchStepCpu::MeasurePhases() {
 }
 
 std::vector<std::pair<std::string, double>> TorchStepCpu::Counters() const {
-  auto out = PhaseCounters(*e_);
+  auto out = e_->phases.Counters(e_->shape.pass);
   const double peak = PeakRssBytes();
   if (peak > 0) out.push_back({"peak_mem_bytes", peak});
   return out;

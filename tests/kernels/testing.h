@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/fill.h"
@@ -13,6 +14,7 @@
 #include "kernels/common/shapes.h"
 #include "kernels/reference/conv.h"
 #include "kernels/reference/gemm.h"
+#include "kernels/reference/mlp.h"
 
 namespace dlb::testing {
 
@@ -88,6 +90,33 @@ void RunAgainstConvReference(ConvPass pass, const ConvShape& s, const RunConfig&
   for (float v : out.data) ASSERT_FALSE(std::isnan(v)) << op.label();
   EXPECT_LE(RelativeL2(out.data, want), Tolerance(cfg.dtype)) << op.label();
   *label = op.label();
+}
+
+// An MLP step case for the native steps' tests.
+inline TrainShape MlpShape(std::vector<int64_t> widths, int64_t batch, Pass pass = Pass::kTrain,
+                           bool graph = false) {
+  TrainShape s;
+  s.model = "mlp";
+  s.widths = std::move(widths);
+  s.classes = s.widths.back();
+  s.batch = batch;
+  s.pass = pass;
+  s.graph = graph;
+  return s;
+}
+
+// `steps` float64 steps from the seeded parameters and batch, momentum carried from step to step:
+// the last step's result.
+inline MlpStepResult ReferenceMlpSteps(const TrainShape& s, uint64_t seed, int steps) {
+  MlpParams p = SeededMlpParams(seed, s.widths);
+  const MlpBatch b = SeededMlpBatch(seed, s.batch, s.widths.front(), s.widths.back());
+  MlpMomentum buf;
+  MlpStepResult r;
+  for (int i = 0; i < steps; ++i) {
+    r = ReferenceMlpStep(s, p, b, &buf);
+    if (s.pass == Pass::kTrain) p = UpdatedParams(r);
+  }
+  return r;
 }
 
 }  // namespace dlb::testing
