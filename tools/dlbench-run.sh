@@ -15,7 +15,8 @@ cmake --build --preset release -j "$(nproc)"
 out=reports/latest
 mkdir -p "$out"
 bin=build/release/benchmarks
-for family in gemm conv; do
+# train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
+for family in gemm conv train train_native; do
   [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
   # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
   tmp=$(mktemp "$out/.$family.XXXXXX")
