@@ -159,6 +159,10 @@ StepResult Engine::Result(const State& before) const {
   }
   r.grads = Flat(grads);
   r.update = Flat(update);
+  // Every model ends in its classifier, a Linear: parameters() ends with its weight and bias.
+  const size_t n = params.size();
+  if (n >= 2 && params[n - 2].dim() == 2 && params[n - 1].dim() == 1)
+    r.head = size_t(params[n - 2].numel() + params[n - 1].numel());
   return r;
 }
 
@@ -241,6 +245,17 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
     parts.push_back({"loss", loss_err, 1, tol.loss});
     parts.push_back({"grads", RelL2(got.grads, ref.grads), ref.grads.size(), tol.grads});
     parts.push_back({"update", RelL2(got.update, ref.update), ref.update.size(), tol.grads});
+    if (tol.head > 0) {
+      const bool same = got.head == ref.head && ref.head > 0 && ref.head <= ref.grads.size() &&
+                        got.grads.size() == ref.grads.size();
+      const auto tail = [](const std::vector<float>& v, size_t n) {
+        return std::vector<float>(v.end() - std::ptrdiff_t(n), v.end());
+      };
+      parts.push_back(
+          {"classifier grads",
+           same ? RelL2(tail(got.grads, ref.head), tail(ref.grads, ref.head)) : INFINITY, ref.head,
+           tol.head});
+    }
   } else {
     parts.push_back({"logits", RelL2(got.logits, ref.logits), ref.logits.size(), tol.grads});
   }
@@ -248,19 +263,25 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
   v.metric = "rel_l2";
   std::ostringstream d;
   d << what << ":";
-  // The verdict's error and tolerance are those of the part nearest its tolerance.
+  // The verdict's error and tolerance are those of the part nearest its tolerance. A part whose
+  // error is not finite (NaN, or a size mismatch) fails even where its tolerance is +inf.
+  const auto ratio = [](const Part& p) {
+    return std::isfinite(p.err) ? p.err / p.tolerance : INFINITY;
+  };
   const Part* worst = &parts.front();
+  bool ok = true;
   for (const Part& p : parts) {
     char buf[80];
     std::snprintf(buf, sizeof buf, " %s %.2e (tol %.0e)", p.name, p.err, p.tolerance);
     d << buf;
     v.checked += p.n;
-    if (!(p.err / p.tolerance <= worst->err / worst->tolerance)) worst = &p;  // NaN is worst
+    ok = ok && std::isfinite(p.err) && p.err <= p.tolerance;
+    if (ratio(p) > ratio(*worst)) worst = &p;
   }
   v.of = v.checked;
   v.error = worst->err;
   v.tolerance = worst->tolerance;
-  v.ok = worst->err <= worst->tolerance;
+  v.ok = ok;
   v.disposition = Disposition::kVerified;
   v.detail = d.str();
   return v;
@@ -274,13 +295,16 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
 //     a unit's gradient, and BatchNorm's backward over 2 samples subtracts nearly equal numbers.
 //     f32 on the GPU vs the CPU showed 1e-7 .. 2.3e-2 (ResNet-50, max-pool ties): 5e-2. TF32:
 //     9.8e-2 (CIFAR ResNet-18): 0.25. bf16 autocast at batch 2 is far from float64 in every
-//     BatchNorm network (0.35 CIFAR ResNet-18, 0.79 DenseNet-121): below 1.0 only says the
-//     gradient points the same way; the graph check and the learning tests carry the rest.
+//     BatchNorm network (0.35 CIFAR ResNet-18, 0.79 DenseNet-121, 1.34 ResNet-50: as far as two
+//     unrelated vectors), so its whole gradient is reported, not gated; what is gated is the
+//     loss and the classifier's gradients, one matmul from the loss, whose error is the
+//     forward's bf16 rounding: measured 2.2e-3 (VGG-16) .. 9.1e-2 (ResNet-50, 2048 features
+//     through 50 bf16 layers): 0.25. The graph check and the learning tests carry the rest.
 //   A wrong kernel shows loss errors of order 1e-1 and gradient errors of order 1 and above.
 StepTolerances StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where) {
-  if (shape.amp) return {2e-2, 1.0};
-  if (where == Where::kGpu && cfg.dtype == DType::kTF32) return {2e-3, 0.25};
-  return {1e-4, 5e-2};
+  if (shape.amp) return {2e-2, INFINITY, 0.25};
+  if (where == Where::kGpu && cfg.dtype == DType::kTF32) return {2e-3, 0.25, 0.25};
+  return {1e-4, 5e-2, 5e-2};
 }
 
 double ForwardFlopsPerSample(const TrainShape& shape) {

@@ -24,6 +24,7 @@ struct StepResult {
   std::vector<float> grads;   // train: the gradients of the step
   std::vector<float> update;  // train: the parameters after the step minus before it
   std::vector<float> logits;  // infer
+  size_t head = 0;            // train: the last `head` values of grads/update are the classifier's
 };
 
 // One step of `shape` at its batch: on the CPU in float64 when f64 (the reference), else in the
@@ -40,7 +41,8 @@ const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg);
 // How far a step may be from its reference: the loss (relative), and the gradients, the update
 // and the logits (relative L2 over all parameters).
 struct StepTolerances {
-  double loss = 0, grads = 0;
+  double loss = 0, grads = 0;  // grads: also the update and the logits; +inf: reported, not gated
+  double head = 0;             // the classifier's gradients alone; 0: not compared apart
 };
 
 // Compares a step with its reference; one verdict with the part nearest its tolerance.
@@ -50,7 +52,8 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
 // Relative L2 error ||got - ref|| / ||ref||, accumulated in double; +inf on a size mismatch.
 double RelL2(const std::vector<float>& got, const std::vector<float>& ref);
 
-// The tolerance of a step against its float64 reference, by dtype (kernels/torch/step.cpp says why).
+// The tolerance of a step against its float64 reference, by dtype (kernels/torch/step.cpp says
+// why).
 StepTolerances StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where);
 
 // Multiply-adds x 2 of one sample's forward through the model's conv and linear layers.

@@ -108,6 +108,27 @@ TEST(TorchStepCpu, AWrongStepFailsItsCheck) {
   EXPECT_NE(v.detail.find("grads"), std::string::npos);
 }
 
+TEST(TorchStepCpu, TheClassifierIsGatedWhereTheWholeGradientIsOnlyReported) {
+  // bf16 autocast's tolerances: the whole gradient reported (+inf), the classifier's gated.
+  TrainShape s = Shape("mlp", 4);
+  const StepResult& ref = ReferenceStep(s, RunConfig{});
+  EXPECT_EQ(ref.head, size_t(256 * 2 + 2)) << "the last Linear's weight and bias";
+  StepResult got = OneStep(s, RunConfig{}, Where::kCpu, false);
+  const StepTolerances amp{2e-2, INFINITY, 0.1};
+  Verdict v = CompareSteps(got, ref, true, amp, "cpu");
+  EXPECT_TRUE(v.ok) << v.detail;
+  EXPECT_NE(v.detail.find("classifier grads"), std::string::npos) << v.detail;
+  got.grads[got.grads.size() / 2] += 100.0f;  // far off, but not the classifier's: reported
+  EXPECT_TRUE(CompareSteps(got, ref, true, amp, "cpu").ok);
+  got.grads[0] = NAN;  // a NaN anywhere fails, reported part or not
+  EXPECT_FALSE(CompareSteps(got, ref, true, amp, "cpu").ok);
+  got.grads[0] = ref.grads[0];
+  got.grads.back() += 1.0f;  // the classifier's last bias gradient
+  v = CompareSteps(got, ref, true, amp, "cpu");
+  EXPECT_FALSE(v.ok) << v.detail;
+  EXPECT_NE(v.detail.find("classifier grads"), std::string::npos) << v.detail;
+}
+
 TEST(TorchStepCpu, ForwardFlopsMatchTheKnownCounts) {
   TrainShape mlp = Shape("mlp", 1);
   EXPECT_DOUBLE_EQ(ForwardFlopsPerSample(mlp), 2.0 * (1000 * 512 + 512 * 256 + 256 * 2));
