@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "fixtures/schema.h"
+#include "tools/report/document.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
 #include "tools/report/history_store.h"
@@ -97,6 +99,84 @@ TEST_F(History, CheckFindsARegressionAndShowsTheTrend) {
   ShowOptions filtered;
   filtered.filter = "w1/";
   EXPECT_EQ(HistoryShow(db_, filtered).sections[1].tables[0].rows.size(), 1u);
+}
+
+// Five runs at one level, then six 20% slower: the window's median sits between the levels, so
+// the newest run is "same" to the median/MAD test, and only the step says where the time went.
+TEST_F(History, CheckFindsAStepTheNewestRunTestMisses) {
+  for (int i = 0; i < 11; ++i)
+    HistoryAdd(db_, {Run(4, i < 5 ? 1 : 1.2, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult r = HistoryCheck(db_, {});
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.step_regressions, 4);
+  EXPECT_EQ(r.exit_code, 3);
+  ASSERT_EQ(r.doc.sections.size(), 2u);
+  const Table& newest = r.doc.sections[0].tables.at(0);
+  ASSERT_EQ(newest.rows.size(), 4u);
+  ASSERT_EQ(newest.columns.back().key, "step");
+  for (const auto& row : newest.rows) {
+    EXPECT_EQ(row[7].text, "same") << row[0].text;
+    EXPECT_EQ(row[8].text, "slower") << row[0].text;
+  }
+  const Table& steps = r.doc.sections[1].tables.at(0);
+  ASSERT_EQ(steps.rows.size(), 4u);
+  // benchmark, step, at run, date, commit, before, after, change, z, runs before, runs after
+  for (const auto& row : steps.rows) {
+    ASSERT_EQ(row.size(), steps.columns.size());
+    EXPECT_EQ(row[1].text, "slower") << row[0].text;
+    EXPECT_EQ(row[2].text, "#6");
+    EXPECT_EQ(row[3].text, Date(5));
+    EXPECT_EQ(row[4].text, "c5");
+    ASSERT_TRUE(row[5].value && row[6].value && row[7].value);
+    EXPECT_NEAR(*row[6].value / *row[5].value, 1.2, 0.01);
+    EXPECT_NEAR(*row[7].value, 0.2, 0.01);
+    EXPECT_GT(*row[8].value, 3);
+    EXPECT_EQ(row[9].text, "5");
+    EXPECT_EQ(row[10].text, "6");
+  }
+  // w0 is 100 us before the step and 120 us after, give or take the 0.8% wobble.
+  ASSERT_EQ(steps.rows[0][0].text, "gemm/cpu/onednn/w0/dt:f32/manual_time");
+  EXPECT_NEAR(*steps.rows[0][5].value, 100e3, 1e3);
+  EXPECT_NEAR(*steps.rows[0][6].value, 120e3, 1.2e3);
+
+  // Every format carries it: JSON by column key, Markdown and HTML as a table of their own.
+  auto json = nlohmann::json::parse(Render(r.doc, Format::kJson));
+  const auto& jrow = json["sections"][1]["tables"][0]["rows"][0];
+  EXPECT_EQ(jrow["step"], "slower");
+  EXPECT_EQ(jrow["step_run"], 6);
+  EXPECT_EQ(jrow["step_date"], Date(5));
+  EXPECT_EQ(jrow["step_commit"], "c5");
+  EXPECT_NEAR(jrow["step_change"].get<double>(), 0.2, 0.01);
+  EXPECT_EQ(json["sections"][0]["tables"][0]["rows"][0]["step"], "slower");
+  for (Format f : {Format::kMarkdown, Format::kHtml, Format::kCsv}) {
+    std::string out = Render(r.doc, f);
+    EXPECT_NE(out.find(f == Format::kCsv ? "step_date" : "Steps in the window"), std::string::npos);
+    EXPECT_NE(out.find(Date(5)), std::string::npos);
+  }
+
+  // --steps report: shown, but the exit code is the newest-run test's alone.
+  CheckOptions report_only;
+  report_only.steps_fail = false;
+  CheckResult shown = HistoryCheck(db_, report_only);
+  EXPECT_EQ(shown.step_regressions, 4);
+  EXPECT_EQ(shown.exit_code, 0);
+
+  // A window too short for two segments of three: no step is looked for.
+  CheckOptions short_window;
+  short_window.window = 4;
+  CheckResult few = HistoryCheck(db_, short_window);
+  EXPECT_EQ(few.step_regressions, 0);
+  EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][1].text, "short history");
+}
+
+// A flat history with one slow run in the middle: the step test finds nothing.
+TEST_F(History, CheckFindsNoStepInAnOutlier) {
+  for (int i = 0; i < 11; ++i)
+    HistoryAdd(db_, {Run(3, i == 5 ? 2 : 1, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult r = HistoryCheck(db_, {});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.step_regressions, 0);
+  for (const auto& row : r.doc.sections[1].tables.at(0).rows) EXPECT_EQ(row[1].text, "none");
 }
 
 TEST_F(History, TwoProcessesAddingAtOnceLoseNothing) {

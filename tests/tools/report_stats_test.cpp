@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 
 #include "tools/report/stats.h"
 
@@ -107,6 +109,130 @@ TEST(RatioInterval, ContainsTheTrueRatio) {
   EXPECT_LE(r.lo, r.estimate);
   EXPECT_GE(r.hi, r.estimate);
   EXPECT_FALSE(RatioOfSamples({1, 2}, {1, 2}).has_interval);
+}
+
+// Two flat levels with a little spread, 8 runs at 100 then 5 at 120.
+TEST(FindStep, FindsOneStepAtItsIndexWithItsLevels) {
+  std::vector<double> v{100, 101, 99, 100.5, 99.5, 100, 101, 99, 120, 121, 119, 120.5, 119.5};
+  Step s = FindStep(v);
+  ASSERT_TRUE(s.searched);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.at, 8u);
+  EXPECT_DOUBLE_EQ(s.before, 100);
+  EXPECT_DOUBLE_EQ(s.after, 120);
+  EXPECT_DOUBLE_EQ(s.change, 0.2);
+  // Deviations: 0 1 1 .5 .5 0 1 1 before; 1 1 .5 .5 after (its median point's 0 left out): the
+  // median of the twelve is .75.
+  EXPECT_DOUBLE_EQ(s.spread, 1.4826 * 0.75);
+  EXPECT_NEAR(s.z, 20 / (1.4826 * 0.75), 1e-9);
+  EXPECT_TRUE(s.lasting);
+
+  // Downwards, with the shortest segment allowed after it.
+  std::vector<double> down{50, 51, 49, 50, 52, 48, 50, 40, 41, 39};
+  s = FindStep(down);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.at, 7u);
+  EXPECT_DOUBLE_EQ(s.before, 50);
+  EXPECT_DOUBLE_EQ(s.after, 40);
+  EXPECT_DOUBLE_EQ(s.change, -0.2);
+  EXPECT_LT(s.z, -3);
+  EXPECT_TRUE(s.lasting);
+}
+
+TEST(FindStep, FlatNoisySeriesHasNoStep) {
+  // +-4% of zig-zag noise, no level change; threshold 0 leaves the MAD rule alone to decide.
+  std::vector<double> v{100, 103, 98, 101, 97, 102, 99, 104, 96, 100, 102, 98, 101};
+  StepOptions mads_only;
+  mads_only.threshold = 0;
+  Step s = FindStep(v, mads_only);
+  EXPECT_TRUE(s.searched);
+  EXPECT_FALSE(s.found) << "step at " << s.at << ", z " << s.z;
+  EXPECT_LE(std::fabs(s.z), 3);
+  EXPECT_FALSE(FindStep(v).found);
+}
+
+// Gaussian noise over 11 runs (the default window and the newest run), no threshold: the rule
+// alone flags about 6% of flat series, half of them slower (what fails a check), as the
+// newest-run test flags about 5% of newest runs, half of them slower.
+TEST(FindStep, RarelyFlagsGaussianNoise) {
+  std::mt19937_64 gen(20261123);
+  auto uniform = [&gen] { return (static_cast<double>(gen() >> 11) + 0.5) * 0x1.0p-53; };
+  StepOptions mads_only;
+  mads_only.threshold = 0;
+  const int kSeries = 2000;
+  int flagged = 0, slower = 0;
+  for (int i = 0; i < kSeries; ++i) {
+    std::vector<double> v;
+    for (int j = 0; j < 11; ++j)  // Box-Muller
+      v.push_back(100 + std::sqrt(-2 * std::log(uniform())) * std::cos(2 * M_PI * uniform()));
+    Step s = FindStep(v, mads_only);
+    flagged += s.found;
+    slower += s.found && s.lasting && s.change > 0;
+  }
+  EXPECT_LT(flagged, kSeries * 8 / 100) << flagged;
+  EXPECT_LT(slower, kSeries * 4 / 100) << slower;
+}
+
+TEST(FindStep, OneOutlierIsNoStep) {
+  std::vector<double> flat{100, 101, 99, 100.5, 99.5, 100, 101, 99, 100, 100.5, 99.5};
+  StepOptions mads_only;
+  mads_only.threshold = 0;
+  for (size_t at : {size_t{0}, size_t{3}, size_t{5}, size_t{8}, flat.size() - 1}) {
+    std::vector<double> v = flat;
+    v[at] = 300;
+    Step s = FindStep(v, mads_only);
+    EXPECT_TRUE(s.searched);
+    EXPECT_FALSE(s.found) << "outlier at " << at << ": step at " << s.at << ", z " << s.z;
+    EXPECT_FALSE(FindStep(v).found) << "outlier at " << at;
+  }
+}
+
+TEST(FindStep, AStepBackIsUndone) {
+  std::vector<double> v{100, 101, 99, 100, 120, 121, 119, 120, 100, 101, 99};
+  Step s = FindStep(v);
+  ASSERT_TRUE(s.found);
+  EXPECT_EQ(s.at, 4u);
+  EXPECT_GT(s.change, 0);
+  EXPECT_FALSE(s.lasting);  // the newest three are back at 100
+}
+
+TEST(FindStep, TooShortASeriesIsNotSearched) {
+  Step s = FindStep({100, 100, 100, 200, 200});
+  EXPECT_FALSE(s.searched);
+  EXPECT_FALSE(s.found);
+  StepOptions two;
+  two.min_segment = 2;
+  s = FindStep({100, 100, 100, 200, 200}, two);
+  EXPECT_TRUE(s.found);
+  EXPECT_EQ(s.at, 3u);
+}
+
+// The running-median costs pick the same split as summing each candidate's deviations directly.
+TEST(FindStep, SplitHasTheLeastAbsoluteDeviation) {
+  std::mt19937_64 gen(7);
+  auto cost = [](std::vector<double> seg) {
+    double m = Median(seg), c = 0;
+    for (double x : seg) c += std::fabs(x - m);
+    return c;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    size_t n = 6 + gen() % 30;
+    std::vector<double> v;
+    for (size_t i = 0; i < n; ++i)
+      v.push_back(static_cast<double>(gen() % 100000) / 7 + (i >= n / 3 ? 2000 : 0));
+    // The first of the least, as FindStep breaks ties (within a billionth of the unsplit cost).
+    size_t best = 3;
+    double least = INFINITY, tie = 1e-9 * cost(v);
+    for (size_t at = 3; at + 3 <= n; ++at) {
+      double c = cost({v.begin(), v.begin() + static_cast<std::ptrdiff_t>(at)}) +
+                 cost({v.begin() + static_cast<std::ptrdiff_t>(at), v.end()});
+      if (c < least - tie) {
+        least = c;
+        best = at;
+      }
+    }
+    EXPECT_EQ(FindStep(v).at, best) << "trial " << trial << ", n " << n;
+  }
 }
 
 }  // namespace

@@ -157,11 +157,19 @@ int RunCli(int argc, const char* const* argv) {
   CheckOptions kopt;
   std::string check_threshold = "5%";
   auto* hcheck = history->add_subcommand(
-      "check", "newest run against the recent window (median, MAD); exit 3 on a regression");
+      "check",
+      "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
   hcheck->add_option("--db", db, kDbHelp)->required();
   hcheck->add_option("--window", kopt.window, "previous runs on the same machine (10)");
   hcheck->add_option("--threshold,-t", check_threshold, "relative change that matters (5%)");
   hcheck->add_option("--mads", kopt.k, "and more than this many scaled MADs (3)");
+  hcheck->add_option("--min-segment", kopt.min_segment, "steps: runs on each side at least (3)")
+      ->check(CLI::PositiveNumber);
+  std::string steps = "fail";
+  hcheck
+      ->add_option("--steps", steps,
+                   "fail: a lasting slower step fails the check (default); report: shown only")
+      ->check(CLI::IsMember({"fail", "report"}));
   hcheck->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
   AddOutput(hcheck, &out);
   std::string other;
@@ -249,6 +257,7 @@ int RunCli(int argc, const char* const* argv) {
       Emit(HistoryShow(db, sopt, hopt), out);
     } else if (hcheck->parsed()) {
       kopt.threshold = ParseThreshold(check_threshold);
+      kopt.steps_fail = steps == "fail";
       CheckResult r = HistoryCheck(db, kopt, hopt);
       Emit(r.doc, out);
       return r.exit_code;

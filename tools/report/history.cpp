@@ -347,6 +347,47 @@ Document HistoryShow(const std::string& path, const ShowOptions& opt, const Hist
   return d;
 }
 
+namespace {
+
+// A step's verdict: which way the level moved, and "(undone)" when the newest runs are back.
+std::string StepVerdict(const Step& st) {
+  if (!st.searched) return "short history";
+  if (!st.found) return "none";
+  return std::string(st.change > 0 ? "slower" : "faster") + (st.lasting ? "" : " (undone)");
+}
+
+// A slower step the newest runs still show: the regression the newest-run test stops seeing
+// once the slow runs are half the window, and misses when the newest run alone is a fast outlier.
+bool StepRegresses(const Step& st) { return st.found && st.lasting && st.change > 0; }
+
+// The step's row: where it is (position among the runs read, its run's date and commit, which
+// with the machine identify the run in the store) and the two levels.
+std::vector<Cell> StepRow(const std::string& name, const Step& st, const std::vector<size_t>& pos,
+                          const std::vector<RunRow>& runs) {
+  std::vector<Cell> row{Cell(name), Cell(StepVerdict(st))};
+  if (!st.found) {
+    for (int i = 0; i < 6; ++i) row.emplace_back("-");
+    row.emplace_back(st.searched ? FormatNumber(st.z, 3) : "-", st.searched ? st.z : NAN);
+    row.emplace_back("-");
+    row.emplace_back("-");
+    return row;
+  }
+  size_t at = pos[st.at];
+  double before_n = static_cast<double>(st.at), after_n = static_cast<double>(pos.size() - st.at);
+  row.emplace_back("#" + std::to_string(at + 1), static_cast<double>(at + 1));
+  row.emplace_back(runs[at].date);
+  row.emplace_back(runs[at].commit);
+  row.emplace_back(FormatTime(st.before), st.before);
+  row.emplace_back(FormatTime(st.after), st.after);
+  row.emplace_back(FormatSigned(st.change), st.change);
+  row.emplace_back(FormatNumber(st.z, 3), st.z);
+  row.emplace_back(std::to_string(st.at), before_n);
+  row.emplace_back(std::to_string(pos.size() - st.at), after_n);
+  return row;
+}
+
+}  // namespace
+
 CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                          const HistoryOptions& hopt) {
   auto store = OpenStore(path, false, StoreOpts(hopt));
@@ -362,18 +403,31 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   std::vector<std::string> names;
   auto results = Results(db, runs, "", &names);
   Table t;
-  t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},  {"window median", "median_ns"},
-               {"MAD", "mad_ns"},     {"change", "change"},  {"z (MAD)", "z"},
-               {"history", "n"},      {"verdict", "verdict"}};
-  std::vector<std::vector<Cell>> slower, other;
+  t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},   {"window median", "median_ns"},
+               {"MAD", "mad_ns"},     {"change", "change"},   {"z (MAD)", "z"},
+               {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
+  Table steps;
+  steps.columns = {
+      {"benchmark", "name"},       {"step", "step"},          {"at run", "step_run"},
+      {"date", "step_date"},       {"commit", "step_commit"}, {"before", "before_ns"},
+      {"after", "after_ns"},       {"change", "step_change"}, {"z (pooled MAD)", "step_z"},
+      {"runs before", "before_n"}, {"runs after", "after_n"}};
+  std::vector<std::vector<Cell>> slower, other, step_slower, step_other;
   int counts[5] = {0, 0, 0, 0, 0};  // slower faster same new short
+  int steps_found = 0, steps_missed = 0;
+  StepOptions sopt{opt.min_segment, opt.k, opt.threshold};
   for (const auto& name : names) {
     const auto& v = results[name];
     double x = v.back();
     if (!std::isfinite(x)) continue;
-    std::vector<double> prev;
-    for (size_t i = 0; i + 1 < v.size(); ++i)
-      if (std::isfinite(v[i])) prev.push_back(v[i]);
+    std::vector<double> prev, series;
+    std::vector<size_t> pos;  // series[i] is the median of runs[pos[i]]
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!std::isfinite(v[i])) continue;
+      if (i + 1 < v.size()) prev.push_back(v[i]);
+      series.push_back(v[i]);
+      pos.push_back(i);
+    }
     std::string verdict;
     double med = NAN, mad = NAN, ch = NAN, z = NAN;
     if (prev.empty()) {
@@ -392,6 +446,11 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       verdict = !beyond ? "same" : ch > 0 ? "slower" : "faster";
       ++counts[verdict == "slower" ? 0 : verdict == "faster" ? 1 : 2];
     }
+    Step step = FindStep(series, sopt);
+    bool step_regresses = StepRegresses(step);
+    steps_found += step.found;
+    r.step_regressions += step_regresses;
+    steps_missed += step_regresses && verdict != "slower";
     std::vector<Cell> row{Cell(name),
                           Cell(FormatTime(x), x),
                           Cell(FormatTime(med), med),
@@ -399,27 +458,52 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                           Cell(FormatSigned(ch), ch),
                           Cell(FormatNumber(z, 3), z),
                           Cell(std::to_string(prev.size()), static_cast<double>(prev.size())),
-                          Cell(verdict)};
-    (verdict == "slower" ? slower : other).push_back(std::move(row));
+                          Cell(verdict),
+                          Cell(StepVerdict(step))};
+    (verdict == "slower" || step_regresses ? slower : other).push_back(std::move(row));
+    (step_regresses ? step_slower : step_other).push_back(StepRow(name, step, pos, runs));
   }
   r.regressions = counts[0];
-  r.exit_code = r.regressions ? 3 : 0;
+  bool fail = r.regressions || (opt.steps_fail && r.step_regressions);
+  r.exit_code = fail ? 3 : 0;
   d.notes.push_back("Newest run: " + now.date + ", commit " + now.commit + ", machine " +
                     now.machine + "; window: the " + std::to_string(runs.size() - 1) +
                     " runs before it on that machine.");
-  d.notes.push_back(std::string(r.regressions ? "**REGRESSION**: " : "**OK**: ") +
+  d.notes.push_back(std::string(fail ? "**REGRESSION**: " : "**OK**: ") +
                     std::to_string(counts[0]) + " slower, " + std::to_string(counts[1]) +
                     " faster, " + std::to_string(counts[2]) + " same, " +
                     std::to_string(counts[3]) + " new, " + std::to_string(counts[4]) +
                     " with too short a history. A change counts when it is at least " +
                     FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
                     " scaled MADs (1.4826 x MAD) from the window's median.");
+  d.notes.push_back("Steps: " + std::to_string(steps_found) + " found, " +
+                    std::to_string(r.step_regressions) + " slower and lasting (" +
+                    std::to_string(steps_missed) + " of them missed by the newest-run test)" +
+                    (opt.steps_fail
+                         ? "; a slower lasting step fails the check."
+                         : "; shown only (--steps report), the exit code ignores them."));
   Section s;
   s.title = "Newest run against the window";
   for (auto& row : slower) t.rows.push_back(std::move(row));
   for (auto& row : other) t.rows.push_back(std::move(row));
   s.tables.push_back(std::move(t));
   d.sections.push_back(std::move(s));
+  Section ss;
+  ss.title = "Steps in the window (change points)";
+  ss.notes.push_back(
+      "Per benchmark, the most likely single step in its medians over these " +
+      std::to_string(runs.size()) +
+      " runs (oldest first; #1 the oldest): the split with the least summed absolute deviation "
+      "from the two segments' medians, at least " +
+      std::to_string(opt.min_segment) +
+      " runs on each side. A step counts when its levels differ by at least " +
+      FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
+      " scaled MADs pooled over both segments; \"(undone)\": the newest " +
+      std::to_string(opt.min_segment) + " runs are back nearer the level before.");
+  for (auto& row : step_slower) steps.rows.push_back(std::move(row));
+  for (auto& row : step_other) steps.rows.push_back(std::move(row));
+  ss.tables.push_back(std::move(steps));
+  d.sections.push_back(std::move(ss));
   return r;
 }
 

@@ -1,5 +1,6 @@
 // Results of many runs in SQLite or PostgreSQL (history_store.h): add (idempotent, one
-// transaction), show (trend), check (the newest run against the recent window: median and MAD).
+// transaction), show (trend), check (the newest run against the recent window: median and MAD;
+// and the most likely step in the window, FindStep).
 #pragma once
 
 #include <functional>
@@ -41,10 +42,15 @@ struct CheckOptions {
   double threshold = 0.05;  // relative change that matters
   double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
   int min_history = 3;      // fewer previous values: no verdict
+  // Steps (FindStep over the window and the newest run, the same threshold and k): runs on each
+  // side of a step, and whether a lasting slower step fails the check.
+  int min_segment = 3;
+  bool steps_fail = true;
 };
 struct CheckResult {
   Document doc;
-  int regressions = 0;
+  int regressions = 0;       // the newest run against the window's median
+  int step_regressions = 0;  // lasting slower steps in the window (some also counted above)
   int exit_code = 0;
 };
 CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,

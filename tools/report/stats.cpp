@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <queue>
 
 namespace dlb::report {
 
@@ -244,6 +246,90 @@ RatioInterval RatioOfSamples(const std::vector<double>& a, const std::vector<dou
     r.has_interval = true;
   }
   return r;
+}
+
+namespace {
+
+// cost[i] = sum over j < i of |v[j] - median(v[0..i))|, for every prefix in O(n log n): a running
+// median in two heaps (the lower half, which holds the extra point of an odd count, and the upper
+// half) with their sums. For a sorted set with median m, sum |x - m| = sum(upper) - sum(lower) + m
+// when the count is odd (the lower half holds m itself) and sum(upper) - sum(lower) when even.
+std::vector<double> PrefixAbsCosts(const std::vector<double>& v) {
+  std::priority_queue<double> lower;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> upper;
+  double sum_lower = 0, sum_upper = 0;
+  std::vector<double> cost(v.size() + 1, 0.0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (lower.empty() || v[i] <= lower.top()) {
+      lower.push(v[i]);
+      sum_lower += v[i];
+    } else {
+      upper.push(v[i]);
+      sum_upper += v[i];
+    }
+    if (lower.size() > upper.size() + 1) {
+      sum_lower -= lower.top();
+      sum_upper += lower.top();
+      upper.push(lower.top());
+      lower.pop();
+    } else if (upper.size() > lower.size()) {
+      sum_upper -= upper.top();
+      sum_lower += upper.top();
+      lower.push(upper.top());
+      upper.pop();
+    }
+    double c = sum_upper - sum_lower + (lower.size() > upper.size() ? lower.top() : 0.0);
+    cost[i + 1] = std::max(c, 0.0);  // rounding must not make a cost negative
+  }
+  return cost;
+}
+
+// The absolute deviations of a segment from its median; for an odd count, without the median
+// point's own zero.
+void AppendDeviations(std::vector<double>::const_iterator first,
+                      std::vector<double>::const_iterator last, double median,
+                      std::vector<double>* out) {
+  size_t start = out->size();
+  for (auto it = first; it != last; ++it) out->push_back(std::fabs(*it - median));
+  if ((last - first) % 2 == 1) {
+    auto zero = std::min_element(out->begin() + static_cast<std::ptrdiff_t>(start), out->end());
+    out->erase(zero);
+  }
+}
+
+}  // namespace
+
+Step FindStep(const std::vector<double>& v, const StepOptions& o) {
+  Step s;
+  size_t n = v.size(), m = static_cast<size_t>(std::max(o.min_segment, 1));
+  if (n < 2 * m) return s;
+  s.searched = true;
+  std::vector<double> rev(v.rbegin(), v.rend());
+  std::vector<double> head = PrefixAbsCosts(v), tail = PrefixAbsCosts(rev);
+  // The first split of least cost. Sums of absolute deviations tie exactly more often than one
+  // would think (a flat series: every split), and the running sums round differently per split,
+  // so costs within a billionth of the unsplit cost (no split costs more) count as equal.
+  size_t best = m;
+  double tie = 1e-9 * head[n];
+  for (size_t at = m + 1; at + m <= n; ++at)
+    if (head[at] + tail[n - at] < head[best] + tail[n - best] - tie) best = at;
+  auto split = v.begin() + static_cast<std::ptrdiff_t>(best);
+  s.at = best;
+  s.before = Median(std::vector<double>(v.begin(), split));
+  s.after = Median(std::vector<double>(split, v.end()));
+  s.change = RelativeChange(s.before, s.after);
+  std::vector<double> dev;
+  dev.reserve(n);
+  AppendDeviations(v.begin(), split, s.before, &dev);
+  AppendDeviations(split, v.end(), s.after, &dev);
+  s.spread = 1.4826 * Median(std::move(dev));
+  double d = s.after - s.before;
+  s.z = s.spread > 0 ? d / s.spread : (d == 0 ? 0 : (d > 0 ? INFINITY : -INFINITY));
+  s.found = std::fabs(s.change) >= o.threshold && std::fabs(s.z) > o.k;
+  double newest = Median(std::vector<double>(v.end() - static_cast<std::ptrdiff_t>(m), v.end()));
+  double midpoint = (s.before + s.after) / 2;
+  s.lasting = d > 0 ? newest > midpoint : d < 0 ? newest < midpoint : true;
+  return s;
 }
 
 }  // namespace dlb::report
