@@ -1,3 +1,6 @@
+#include <map>
+
+#include "benchmarks/conv/family.h"
 #include "tests/benchmarks/smoke.h"
 
 namespace dlb::testing {
@@ -21,6 +24,58 @@ TEST(BenchConv, SmokeTierWritesValidJson) {
   EXPECT_GT(passes[0], 0);
   EXPECT_EQ(passes[0], passes[1]);
   EXPECT_EQ(passes[0], passes[2]);
+}
+
+// The share of a convolution's counted FLOP that are real work. ConvShape::Flops() counts every
+// filter tap at every output position, those that fall on the zero padding too; a library skips
+// them, so a padded layer's pct_peak reads high by the inverse of this share (the 4x4 layers of
+// the CIFAR ResNet-18, padded by 1: 100 of 144 taps, pct_peak up to 1.44x the real figure).
+double RealTapShare(const ConvShape& s) {
+  auto along = [](int64_t in, int64_t out, int64_t taps, int64_t stride, int64_t pad, int64_t dil) {
+    int64_t inside = 0;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t i = o * stride - pad + t * dil;
+        inside += i >= 0 && i < in;
+      }
+    return double(inside) / double(out * taps);
+  };
+  return along(s.h, s.P(), s.r, s.stride_h, s.pad_h, s.dil_h) *
+         along(s.w, s.Q(), s.s, s.stride_w, s.pad_w, s.dil_w);
+}
+
+TEST(BenchConv, RealTapShareCountsTapsInsideTheInput) {
+  ConvShape s;
+  s.c = s.k = 8;
+  s.h = s.w = 4;
+  s.r = s.s = 3;
+  s.pad_h = s.pad_w = 1;
+  EXPECT_DOUBLE_EQ(RealTapShare(s), 100.0 / 144.0);
+  s.pad_h = s.pad_w = 0;
+  EXPECT_DOUBLE_EQ(RealTapShare(s), 1.0);
+}
+
+// The smoke tier's CPU convolutions against the peak the binary measured for itself.
+TEST(BenchConv, SmokeCpuCasesStayWithinTheMeasuredPeak) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  std::map<std::string, ConvShape> shapes;
+  for (const std::string& file : WorkloadFiles("conv_"))
+    for (const conv::Workload& w : conv::LoadWorkloads(file)) shapes[w.basics.name] = w.shape;
+  bool cached = false;
+  Result r = RunWithFreshPeakCache(DLB_BENCH_CONV, "--dlb_tier=smoke --dlb_device=cpu", &cached);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  EXPECT_TRUE(cached) << "the measured peak was not cached";
+  const auto [highest, checked] = CheckCpuPctPeak(r.json, [&](const std::string& workload) {
+    const auto it = shapes.find(workload);
+    EXPECT_NE(it, shapes.end()) << workload << " is in no conv_*.csv";
+    return it == shapes.end() ? 1.0 : RealTapShare(it->second);
+  });
+  EXPECT_GT(checked, 0);
+  std::printf("highest CPU pct_peak: %.1f%% (%d cases); %s\n", highest, checked,
+              r.json["context"].value(std::string(schema::kCtxCpuPeakMeasured), "").c_str());
 }
 
 TEST(BenchConv, BatchSizesFlagAndLayerCounts) {

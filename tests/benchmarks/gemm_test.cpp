@@ -17,6 +17,26 @@ TEST(BenchGemm, SmokeTierWritesValidJson) {
   EXPECT_TRUE(fc);
 }
 
+// The smoke tier's CPU GEMMs against the peak the binary measured for itself. A GEMM's counted
+// FLOP (2 m n k) are all real work.
+TEST(BenchGemm, SmokeCpuCasesStayWithinTheMeasuredPeak) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  bool cached = false;
+  Result r = RunWithFreshPeakCache(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_device=cpu", &cached);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  const std::string measured =
+      r.json["context"].value(std::string(schema::kCtxCpuPeakMeasured), "");
+  EXPECT_NE(measured.find("f32 "), std::string::npos) << measured;
+  EXPECT_TRUE(r.json["context"].contains(std::string(schema::kCtxCpuPeakNominal)));
+  EXPECT_TRUE(cached) << "the measured peak was not cached";
+  const auto [highest, checked] = CheckCpuPctPeak(r.json);
+  EXPECT_GT(checked, 0);
+  std::printf("highest CPU pct_peak: %.1f%% (%d cases); %s\n", highest, checked, measured.c_str());
+}
+
 TEST(BenchGemm, FiltersSelectCases) {
   Result r = RunBinary(DLB_BENCH_GEMM,
                        "--dlb_tier=smoke --benchmark_min_time=0.01 "
