@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "fixtures/naming.h"
 #include "fixtures/schema.h"
@@ -113,6 +114,10 @@ inline int CheckSmokeJson(const nlohmann::json& json, const std::string& family)
     EXPECT_GT(b.value("real_time", 0.0), 0.0) << name;
     EXPECT_GT(b.value("flop_per_s", 0.0), 0.0) << name;
     EXPECT_GE(b.value("count", 0.0), 1.0) << name;
+    // Some CPU time went into every timed loop, and no more than every CPU could give.
+    const double cpus = double(std::max(1u, std::thread::hardware_concurrency()));
+    EXPECT_GT(b.value("cpu_util", 0.0), 0.0) << name;
+    EXPECT_LE(b.value("cpu_util", 0.0), cpus * 1.05 + 0.1) << name;
     const std::string label = b.value("label", "");
     // The verification is structured: disposition, error and tolerance are fields, and the label
     // says the same. Mistrusted: checked, but faster than the machine's peak estimate allows.
