@@ -58,6 +58,13 @@ double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass
   return 2.0 * double(batch) * macs * (pass == Pass::kTrain ? 3 : 1);
 }
 
+Cost MlpStepCost(const TrainShape& shape) {
+  Cost c;
+  c.items = double(shape.batch);
+  c.flops = MlpStepFlops(shape.widths, shape.batch, shape.pass);
+  return c;
+}
+
 namespace {
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -86,6 +93,13 @@ std::vector<std::pair<std::string, double>> StepPhases::Counters(Pass pass) cons
     out.emplace_back("bwd_s", bwd_s);
     out.emplace_back("opt_s", opt_s);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> StepPhases::Counters(Pass pass,
+                                                                 double peak_mem_bytes) const {
+  std::vector<std::pair<std::string, double>> out = Counters(pass);
+  out.emplace_back("peak_mem_bytes", peak_mem_bytes);
   return out;
 }
 

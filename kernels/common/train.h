@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/op.h"
+
 namespace dlb {
 
 enum class Pass { kTrain, kInfer };
@@ -58,6 +60,8 @@ std::string WidthsText(const std::vector<int64_t>& widths);
 // Floating-point operations of one MLP step over `batch` samples: 2 * batch * sum(in * out) for
 // the forward; a training step adds the data and weight gradients (3x in all).
 double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass);
+// What one step of an MLP case costs: its flops, and `batch` items.
+Cost MlpStepCost(const TrainShape& shape);
 
 // A step's forward (with the loss), backward and optimizer seconds, each the median of the
 // samples a step op's MeasurePhases() took outside the timed loop.
@@ -70,6 +74,8 @@ struct StepPhases {
                                 std::vector<double> opt);
   // fixtures/schema.h's kFwdS, and kBwdS and kOptS for pass kTrain; nothing until measured.
   std::vector<std::pair<std::string, double>> Counters(Pass pass) const;
+  // The same with fixtures/schema.h's kPeakMemBytes after them.
+  std::vector<std::pair<std::string, double>> Counters(Pass pass, double peak_mem_bytes) const;
 };
 
 }  // namespace dlb

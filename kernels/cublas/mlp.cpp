@@ -521,19 +521,11 @@ void NativeMlpStep::MeasurePhases() {
 }
 
 std::vector<std::pair<std::string, double>> NativeMlpStep::Counters() const {
-  // fixtures/schema.h's kFwdS, kBwdS, kOptS and kPeakMemBytes.
-  std::vector<std::pair<std::string, double>> c = phases_.Counters(shape_.pass);
   // Device bytes the op allocated (parameters, gradients, momentum, the seeded copy, batch,
   // activations, masks, cuBLASLt workspace), not the device's used memory: what the step needs.
-  c.emplace_back("peak_mem_bytes", allocated_bytes_);
-  return c;
+  return phases_.Counters(shape_.pass, allocated_bytes_);
 }
 
-Cost NativeMlpStep::cost() const {
-  Cost c;
-  c.items = double(shape_.batch);
-  c.flops = MlpStepFlops(shape_.widths, shape_.batch, shape_.pass);
-  return c;
-}
+Cost NativeMlpStep::cost() const { return MlpStepCost(shape_); }
 
 }  // namespace dlb::cublas
