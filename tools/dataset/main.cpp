@@ -1,0 +1,3 @@
+#include "tools/dataset/generator.h"
+
+int main(int argc, char** argv) { return dlb::dataset::RunCli(argc, argv); }
