@@ -28,12 +28,14 @@ esac
 # ocl-icd-opencl-dev + opencl-headers: oneDNN's CMake config asks for OpenCL, and libdnnl-dev
 # only recommends them. libpq-dev: the history's PostgreSQL store. libtorch-dev: the training-step
 # family (Debian 12's LibTorch 1.13 is CPU-only and built on the system oneDNN).
-# libturbojpeg0-dev + libpng-dev: the dataset generator (tools/dataset); python3-skimage ships the
-# photographs it starts from (without them it makes procedural images).
+# libturbojpeg0-dev + libpng-dev: the dataset generator (tools/dataset); libjpeg-dev because
+# libjpeg-turbo's CMake config names libjpeg.a, which only that package installs (without it the
+# config fails to load); python3-skimage ships the photographs the generator starts from (without
+# them it makes procedural images).
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
           libbenchmark-dev googletest libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev
           libpq-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers libtorch-dev
-          libturbojpeg0-dev libpng-dev python3-skimage)
+          libturbojpeg0-dev libjpeg-dev libpng-dev python3-skimage)
 if [[ "$mode" != "--build" ]]; then
   # The PostgreSQL history tests start a private server of their own (initdb, pg_ctl).
   packages+=(postgresql)
