@@ -58,6 +58,11 @@ double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass
   return 2.0 * double(batch) * macs * (pass == Pass::kTrain ? 3 : 1);
 }
 
+double RelL2From(double err2, double ref2) {
+  if (ref2 == 0) return err2 == 0 ? 0 : INFINITY;
+  return std::sqrt(err2 / ref2);
+}
+
 Cost MlpStepCost(const TrainShape& shape) {
   Cost c;
   c.items = double(shape.batch);

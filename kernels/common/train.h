@@ -63,6 +63,21 @@ double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass
 // What one step of an MLP case costs: its flops, and `batch` items.
 Cost MlpStepCost(const TrainShape& shape);
 
+// ||got - ref||^2 and ||ref||^2 of one pair of vectors, added to *err2 and *ref2 (double
+// accumulation); false when the sizes differ. RelL2From turns the sums into ||got - ref|| / ||ref||
+// (0 for two zero vectors, +inf for a nonzero error against a zero reference).
+template <class G, class R>
+bool AddL2(const std::vector<G>& got, const std::vector<R>& ref, double* err2, double* ref2) {
+  if (got.size() != ref.size()) return false;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = double(got[i]) - double(ref[i]);
+    *err2 += d * d;
+    *ref2 += double(ref[i]) * double(ref[i]);
+  }
+  return true;
+}
+double RelL2From(double err2, double ref2);
+
 // A step's forward (with the loss), backward and optimizer seconds, each the median of the
 // samples a step op's MeasurePhases() took outside the timed loop.
 struct StepPhases {

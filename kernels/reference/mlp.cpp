@@ -140,17 +140,10 @@ namespace {
 template <class T>
 double RelL2Of(const std::vector<std::vector<float>>& got, const std::vector<std::vector<T>>& ref) {
   if (got.size() != ref.size()) return std::numeric_limits<double>::infinity();
-  double err = 0, norm = 0;
-  for (size_t v = 0; v < ref.size(); ++v) {
-    if (got[v].size() != ref[v].size()) return std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < ref[v].size(); ++i) {
-      const double d = double(got[v][i]) - double(ref[v][i]);
-      err += d * d;
-      norm += double(ref[v][i]) * double(ref[v][i]);
-    }
-  }
-  if (norm == 0) return err == 0 ? 0 : std::numeric_limits<double>::infinity();
-  return std::sqrt(err / norm);
+  double err2 = 0, ref2 = 0;
+  for (size_t v = 0; v < ref.size(); ++v)
+    if (!AddL2(got[v], ref[v], &err2, &ref2)) return std::numeric_limits<double>::infinity();
+  return RelL2From(err2, ref2);
 }
 
 size_t Count(const std::vector<std::vector<float>>& v) {

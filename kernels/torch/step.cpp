@@ -218,15 +218,8 @@ const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg) {
 }
 
 double RelL2(const std::vector<float>& got, const std::vector<float>& ref) {
-  if (got.size() != ref.size()) return INFINITY;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = double(got[i]) - double(ref[i]);
-    num += d * d;
-    den += double(ref[i]) * double(ref[i]);
-  }
-  if (den == 0) return num == 0 ? 0 : INFINITY;
-  return std::sqrt(num / den);
+  double err2 = 0, ref2 = 0;
+  return AddL2(got, ref, &err2, &ref2) ? RelL2From(err2, ref2) : INFINITY;
 }
 
 Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
