@@ -35,7 +35,7 @@ void SeedStorage(void* dst, uint64_t seed, size_t n, DType dt) {
 
 uint64_t TensorSeed(uint64_t run_seed, int tensor_index) {
   uint64_t s = run_seed * 0x100000001b3ULL + static_cast<uint64_t>(tensor_index) + 1;
-  return detail::SplitMix(s);
+  return SplitMix64(s);
 }
 
 std::vector<uint8_t> ToStorage(const std::vector<float>& values, DType dt) {

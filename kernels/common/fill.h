@@ -5,29 +5,18 @@
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/rng.h"
 
 namespace dlb {
 
 namespace detail {
-#if defined(__CUDACC__)
-#define DLB_HOST_DEVICE __host__ __device__
-#else
-#define DLB_HOST_DEVICE
-#endif
-// splitmix64: tiny, fast and identical everywhere (std distributions are not).
-DLB_HOST_DEVICE inline uint64_t SplitMix(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 // Value i of the stream before rounding to a dtype: splitmix64 is counter-based (state_i =
 // seed + (i + 1) * golden), so any element can be computed on its own, big tensors are filled
 // on all cores (or on the GPU) with the numbers a sequential loop gives, and a check can read
 // single elements without the tensor. 24 random bits -> [-1, 1), exact in f32.
 DLB_HOST_DEVICE inline float UnroundedSeededValueAt(uint64_t seed, uint64_t i) {
   uint64_t state = seed + i * 0x9e3779b97f4a7c15ULL;
-  return static_cast<float>(SplitMix(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  return static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 inline float SeededValueAt(uint64_t seed, size_t i, DType dt) {
   return RoundTo(dt, UnroundedSeededValueAt(seed, i));

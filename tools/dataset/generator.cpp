@@ -23,44 +23,7 @@ namespace fs = std::filesystem;
 
 // ---- PRNG -------------------------------------------------------------------------------------
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-Rng::Rng(uint64_t seed) {
-  for (auto& s : s_) s = SplitMix64(seed);
-}
-
-uint64_t Rng::Next() {
-  auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double Rng::Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
-double Rng::Uniform(double lo, double hi) { return lo + Uniform() * (hi - lo); }
-
-int64_t Rng::UniformInt(int64_t lo, int64_t hi) {
-  const double span = static_cast<double>(hi - lo + 1);
-  return std::min(hi, lo + static_cast<int64_t>(Uniform() * span));
-}
-
-uint64_t ImageSeed(uint64_t seed, uint64_t i) {
-  uint64_t s = seed;
-  uint64_t h = SplitMix64(s) ^ i;
-  return SplitMix64(h);
-}
+uint64_t ImageSeed(uint64_t seed, uint64_t i) { return StreamSeed(seed, i); }
 
 namespace {
 

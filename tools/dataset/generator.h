@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/rng.h"
+
 namespace dlb::dataset {
 
 // A failure while generating (unreadable source, a write that failed): exit 1 in the CLI.
@@ -30,24 +32,9 @@ class UsageError : public Error {
   using Error::Error;
 };
 
-// splitmix64 (Steele, Lea, Flood 2014): seeds the per-image streams.
-uint64_t SplitMix64(uint64_t& state);
-
-// xoshiro256** 1.0 (Blackman, Vigna 2018), seeded with four splitmix64 outputs.
-class Rng {
- public:
-  explicit Rng(uint64_t seed);
-  uint64_t Next();
-  // [0, 1) from the top 53 bits: (Next() >> 11) * 2^-53.
-  double Uniform();
-  // lo + Uniform() * (hi - lo): [lo, hi).
-  double Uniform(double lo, double hi);
-  // lo + floor(Uniform() * (hi - lo + 1)): an integer in [lo, hi].
-  int64_t UniformInt(int64_t lo, int64_t hi);
-
- private:
-  uint64_t s_[4];
-};
+// splitmix64 and xoshiro256** (kernels/common/rng.h), shared with the data pipelines' augmentation.
+using ::dlb::Rng;
+using ::dlb::SplitMix64;
 
 // The seed of image i's stream: splitmix64 of (splitmix64(seed) xor i), so neighbouring seeds and
 // neighbouring images share nothing.
