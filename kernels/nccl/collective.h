@@ -1,0 +1,66 @@
+// One NCCL collective on every GPU this process drives (the harness contract, kernels/common/op.h):
+// all_reduce (sum), all_gather, reduce_scatter (sum), broadcast (root 0) and all_to_all (grouped
+// send/recv to every peer), out of place or in place, in f32, bf16 or f16. Each GPU's input holds
+// the seeded pattern of kernels/nccl/pattern.h; Verify() checks every output element on the device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/common/op.h"
+#include "kernels/common/verdict.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/nccl/comm.h"
+#include "kernels/nccl/shape.h"
+
+namespace dlb::nccl {
+
+class CollectiveOp {
+ public:
+  static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "nccl";
+
+  // f32, bf16, f16; a size that leaves every rank at least one element; no in-place all_to_all
+  // (a peer's chunk would be overwritten before it is sent).
+  static Support Supports(const CommShape& shape, const RunConfig& cfg);
+  // Buffers on every member's GPU, inputs seeded, outputs poisoned. `comm` must outlive the op.
+  CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm);
+
+  // One collective on every member's stream (a group call when this process drives several).
+  void Run();
+  // Seeds the inputs and poisons the outputs again, runs once, and counts the wrong output
+  // elements of every rank on its GPU; the count is summed over all ranks through the
+  // communicator, so every process returns the same verdict.
+  Verdict Verify();
+  // `runs` back-to-back Run()s between an event pair on each member's stream: the slowest member's
+  // span, in seconds (synchronizes).
+  double TimedRuns(int runs);
+
+  StreamRef stream() const { return comm_.members().front().stream.get(); }
+  Cost cost() const { return {}; }  // a collective's rates are algbw and busbw (CountedBytes)
+  std::string label() const;
+
+  int64_t CountedBytes() const { return counts_.CountedBytes(cfg_.dtype); }
+  double BusBwFactor() const { return nccl::BusBwFactor(shape_.collective, comm_.ranks()); }
+  const CommCounts& counts() const { return counts_; }
+
+ private:
+  struct PerGpu {
+    cuda::DeviceBuffer<char> send, recv;  // send is empty in place
+    cuda::DeviceBuffer<unsigned long long> wrong;
+    cuda::Event start, stop;
+  };
+  void Seed();
+  void Enqueue(const Member& m, PerGpu& g);
+  void* Input(PerGpu& g, const Member& m) const;  // where a rank's input lives
+  void* Output(PerGpu& g) const { return g.recv.get(); }
+
+  CommShape shape_;
+  RunConfig cfg_;
+  Communicator& comm_;
+  CommCounts counts_;
+  std::vector<PerGpu> gpus_;  // one per member, same order
+};
+
+}  // namespace dlb::nccl
