@@ -1,0 +1,121 @@
+// bench_comm without a GPU (CUDA_VISIBLE_DEVICES=-1 hides any): every case unsupported, exit 0,
+// valid JSON; under mpirun, rank 0 alone writes and prints, and processes that are at different
+// cases fail those cases instead of waiting on each other.
+#include "tests/benchmarks/comm.h"
+
+#include <cstdlib>
+
+namespace dlb::testing {
+namespace {
+
+class BenchComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+    ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+  }
+};
+
+void ExpectEveryCaseUnsupportedWithoutADevice(const nlohmann::json& json) {
+  for (const auto& b : json["benchmarks"]) {
+    EXPECT_TRUE(b.value("error_occurred", false)) << b["name"];
+    EXPECT_EQ(b.value("error_message", "").rfind("unsupported: no CUDA device", 0), 0u)
+        << b["name"] << ": " << b.value("error_message", "");
+  }
+}
+
+TEST(CommNames, RoundTrip) {
+  for (const char* n : {"comm/gpu/nccl/all_reduce.1073741824/dt:bf16/gpus:2",
+                        "comm/gpu/nccl/all_gather.8/dt:f32/gpus:8/inplace:1"}) {
+    auto parsed = ParseName(std::string(n) + "/manual_time");
+    ASSERT_TRUE(parsed.has_value()) << n;
+    EXPECT_EQ(BuildName(*parsed), n);
+  }
+  // Family keys follow dt in the order given: gpus, then inplace.
+  BenchName b{"comm", "gpu", "nccl", "reduce_scatter.1024", {{"inplace", "1"}, {"dt", "bf16"}}};
+  b.keys.insert(b.keys.begin() + 1, {"gpus", "2"});
+  EXPECT_EQ(BuildName(b), "comm/gpu/nccl/reduce_scatter.1024/dt:bf16/inplace:1/gpus:2");
+  EXPECT_EQ(PairKey(*ParseName("comm/gpu/nccl/broadcast.8/dt:bf16/gpus:2")),
+            "comm/broadcast.8/dt:bf16/gpus:2");
+}
+
+TEST_F(BenchComm, WithoutAGpuEveryCaseIsUnsupportedAndTheRunSucceeds) {
+  Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CheckCommJson(r.json, 2);
+  ExpectEveryCaseUnsupportedWithoutADevice(r.json);
+  // The smoke tier: 5 collectives at 3 sizes, all_reduce in f32 and bf16, out of place and in.
+  EXPECT_EQ(r.json["benchmarks"].size(), 24u);
+  EXPECT_EQ(r.json["context"].value(std::string(schema::kCtxCommLaunch), ""), "one process");
+}
+
+TEST_F(BenchComm, BytesFlagChoosesTheSizes) {
+  Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_comm_bytes=8,4096");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object());
+  for (const auto& b : r.json["benchmarks"]) {
+    const std::string w = ParseName(b["name"].get<std::string>())->workload;
+    EXPECT_TRUE(w.size() > 2 && (w.substr(w.size() - 2) == ".8" || w.find(".4096") != w.npos)) << w;
+  }
+  Result bad = RunBinary(DLB_BENCH_COMM, "--dlb_comm_bytes=8,big");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--dlb_comm_bytes"), std::string::npos) << bad.output;
+}
+
+#ifdef DLB_MPIEXEC
+// The JSON path and the smoke tier, for each process of an mpirun line.
+std::string Args(const std::filesystem::path& out) {
+  return " --dlb_tier=smoke --benchmark_out='" + out.string() + "' --benchmark_out_format=json";
+}
+
+TEST_F(BenchComm, TwoProcessesRunTheSameCasesAndOnlyRankZeroWrites) {
+  const auto dir = FreshDir("mpi");
+  const auto out = dir / "comm.json";
+  Result r = RunShell(MpiRun(2) + " -x CUDA_VISIBLE_DEVICES '" + DLB_BENCH_COMM + "'" + Args(out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json json = ReadJson(out);
+  ASSERT_TRUE(json.is_object()) << "rank 0 wrote no JSON: " << r.output;
+  CheckCommJson(json, 2);
+  ExpectEveryCaseUnsupportedWithoutADevice(json);
+  EXPECT_EQ(json["benchmarks"].size(), 24u);
+  EXPECT_EQ(json["context"].value(std::string(schema::kCtxCommLaunch), "").rfind("mpi, 2 ", 0), 0u);
+  const std::string ranks = json["context"].value(std::string(schema::kCtxCommRanks), "");
+  EXPECT_NE(ranks.find("rank 0: "), std::string::npos) << ranks;
+  EXPECT_NE(ranks.find("rank 1: "), std::string::npos) << ranks;
+  // Nothing but rank 0's file in the folder (no second writer, no temporary left), and one
+  // console table: each case's line once.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  for (const auto& b : json["benchmarks"]) {
+    const std::string name = b["name"];
+    size_t seen = 0;
+    for (size_t p = r.output.find(name + " "); p != std::string::npos;
+         p = r.output.find(name + " ", p + 1))
+      ++seen;
+    EXPECT_EQ(seen, 1u) << name << " in:\n" << r.output;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Open MPI's MPMD form gives rank 0 and rank 1 different sizes: each case is then a failure
+// naming the cause, on every process, and the run ends instead of hanging.
+TEST_F(BenchComm, ProcessesAtDifferentCasesFailThemInsteadOfWaiting) {
+  const auto dir = FreshDir("mpmd");
+  const auto out = dir / "comm.json";
+  const std::string bin = std::string(" -x CUDA_VISIBLE_DEVICES '") + DLB_BENCH_COMM + "'";
+  Result r = RunShell(MpiRun(1) + bin + Args(out) + " --dlb_comm_bytes=8 : -np 1" + bin +
+                      Args(out) + " --dlb_comm_bytes=16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json json = ReadJson(out);
+  ASSERT_TRUE(json.is_object()) << r.output;
+  ASSERT_FALSE(json["benchmarks"].empty());
+  for (const auto& b : json["benchmarks"])
+    EXPECT_NE(b.value("error_message", "").find("different cases"), std::string::npos)
+        << b.value("error_message", "");
+  std::filesystem::remove_all(dir);
+}
+#endif
+
+}  // namespace
+}  // namespace dlb::testing
