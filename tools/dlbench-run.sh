@@ -16,7 +16,8 @@ out=reports/latest
 mkdir -p "$out"
 bin=build/release/benchmarks
 # train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
-for family in gemm conv train train_native; do
+# comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
+for family in gemm conv train train_native comm; do
   [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
   # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
   tmp=$(mktemp "$out/.$family.XXXXXX")
