@@ -6,6 +6,8 @@
 namespace dlb::nccl {
 
 UniqueId NewUniqueId() {
+  // The first NCCL call of rank 0 initialises the library, which reads its environment.
+  DisableMulticast();
   ncclUniqueId id;
   DLB_CHECK(ncclGetUniqueId(&id));
   UniqueId out;
