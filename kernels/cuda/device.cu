@@ -52,6 +52,11 @@ DeviceInfo QueryDevice(int device) {
   info.mem_clock_mhz = khz / 1000.0;
   DLB_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
   DLB_CHECK(cudaDriverGetVersion(&info.driver_api_version));
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess)
+    info.pci_bus_id = bus;
+  else
+    cudaGetLastError();  // the id only helps NVML find the device: its index is the fallback
   info.driver = std::to_string(info.driver_api_version / 1000) + "." +
                 std::to_string(info.driver_api_version % 1000 / 10) + " (driver API)";
 #ifdef DLBENCH_HAVE_NVML

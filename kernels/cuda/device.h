@@ -31,6 +31,7 @@ struct DeviceInfo {
   std::string driver;          // "580.159.04" (NVML) or the CUDA driver API version
   int runtime_version = 0;     // cudaRuntimeGetVersion
   int driver_api_version = 0;  // cudaDriverGetVersion
+  std::string pci_bus_id;      // "0000:65:00.0": names the same GPU to NVML; "" if not reported
 };
 DeviceInfo QueryDevice(int device = 0);
 
