@@ -281,5 +281,41 @@ TEST(Sweep, FitsTheCurveAndFindsTheBestBatch) {
   EXPECT_GT(gpu.r2, 0.9999);
 }
 
+// The device monitor's counters: a row is flagged (never re-judged) when either side throttled in
+// any repetition or the median SM clocks differ by more than 5%
+// (tests/tools/report/data/monitor_{base,new}.json).
+TEST(Compare, RowsWhereAClockMovedOrASideThrottledAreFlagged) {
+  CompareResult r = Compare(Merge({ReadBenchmarkFile(Data("monitor_base.json"))}),
+                            Merge({ReadBenchmarkFile(Data("monitor_new.json"))}), {});
+  struct Want {
+    const char* name;
+    bool flag, base_throttled, new_throttled;
+  };
+  for (const Want& w : {
+           Want{"gemm/gpu/cublaslt/square.8192/dt:bf16/manual_time", true, false, true},
+           Want{"gemm/gpu/cublaslt/square.4096/dt:bf16/manual_time", false, false, false},
+           Want{"gemm/gpu/cublaslt/square.2048/dt:bf16/manual_time", true, false, false},
+           Want{"conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:bf16/fmt:nhwc/pass:fwd/"
+                "manual_time",
+                true, true, false},
+           Want{"gemm/cpu/onednn/square.1024/dt:f32/manual_time", false, false, false},
+       }) {
+    const CompareRow* row = Find(r, w.name);
+    ASSERT_NE(row, nullptr) << w.name;
+    EXPECT_EQ(row->clock_flag, w.flag) << w.name;
+    EXPECT_EQ(row->base_throttled, w.base_throttled) << w.name;
+    EXPECT_EQ(row->new_throttled, w.new_throttled) << w.name;
+  }
+  EXPECT_EQ(r.clock_flags, 3);
+  EXPECT_DOUBLE_EQ(Find(r, "gemm/gpu/cublaslt/square.2048/dt:bf16/manual_time")->new_clock, 1850);
+  EXPECT_TRUE(std::isnan(Find(r, "gemm/cpu/onednn/square.1024/dt:f32/manual_time")->base_clock));
+  const Document d = CompareDocument(r, {}, "base", "new");
+  const std::string md = RenderMarkdown(d);
+  EXPECT_NE(md.find("⚠ 3 row(s) where either side throttled or the median SM clocks differ"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| ⚠ 1980 → 1850 MHz |"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace dlb::report

@@ -88,6 +88,8 @@ const Case kCases[] = {
     {"report", "report dlbench_v2_base.json", 0},
     {"train", "train train_synthetic.json", 0},
     {"report_train", "report train_synthetic.json", 0},
+    {"summary_monitor", "summary monitor_new.json --trace monitor_trace.csv", 0},
+    {"compare_monitor", "compare monitor_base.json monitor_new.json", 0},
 };
 
 TEST(Golden, MarkdownAndCsvOfEverySubcommand) {

@@ -36,6 +36,10 @@ std::vector<Section> SummarySections(const SummaryResult& summary);
 Section LabelSection(const MergedRuns& runs);
 Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs);
 
+// ---- the device monitor's counters ----
+// Whether any repetition ran throttled (counter throttled; false where the JSON has none).
+bool AnyThrottled(const Bench& b);
+
 // ---- compare ----
 struct CompareOptions {
   double threshold = 0.05;    // relative change in time that matters
@@ -58,8 +62,14 @@ struct CompareRow {
   std::map<std::string, double> rate_deltas;      // counters ending in _per_s: (new-base)/|base|
   std::string base_disposition, new_disposition;  // empty when the side does not say
   bool doubtful = false;  // either side not verified or mistrusted: the change may not be speed
+  // The device monitor's view: each side's median SM clock (NaN where not monitored), whether it
+  // throttled; clock_flag when either side throttled or the clocks differ by more than
+  // kClockDiffers: the change may come from the GPU's clock rather than from the code.
+  double base_clock = 0, new_clock = 0;
+  bool base_throttled = false, new_throttled = false, clock_flag = false;
   std::string note;
 };
+inline constexpr double kClockDiffers = 0.05;
 
 struct CompareResult {
   std::vector<CompareRow> rows;
@@ -67,6 +77,7 @@ struct CompareResult {
   size_t geomean_count = 0;
   int regressions = 0;
   int doubtful = 0;         // rows marked: either side not verified or mistrusted
+  int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
   size_t not_compared = 0;  // benchmarks with a time in neither file
   int exit_code = 0;        // 0, or 3 when a row is "slower"
 };

@@ -14,6 +14,7 @@
 #include "tools/report/history.h"
 #include "tools/report/history_store.h"
 #include "tools/report/output.h"
+#include "tools/report/trace.h"
 
 namespace dlb::report {
 
@@ -85,6 +86,10 @@ int RunCli(int argc, const char* const* argv) {
 
   auto* summary = app.add_subcommand("summary", "a table per family: median, CV, counters, skips");
   summary->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
+  std::vector<std::string> traces;
+  summary->add_option("--trace", traces,
+                      "a device monitor trace (--dlb_monitor_trace's CSV): per case clocks and "
+                      "power, and in HTML their timeline; may be given once per binary");
   AddOutput(summary, &out);
 
   std::string base, now, threshold = "5%";
@@ -203,7 +208,12 @@ int RunCli(int argc, const char* const* argv) {
     if (!out.format.empty()) ParseFormat(out.format);
     files = Expand(files);
     if (summary->parsed()) {
-      Emit(Summary(Merge(ReadBenchmarkFiles(files)), files), out);
+      std::vector<Section> timelines;
+      for (const std::string& t : traces) timelines.push_back(TraceSection(ReadTrace(t)));
+      Document d = Summary(Merge(ReadBenchmarkFiles(files)), files);
+      // After the tables, before the labels (the last section).
+      d.sections.insert(d.sections.end() - 1, timelines.begin(), timelines.end());
+      Emit(d, out);
     } else if (compare->parsed()) {
       copt.threshold = ParseThreshold(threshold);
       std::vector<std::string> bases = Expand({base}), news = Expand({now});

@@ -28,6 +28,13 @@ const char* VerdictName(Verdict v) {
   return "?";
 }
 
+bool AnyThrottled(const Bench& b) {
+  auto it = b.counters.find(schema::kThrottled);
+  if (it != b.counters.end())
+    return std::any_of(it->second.begin(), it->second.end(), [](double v) { return v > 0; });
+  return b.Counter(schema::kThrottled) > 0;
+}
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -49,6 +56,36 @@ void MarkVerification(const Bench* b, const Bench* n, CompareRow* row) {
   if (b) row->base_disposition = b->verification.disposition;
   if (n) row->new_disposition = n->verification.disposition;
   row->doubtful = (b && b->verification.doubtful()) || (n && n->verification.doubtful());
+}
+
+// Each side's median SM clock and throttling, and whether they make the row's change suspect.
+void MarkClock(const Bench* b, const Bench* n, CompareRow* row) {
+  row->base_clock = b ? b->Counter(schema::kSmClockMedianMhz) : kNaN;
+  row->new_clock = n ? n->Counter(schema::kSmClockMedianMhz) : kNaN;
+  row->base_throttled = b && AnyThrottled(*b);
+  row->new_throttled = n && AnyThrottled(*n);
+  const bool differ = row->base_clock > 0 && row->new_clock > 0 &&
+                      std::fabs(RelativeChange(row->base_clock, row->new_clock)) > kClockDiffers;
+  row->clock_flag = row->base_throttled || row->new_throttled || differ;
+}
+
+bool Monitored(const CompareRow& row) {
+  return std::isfinite(row.base_clock) || std::isfinite(row.new_clock) || row.base_throttled ||
+         row.new_throttled;
+}
+
+// "1980 → 1755 MHz", "⚠" first when the row is flagged, and which side throttled.
+Cell ClockCell(const CompareRow& row) {
+  if (!Monitored(row)) return Cell("-");
+  auto mhz = [](double v) { return std::isfinite(v) ? FormatNumber(v, 4) : std::string("?"); };
+  std::string text = row.clock_flag ? "⚠ " : "";
+  text += mhz(row.base_clock) + " → " + mhz(row.new_clock) + " MHz";
+  if (row.base_throttled || row.new_throttled)
+    text += std::string(", throttled in ") + (row.base_throttled && row.new_throttled ? "both"
+                                              : row.base_throttled                    ? "base"
+                                                                                      : "new");
+  Cell c(text);
+  return row.clock_flag ? c.With(Tone::kWarn) : c;
 }
 
 // "verified", or what each side says, "⚠" first when a side was not verified or was mistrusted.
@@ -89,6 +126,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     row.new_reps = nm ? n->Repetitions() : 0;
     row.delta = row.cpu_delta = kNaN;
     MarkVerification(&b, n, &row);
+    MarkClock(bm ? &b : nullptr, nm ? n : nullptr, &row);
     if (!bm) {
       row.verdict = Verdict::kNew;
       if (!b.message.empty()) row.note = std::string("base: ") + b.message;
@@ -136,6 +174,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
       row.new_reps = n.Repetitions();
       row.verdict = Verdict::kNew;
       MarkVerification(nullptr, &n, &row);
+      MarkClock(nullptr, &n, &row);
       r.rows.push_back(std::move(row));
     }
 
@@ -149,6 +188,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     CompareRow& row = r.rows[i];
     row.q = qs[i];
     r.doubtful += row.doubtful;
+    r.clock_flags += row.clock_flag;
     if (row.verdict == Verdict::kNew || row.verdict == Verdict::kMissing) continue;
     if (row.base_ns > 0 && row.new_ns > 0) ratios.push_back(row.new_ns / row.base_ns);
     bool tested = std::isfinite(row.q);
@@ -191,6 +231,13 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                       " row(s) where either side was not verified or was mistrusted: their "
                       "change may come from a wrong result rather than from speed (column "
                       "\"verification\").");
+  if (r.clock_flags)
+    d.notes.push_back("⚠ " + std::to_string(r.clock_flags) +
+                      " row(s) where either side throttled or the median SM clocks differ by more "
+                      "than " +
+                      FormatPercent(kClockDiffers, 0) +
+                      ": their change may come from the GPU's clock rather than from the code "
+                      "(column \"clock\").");
   d.notes.push_back(
       "Change = (new - base) / base of the median time. p: two-sided Mann-Whitney U over the "
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
@@ -201,11 +248,12 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                       " benchmark(s) with a time in neither file (skipped, failed, or only "
                       "aggregates that are not a time).");
 
-  bool verification = false;
+  bool verification = false, clock = false;
   std::set<std::string> rate_names;
   for (const auto& row : r.rows) {
     for (const auto& [k, v] : row.rate_deltas) rate_names.insert(k);
     verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
+    clock |= Monitored(row);
   }
   auto make_table = [&]() {
     Table t;
@@ -219,6 +267,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                  {"verdict", "verdict"}};
     for (const auto& c : rate_names) t.columns.push_back({RateTitle(c), "change_" + c});
     if (verification) t.columns.push_back({"verification", "verification"});
+    if (clock) t.columns.push_back({"clock", "clock"});
     t.columns.push_back({"note", "note"});
     return t;
   };
@@ -241,6 +290,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                                               : Cell(FormatSigned(it->second), it->second));
     }
     if (verification) c.push_back(VerificationCell(row));
+    if (clock) c.push_back(ClockCell(row));
     c.emplace_back(row.note);
     return c;
   };

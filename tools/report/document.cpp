@@ -433,6 +433,12 @@ std::string RenderSvg(const Chart& chart) {
   o << "<text transform=\"translate(16," << top + ph / 2
     << ") rotate(-90)\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.y_label)
     << "</text><g class=\"plot\">";
+  for (const auto& [x, text] : chart.marks) {
+    if (!std::isfinite(x) || (chart.log_x && x <= 0) || fx(x) < x0 || fx(x) > x1) continue;
+    o << "<line class=\"mark\" x1=\"" << PX(x) << "\" y1=\"" << top << "\" x2=\"" << PX(x)
+      << "\" y2=\"" << top + ph << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>"
+      << HtmlEscape(text) << "</title></line>";
+  }
   for (size_t si = 0; si < chart.series.size(); ++si) {
     const Series& s = chart.series[si];
     const char* color = kPalette[(s.color >= 0 ? static_cast<size_t>(s.color) : si) % 10];
@@ -449,7 +455,8 @@ std::string RenderSvg(const Chart& chart) {
     }
     if (s.line && !pts.empty())
       o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
-        << (s.markers ? "" : " stroke-dasharray=\"5 3\"") << " points=\"" << pts << "\"/>";
+        << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << " points=\"" << pts
+        << "\"/>";
     if (chart.series.size() < 2) continue;  // one series: the title names it
     double ly = top + 10 + static_cast<double>(si) * 18;
     o << "<line x1=\"" << lft + pw + 10 << "\" y1=\"" << ly << "\" x2=\"" << lft + pw + 30

@@ -47,6 +47,7 @@ struct Series {
   bool line = true;     // joined by a line
   bool markers = true;  // a dot per point
   int color = -1;       // palette index; -1: the series' position
+  bool solid = false;   // a line without markers is dashed (a fit) unless solid (a measured trace)
 };
 
 struct Chart {
@@ -58,6 +59,8 @@ struct Chart {
   std::vector<std::pair<std::string, double>> bars;  // kBars: label, value
   double bar_reference = std::nan("");               // kBars: a vertical line (e.g. 1x)
   double width = 0;                                  // kLines: pixels; 0: the default
+  // kLines: a dashed vertical line at each x, the text its tooltip (where each case begins).
+  std::vector<std::pair<double, std::string>> marks;
   // kStacked: a bar per label, split into one segment per name of `segments` (a legend).
   std::vector<std::string> segments;
   std::vector<std::pair<std::string, std::vector<double>>> stacks;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "fixtures/schema.h"
@@ -8,13 +9,17 @@ namespace dlb::report {
 
 namespace {
 
-// The counters people look for first, then the rest by name.
+// The counters people look for first (rates, then what the device monitor says explains them),
+// then the rest by name.
 int CounterRank(const std::string& c) {
-  static constexpr std::string_view kOrder[] = {schema::kFlopPerS, schema::kBytesPerS,
-                                                schema::kItemsPerS, schema::kPctPeak};
-  for (int i = 0; i < 4; ++i)
+  static constexpr std::string_view kOrder[] = {
+      schema::kFlopPerS,   schema::kBytesPerS,      schema::kItemsPerS,
+      schema::kPctPeak,    schema::kPctPeakAtClock, schema::kSmClockMedianMhz,
+      schema::kPowerMeanW, schema::kEnergyPerItemJ, schema::kThrottled};
+  constexpr int n = int(std::size(kOrder));
+  for (int i = 0; i < n; ++i)
     if (c == kOrder[i]) return i;
-  return 4;
+  return n;
 }
 
 std::string CounterTitle(const std::string& c) {
@@ -22,6 +27,12 @@ std::string CounterTitle(const std::string& c) {
   if (c == schema::kBytesPerS) return "bytes/s";
   if (c == schema::kItemsPerS) return "items/s";
   if (c == schema::kPctPeak) return "% of peak";
+  if (c == schema::kPctPeakAtClock) return "% of peak at clock";
+  if (c == schema::kSmClockMedianMhz) return "SM clock (median)";
+  if (c == schema::kPowerMeanW) return "power (mean)";
+  if (c == schema::kEnergyPerItemJ) return "energy/item";
+  if (c == schema::kThrottled) return "throttled";
+  if (c == schema::kPeakRssBytes) return "peak RSS";
   return c;
 }
 
@@ -32,7 +43,13 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 
 Cell CounterCell(const std::string& c, double v) {
   if (!std::isfinite(v)) return Cell("-");
-  if (c == schema::kPctPeak) return Cell(FormatNumber(v, 3) + "%", v);
+  if (c == schema::kPctPeak || c == schema::kPctPeakAtClock)
+    return Cell(FormatNumber(v, 3) + "%", v);
+  if (c == schema::kSmClockMedianMhz) return Cell(FormatNumber(v, 4) + " MHz", v);
+  if (c == schema::kPowerMeanW) return Cell(FormatNumber(v, 3) + " W", v);
+  if (c == schema::kEnergyPerItemJ) return Cell(FormatNumber(v, 3) + " J", v);
+  if (c == schema::kPeakRssBytes) return Cell(FormatRate(v) + "B", v);
+  if (c == schema::kThrottled) return v > 0 ? Cell("yes", v).With(Tone::kWarn) : Cell("no", v);
   if (EndsWith(c, schema::kRateSuffix)) return Cell(FormatRate(v), v);
   return Cell(FormatNumber(v, 4), v);
 }
@@ -127,7 +144,10 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
       row.emplace_back(FormatTime(m), m);
       row.emplace_back(FormatPercent(cv, 2), cv);
       row.emplace_back(std::to_string(b->Repetitions()), static_cast<double>(b->Repetitions()));
-      for (const auto& c : f.counters) row.push_back(CounterCell(c, b->Counter(c)));
+      for (const auto& c : f.counters)
+        row.push_back(CounterCell(c, c == schema::kThrottled && std::isfinite(b->Counter(c))
+                                         ? double(AnyThrottled(*b))
+                                         : b->Counter(c)));
       if (f.verification) {
         const Verification& v = b->verification;
         row.push_back(DispositionCell(v));

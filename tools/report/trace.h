@@ -1,0 +1,39 @@
+// The device monitor's trace (a benchmark binary's --dlb_monitor_trace=FILE, the columns of
+// fixtures/schema.h): read, checked line by line, and drawn as the timeline nvtop shows (SM
+// clock, power, temperature, utilisation against time, each case marked where it begins).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/report/document.h"
+
+namespace dlb::report {
+
+// One sample; NaN where the trace's cell is empty (the driver did not report it).
+struct TraceSample {
+  std::string case_name;
+  double t_s = 0;
+  double sm_clock_mhz = 0, mem_clock_mhz = 0, power_w = 0, temp_c = 0, gpu_util_pct = 0;
+  bool has_reasons = false;
+  uint64_t reasons = 0;
+};
+
+struct Trace {
+  std::string path;
+  std::vector<TraceSample> samples;  // in file order
+};
+
+// Parses trace CSV; `path` names the input in errors. Throws InputError naming the line.
+Trace ParseTrace(std::string_view text, const std::string& path);
+// Reads and parses a file. Throws InputError.
+Trace ReadTrace(const std::string& path);
+
+// Per case (in the order the trace first meets it): its samples, span, median SM clock, mean
+// power, highest temperature, mean utilisation and the throttle reasons seen; then one chart per
+// quantity over time (HTML draws them), each case's start marked.
+Section TraceSection(const Trace& trace);
+
+}  // namespace dlb::report
