@@ -23,6 +23,17 @@ network capture"). Names: train/<device>/pytorch/<model>/bs:B/dt:D/fmt:F/pass:P/
 for the MLP, no graph on the CPU. Counters: items_per_s, bs, epoch_s (epoch_items at the measured
 rate), epoch_items, peak_mem_bytes (GPU: torch.cuda.max_memory_allocated of the case; CPU: the
 process's peak RSS). Needs torchvision for resnet18, resnet50, densenet121 and vgg16.
+
+dataload: torchvision's input pipelines on the same ImageFolder dataset dlbench reads (--data).
+CPU: ImageFolder + PIL decode, RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize
+(ImageNet's statistics), DataLoader(batch, shuffle, --workers worker processes, pin_memory and a
+non_blocking copy to the GPU when there is one, persistent workers, prefetch_factor 2). GPU: the
+files' bytes read on the CPU, torchvision.io.decode_jpeg(device='cuda') on the batch, then per
+image resized_crop (bilinear, antialias off, as dlbench) + flip on the GPU, Normalize, stacked; with
+--decode-only just the decode. Each repetition times --batches batches after a warm-up of as many
+batches as the loader prefetches. Names: dataload/<cpu|gpu>/torchvision/imagenet.rrc224/bs:B/
+dt:f32/fmt:nchw[/workers:W].
+  tools/pytorch_baseline.py dataload --device cpu --data DIR --batch-sizes 256 --workers 16 -o tv.json
 """
 import argparse
 import csv
@@ -350,9 +361,107 @@ def train_benchmarks(args):
     return benchmarks
 
 
+def dataload_benchmarks(args):
+    import torchvision
+    from torchvision import transforms
+    import torchvision.transforms.v2.functional as TF
+    gpu_present = torch.cuda.is_available()
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    benchmarks = []
+
+    def record(name, times, bs, extra):
+        for i, t in enumerate(times):
+            b = {"name": name, "run_name": name, "run_type": "iteration",
+                 "repetitions": len(times), "repetition_index": i, "threads": 1,
+                 "iterations": args.batches, "real_time": t / args.batches * 1e6,
+                 "cpu_time": t / args.batches * 1e6, "time_unit": "us",
+                 "items_per_s": bs * args.batches / t, "bs": bs,
+                 "dlbench": {"network": "imagenet", "workload": "imagenet.rrc224"}}
+            b.update(extra)
+            benchmarks.append(b)
+        t = statistics.median(times)
+        print(f"{name:90s} {bs * args.batches / t:12.1f} img/s", flush=True)
+
+    if args.device == "cpu":
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+                                 transforms.ToTensor(), transforms.Normalize(mean, std)])
+        ds = torchvision.datasets.ImageFolder(args.data, transform=tf)
+        for bs in args.batch_sizes:
+            for w in args.workers:
+                loader = torch.utils.data.DataLoader(
+                    ds, batch_size=bs, shuffle=True, num_workers=w, pin_memory=gpu_present,
+                    drop_last=True, persistent_workers=w > 0, prefetch_factor=2 if w > 0 else None)
+                it = iter(loader)
+
+                def next_batch():
+                    nonlocal it
+                    try:
+                        x, y = next(it)
+                    except StopIteration:
+                        it = iter(loader)
+                        x, y = next(it)
+                    if gpu_present:
+                        x = x.to("cuda", non_blocking=True)
+                        torch.cuda.synchronize()
+                    return x
+                for _ in range(2 * max(1, w)):  # the prefetched batches, then steady state
+                    next_batch()
+                times = []
+                for _ in range(args.repetitions):
+                    t0 = time.perf_counter()
+                    for _ in range(args.batches):
+                        next_batch()
+                    times.append(time.perf_counter() - t0)
+                name = f"dataload/cpu/torchvision/imagenet.rrc224/bs:{bs}/dt:f32/fmt:nchw/workers:{w}"
+                record(name, times, bs, {"workers": w})
+                del it, loader
+                gc.collect()
+        return benchmarks
+
+    ds = torchvision.datasets.ImageFolder(args.data)
+    files = [p for p, _ in ds.samples]
+    gen = torch.Generator().manual_seed(0)
+    m = torch.tensor(mean, device="cuda").view(3, 1, 1)
+    sd = torch.tensor(std, device="cuda").view(3, 1, 1)
+    for bs in args.batch_sizes:
+        pos = 0
+
+        def batch():
+            nonlocal pos
+            idx = [(pos + k) % len(files) for k in range(bs)]
+            pos += bs
+            datas = [torchvision.io.read_file(files[i]) for i in idx]
+            imgs = torchvision.io.decode_jpeg(datas, device="cuda")
+            if args.decode_only:
+                torch.cuda.synchronize()
+                return
+            out = []
+            for im in imgs:
+                i, j, h, w = transforms.RandomResizedCrop.get_params(im, (0.08, 1.0), (3 / 4, 4 / 3))
+                x = TF.resized_crop(im, i, j, h, w, [224, 224], antialias=False)
+                if torch.rand(1, generator=gen).item() < 0.5:
+                    x = TF.horizontal_flip(x)
+                out.append(x)
+            x = (torch.stack(out).float() / 255 - m) / sd
+            torch.cuda.synchronize()
+            return x
+        for _ in range(3):
+            batch()
+        times = []
+        for _ in range(args.repetitions):
+            t0 = time.perf_counter()
+            for _ in range(args.batches):
+                batch()
+            times.append(time.perf_counter() - t0)
+        wl = "imagenet.decode" if args.decode_only else "imagenet.rrc224"
+        name = f"dataload/gpu/torchvision/{wl}/bs:{bs}/dt:f32/fmt:nchw"
+        record(name, times, bs, {})
+    return benchmarks
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=["gemm", "conv", "train"])
+    ap.add_argument("family", choices=["gemm", "conv", "train", "dataload"])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
     ap.add_argument("--dtypes", default=None,
                     help="gemm, conv: f32,tf32,bf16 (default), f16; "
@@ -366,8 +475,29 @@ def main():
     ap.add_argument("--pass", dest="passes", default="train", help="train: train,infer")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repetitions", type=int, default=5)
+    ap.add_argument("--data", help="dataload: the ImageFolder dataset")
+    ap.add_argument("--workers", default="16", help="dataload, CPU: DataLoader worker processes")
+    ap.add_argument("--batches", type=int, default=20, help="dataload: batches per repetition")
+    ap.add_argument("--decode-only", action="store_true", help="dataload, GPU: decode alone")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args()
+    if args.family == "dataload":
+        if not args.data or not os.path.isdir(args.data):
+            sys.exit(f"pytorch_baseline: --data {args.data}: not a folder")
+        args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+        args.workers = [int(w) for w in args.workers.split(",")]
+        if args.device == "gpu" and not torch.cuda.is_available():
+            sys.exit("pytorch_baseline: no CUDA device")
+        benchmarks = dataload_benchmarks(args)
+        import torchvision
+        ctx = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "library": "pytorch",
+               "torch_version": torch.__version__, "torchvision_version": torchvision.__version__,
+               "executable": "tools/pytorch_baseline.py", "num_cpus": os.cpu_count()}
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"context": ctx, "benchmarks": benchmarks}, f, indent=1)
+        os.replace(tmp, args.out)
+        return
     train = args.family == "train"
     args.dtypes = (args.dtypes or ("f32,tf32,amp_bf16" if train else "f32,tf32,bf16")).split(",")
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]

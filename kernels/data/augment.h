@@ -1,0 +1,82 @@
+// The training augmentation of torchvision's ImageNet reference scripts, as the pipelines apply
+// it: RandomResizedCrop (scale 0.08..1, ratio 3/4..4/3) to out x out with bilinear resampling,
+// a horizontal flip with p = 0.5, ToTensor (/255) and Normalize with ImageNet's statistics.
+// Every draw comes from the sample's own seeded stream (position in the loader's stream), so the
+// result does not depend on which worker, thread or GPU processed it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/common/op.h"
+
+namespace dlb::data {
+
+// Channel statistics of Normalize: ImageNet's (torchvision's reference scripts) and CIFAR-10's.
+struct Stats {
+  float mean[3], std[3];
+};
+inline constexpr Stats kImageNetStats = {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
+inline constexpr Stats kCifarStats = {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+
+struct Box {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+struct Augment {
+  Box crop;  // in the full-size image's pixels
+  bool flip = false;
+};
+
+// torchvision.transforms.RandomResizedCrop.get_params: up to 10 tries of an area share uniform
+// in [0.08, 1) and an aspect ratio log-uniform in [3/4, 4/3) whose box fits; else the central crop
+// with the ratio clamped into the range. Then the flip (uniform < 0.5).
+Augment SampleAugment(int width, int height, uint64_t seed);
+
+// A DCT-domain scaling factor num/denom (TurboJPEG's or nvJPEG's).
+struct Scale {
+  int num = 1, denom = 1;
+};
+// ceil(dim * num / denom), as TJSCALED: the size of a dimension decoded at that scale.
+inline int Scaled(int dim, Scale s) { return (dim * s.num + s.denom - 1) / s.denom; }
+
+// The smallest of `available` under which the crop, decoded at that scale, still has at least
+// `out` pixels in both directions (so the resize that follows only shrinks or keeps), and 1/1
+// when none does. Decoding fewer DCT coefficients is where a CPU pipeline saves most.
+Scale ChooseScale(const Box& crop, int out, const std::vector<Scale>& available);
+
+// Crops a.crop (in the pixels of the full_w x full_h image, which was decoded, possibly scaled, to
+// sw x sh RGB interleaved) and resizes it to out x out with bilinear interpolation at pixel
+// centres (align_corners=False, no antialias, as torchvision's tensor path), flipping horizontally
+// when asked; rounds to uint8. dst: out x out x 3.
+void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, const Augment& a,
+                int out, uint8_t* dst);
+
+// (x / 255 - mean) / std for each channel of an out x out RGB image (interleaved) into one sample
+// of a batch: f32 or bf16, CHW (NCHW batches) or HWC (NHWC).
+void Normalize(const uint8_t* rgb, int out, const Stats& st, DType dt, Layout layout, void* dst);
+
+// CIFAR-10's training augmentation (torchvision's reference recipe): RandomCrop(32, padding=4)
+// and a horizontal flip; dx, dy in [0, 8] are the crop's offsets into the zero-padded 40x40.
+struct CifarAugment {
+  int dx = 4, dy = 4;
+  bool flip = false;
+};
+CifarAugment SampleCifarAugment(uint64_t seed);
+// planes: 3 x 32 x 32 (CIFAR's record layout) -> dst: 32 x 32 x 3 interleaved.
+void CifarCropFlip(const uint8_t* planes, const CifarAugment& a, uint8_t* dst);
+
+// Bytes of one normalised sample.
+inline size_t SampleBytes(int out, DType dt) {
+  return size_t(3) * out * out * (dt == DType::kBF16 ? 2 : 4);
+}
+
+// The crop box in the coordinates of the image decoded at scale s (sw x sh): the float region
+// the resize samples from.
+struct Region {
+  double x = 0, y = 0, w = 0, h = 0;
+};
+Region ScaledRegion(const Box& crop, int full_w, int full_h, int sw, int sh);
+
+}  // namespace dlb::data

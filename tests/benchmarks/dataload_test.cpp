@@ -1,0 +1,120 @@
+// bench_dataload at the smoke tier on a small generated dataset: names, verification, the
+// family's counters; and what a broken data folder does (one line, exit 2; a corrupt JPEG is
+// skipped and counted, the run goes on).
+#include "tests/benchmarks/smoke.h"
+#include "tools/dataset/generator.h"
+
+namespace dlb::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BenchDataload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dlb_dataload_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path Jpegs(const std::string& name, int n) {
+    dataset::Options o;
+    o.out = dir_ / name;
+    o.images = n;
+    o.classes = 2;
+    o.mean_width = 160;
+    o.mean_height = 120;
+    o.procedural = true;
+    dataset::Generate(o);
+    return o.out;
+  }
+  // The binary with its cache (generated datasets, CPU peak) in the test's folder.
+  Result Run(const std::string& args) {
+    ::setenv("XDG_CACHE_HOME", (dir_ / "cache").c_str(), 1);
+    return RunBinary(DLB_BENCH_DATALOAD, "--benchmark_min_time=0.01 " + args);
+  }
+  fs::path dir_;
+};
+
+TEST_F(BenchDataload, SmokeTierGeneratesItsDatasetsOnceAndVerifiesEveryCase) {
+  Result r = Run("--dlb_tier=smoke --dlb_dataload_images=64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dataload: generating 64 JPEG images into "), std::string::npos)
+      << r.output;
+  CheckSchemaNames(r.json);
+  std::set<std::string> workloads;
+  for (const auto& b : r.json["benchmarks"]) {
+    const std::string name = b["name"];
+    auto parsed = ParseName(name);
+    ASSERT_TRUE(parsed.has_value()) << name;
+    EXPECT_EQ(parsed->family, "dataload");
+    const bool gpu = parsed->device == "gpu";
+    EXPECT_EQ(parsed->backend, gpu ? "nvjpeg" : parsed->workload == "cifar10.crop32" ? "raw"
+                                                                                    : "turbojpeg")
+        << name;
+    EXPECT_EQ(BuildName(*parsed) + "/manual_time", name);
+    ASSERT_FALSE(b.value("error_occurred", false)) << name << ": " << b.value("error_message", "");
+    workloads.insert(parsed->workload);
+    EXPECT_GT(b.value("items_per_s", 0.0), 0.0) << name;
+    EXPECT_EQ(b.value("bs", 0.0), 32.0) << name;
+    // The CPU pipelines sweep the tier's workers (smoke: 2); the GPU one reads with 4 threads.
+    EXPECT_EQ(b.value("workers", 0.0), gpu ? 4.0 : 2.0) << name;
+    EXPECT_GT(b.value("latency_max_ms", 0.0), 0.0) << name;
+    if (!gpu) {
+      EXPECT_GT(b.value("worker_util", 0.0), 0.0) << name;
+      EXPECT_LE(b.value("worker_util", 0.0), 1.1) << name;
+    }
+    EXPECT_EQ(b.value("skipped", -1.0), 0.0) << name;
+    const bool jpeg = parsed->backend != "raw";
+    EXPECT_EQ(b.value("jpeg_bytes_per_s", 0.0) > 0, jpeg) << name;
+    EXPECT_EQ(b.value("decode_us_per_item", 0.0) > 0, jpeg) << name;
+    EXPECT_FALSE(b.contains("flop_per_s")) << name;
+    const auto& ver = b["dlbench"]["verification"];
+    EXPECT_EQ(ver["disposition"], "verified") << name;
+    if (ver["metric"] == schema::kMetricPsnrDb)  // higher is better
+      EXPECT_GE(ver["error"].get<double>(), ver["tolerance"].get<double>()) << name;
+    else
+      EXPECT_LE(ver["error"].get<double>(), ver["tolerance"].get<double>()) << name;
+  }
+  EXPECT_EQ(workloads, (std::set<std::string>{"imagenet.rrc224", "cifar10.crop32"}));
+  EXPECT_NE(r.json["context"].value("turbojpeg_version", ""), "");
+  EXPECT_NE(r.json["context"].value("dataload_datasets", "").find("64 images"), std::string::npos);
+  // The second run reuses the cache.
+  Result again = Run("--dlb_tier=smoke --dlb_dataload_images=64 --benchmark_filter=cifar");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("dataload: generating"), std::string::npos) << again.output;
+}
+
+TEST_F(BenchDataload, AnEmptyOrMissingDataFolderIsOneLineAndExit2) {
+  fs::create_directories(dir_ / "empty");
+  for (const fs::path& p : {dir_ / "empty", dir_ / "missing"}) {
+    Result r = Run("--dlb_tier=smoke --dlb_data=" + p.string() + " --benchmark_filter=imagenet");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("bench_dataload: " + p.string()), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  Result bad = Run("--dlb_workers=0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
+TEST_F(BenchDataload, ACorruptJpegIsSkippedCountedAndTheRunGoesOn) {
+  const fs::path data = Jpegs("set", 12);
+  const fs::path bad = data / "class_001" / "img_000005.jpg";
+  fs::resize_file(bad, fs::file_size(bad) / 2);
+  Result r = Run("--dlb_tier=smoke --dlb_data=" + data.string() +
+                 " --benchmark_filter=cpu/.*imagenet.*dt:f32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dataload: skipped " + bad.string() + ": "), std::string::npos)
+      << r.output;
+  ASSERT_EQ(r.json["benchmarks"].size(), 1u) << r.json.dump();
+  const auto& b = r.json["benchmarks"][0];
+  ASSERT_FALSE(b.value("error_occurred", false)) << b.value("error_message", "");
+  // Batches of 32 from 12 images: the bad one comes round in every batch that is timed.
+  EXPECT_GE(b.value("skipped", 0.0), 1.0);
+  EXPECT_EQ(b["dlbench"]["verification"]["disposition"], "verified");
+}
+
+}  // namespace
+}  // namespace dlb::testing
