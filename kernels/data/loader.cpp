@@ -200,7 +200,7 @@ std::vector<std::pair<std::string, double>> CpuLoader::Counters() const {
   for (int s = 0; s < kStages; ++s)
     c.emplace_back(std::string(StageName(s)) + "_us_per_item", st.stage_s[s] / done * 1e6);
   c.emplace_back("worker_util", st.worker_cpu_s / (wall * shape_.workers));
-  c.emplace_back("skipped", double(st.skipped));
+  c.emplace_back("skipped_images", double(st.skipped));
   c.emplace_back("workers", double(shape_.workers));
   c.emplace_back("latency_p50_ms", Percentile(latency_s_, 50) * 1e3);
   c.emplace_back("latency_p99_ms", Percentile(latency_s_, 99) * 1e3);

@@ -857,7 +857,7 @@ std::vector<std::pair<std::string, double>> NvJpegLoader::Counters() const {
   c.emplace_back("augment_us_per_item", m.augment_s * 1e6 / decoded);
   c.emplace_back("hw_fraction", double(m.hw_images) / decoded);
   c.emplace_back("hw_engines", double(m.hw_engines));
-  c.emplace_back("skipped", double(m.skipped));
+  c.emplace_back("skipped_images", double(m.skipped));
   c.emplace_back("workers", double(m.shape.workers));
   c.emplace_back("latency_p50_ms", Percentile(m.latency_s, 50) * 1e3);
   c.emplace_back("latency_p99_ms", Percentile(m.latency_s, 99) * 1e3);

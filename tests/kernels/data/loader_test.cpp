@@ -41,7 +41,7 @@ TEST_F(DataTest, TheJpegLoaderVerifiesAgainstTheReferenceInEveryDtypeAndLayout) 
       EXPECT_GT(c.at("decode_us_per_item"), 0);
       EXPECT_GT(c.at("latency_max_ms"), 0);
       EXPECT_LE(c.at("latency_p50_ms"), c.at("latency_max_ms"));
-      EXPECT_EQ(c.at("skipped"), 0);
+      EXPECT_EQ(c.at("skipped_images"), 0);
       EXPECT_EQ(op.cost().items, 8);
       EXPECT_NE(op.label().find("2 workers"), std::string::npos) << op.label();
     }

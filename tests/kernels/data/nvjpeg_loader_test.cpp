@@ -159,7 +159,7 @@ TEST_F(NvJpegLoaderTest, SkipsTruncatedAndCorruptFilesOnceEachWithOneLine) {
   EXPECT_NE(err.find("not a JPEG"), std::string::npos) << err;
   const auto counters = op.Counters();
   const auto skipped = std::find_if(counters.begin(), counters.end(),
-                                    [](const auto& c) { return c.first == "skipped"; });
+                                    [](const auto& c) { return c.first == "skipped_images"; });
   ASSERT_NE(skipped, counters.end());
   EXPECT_EQ(skipped->second, 4.0);
 }
