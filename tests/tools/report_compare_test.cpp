@@ -281,6 +281,40 @@ TEST(Sweep, FitsTheCurveAndFindsTheBestBatch) {
   EXPECT_GT(gpu.r2, 0.9999);
 }
 
+// Loader scaling over worker threads: 2, 4, 8 workers at 100, 190, 300 images/s (items_per_s,
+// as measured) per batch size; the batch sizes stay apart and bs 128 has one point only.
+TEST(Sweep, TheWorkersAxisGivesThroughputAndEfficiencyPerCase) {
+  std::string b;
+  auto add = [&](const std::string& name, double us, double items) {
+    if (!b.empty()) b += ",";
+    b += R"({"name": ")" + name + R"(", "run_type": "iteration", "real_time": )" +
+         std::to_string(us) + R"(, "time_unit": "us", "items_per_s": )" + std::to_string(items) +
+         "}";
+  };
+  const char* base = "dataload/cpu/turbojpeg/imagenet.rrc224/bs:";
+  for (int bs : {32, 64})
+    for (auto [w, thr] : {std::pair{2, 100.0}, {4, 190.0}, {8, 300.0}})
+      add(base + std::to_string(bs) + "/dt:f32/fmt:nchw/workers:" + std::to_string(w) +
+              "/manual_time",
+          bs / thr * 1e6, thr * (bs == 64 ? 2 : 1));
+  add(std::string(base) + "128/dt:f32/fmt:nchw/workers:2/manual_time", 1e6, 128);
+  MergedRuns m = Merge({ParseBenchmarkJson(R"({"context": {}, "benchmarks": [)" + b + "]}", "w")});
+  auto curves = WorkerCurves(m);
+  ASSERT_EQ(curves.size(), 2u);
+  for (const WorkerCurve& c : curves) {
+    ASSERT_EQ(c.points.size(), 3u) << c.curve;
+    const double k = c.curve.find("bs:64") != std::string::npos ? 2 : 1;
+    EXPECT_DOUBLE_EQ(c.best_workers, 8);
+    EXPECT_DOUBLE_EQ(c.best_throughput, 300 * k);
+    EXPECT_DOUBLE_EQ(c.points[0].efficiency, 1);
+    EXPECT_NEAR(c.points[1].efficiency, 190.0 / 100 / 2, 1e-12);
+    EXPECT_NEAR(c.points[2].efficiency, 300.0 / 100 / 4, 1e-12);
+  }
+  const Document d = SweepDocument(m, {"w"}, "workers");
+  EXPECT_EQ(d.title, "dlbench worker sweeps");
+  EXPECT_EQ(d.sections.size(), 3u);  // the summary, then one per case
+}
+
 // The device monitor's counters: a row is flagged (never re-judged) when either side throttled in
 // any repetition or the median SM clocks differ by more than 5%
 // (tests/tools/report/data/monitor_{base,new}.json).

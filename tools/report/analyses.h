@@ -129,6 +129,22 @@ struct SweepCurve {
   double c = 0, alpha = 0, t_min = 0, r2 = 0;  // of time per sample, in ns
 };
 std::vector<SweepCurve> SweepCurves(const MergedRuns& runs);
+// The curve over worker threads (a key "workers", as the data-loading family's): per workload,
+// device, backend and every other key (bs included), throughput at each worker count, and the
+// scaling efficiency against the fewest workers measured: (thr(w) / thr(w0)) / (w / w0).
+struct WorkerPoint {
+  double workers = 0, time_ns = 0, throughput = 0, efficiency = 0;
+};
+struct WorkerCurve {
+  std::string key;    // without device, backend and workers
+  std::string curve;  // with device and backend
+  std::string device, backend;
+  std::vector<WorkerPoint> points;  // by workers
+  double best_workers = 0, best_throughput = 0;
+};
+std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs);
+std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves);
+
 // The fits table, then per sweep key its points and charts, for curves of at least `min_points`
 // batch sizes (two points draw a line that says nothing the overview's table does not).
 std::vector<Section> SweepSections(const std::vector<SweepCurve>& curves, size_t min_points = 2);
@@ -232,7 +248,9 @@ std::vector<Section> TrainSections(const TrainResult& train);
 Document TrainDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
 
 Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
-Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
+// axis "bs" (batch-size curves and fits) or "workers" (worker-thread scaling).
+Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
+                       const std::string& axis = "bs");
 // What the README's main job writes: the overview first (train results: the train sections in
 // place of the family's overview), then (collapsed in HTML) the summary, speedup, sweep and train
 // details, labels last.

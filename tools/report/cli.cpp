@@ -114,8 +114,12 @@ int RunCli(int argc, const char* const* argv) {
   speedup->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   AddOutput(speedup, &out);
 
-  auto* sweep = app.add_subcommand("sweep", "per workload the curve over batch size, with fit");
+  auto* sweep = app.add_subcommand(
+      "sweep", "per workload the curve over batch size (with fit) or over worker threads");
   sweep->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
+  std::string axis = "bs";
+  sweep->add_option("--axis", axis, "bs (default): batch-size curves; workers: loader scaling")
+      ->check(CLI::IsMember({"bs", "workers"}));
   AddOutput(sweep, &out);
 
   auto* train = app.add_subcommand(
@@ -241,7 +245,7 @@ int RunCli(int argc, const char* const* argv) {
     } else if (speedup->parsed()) {
       Emit(SpeedupDocument(Merge(ReadBenchmarkFiles(files)), files), out);
     } else if (sweep->parsed()) {
-      Emit(SweepDocument(Merge(ReadBenchmarkFiles(files)), files), out);
+      Emit(SweepDocument(Merge(ReadBenchmarkFiles(files)), files, axis), out);
     } else if (train->parsed()) {
       Emit(TrainDocument(Merge(ReadBenchmarkFiles(files)), files), out);
     } else if (report->parsed()) {

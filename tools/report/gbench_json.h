@@ -30,6 +30,7 @@ inline constexpr std::string_view kDt = "dt";
 inline constexpr std::string_view kFmt = "fmt";
 inline constexpr std::string_view kPass = "pass";
 inline constexpr std::string_view kGraph = "graph";
+inline constexpr std::string_view kWorkers = "workers";
 }  // namespace name_key
 
 // Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.

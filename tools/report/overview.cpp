@@ -483,6 +483,20 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
     for (Chart& c : sweeps[i].charts) sweep.charts.push_back(std::move(c));
   }
   d.sections.push_back(std::move(sweep));
+  // Loader scaling over worker threads, where a family sweeps them (data loading).
+  if (std::vector<WorkerCurve> workers = WorkerCurves(runs); !workers.empty()) {
+    std::vector<Section> ws = WorkerSections(workers);
+    Section w = std::move(ws.front());
+    w.details = true;
+    for (size_t i = 1; i < ws.size(); ++i) {
+      for (Table& t : ws[i].tables) {
+        if (t.title.empty()) t.title = ws[i].title;
+        w.tables.push_back(std::move(t));
+      }
+      for (Chart& c : ws[i].charts) w.charts.push_back(std::move(c));
+    }
+    d.sections.push_back(std::move(w));
+  }
   for (Section& s : train_details) d.sections.push_back(std::move(s));
   if (not_measured.details) d.sections.push_back(std::move(not_measured));
   d.sections.push_back(LabelSection(runs));

@@ -397,11 +397,128 @@ Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>&
   return d;
 }
 
-Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs) {
+std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
+  std::vector<std::string> order;
+  std::map<std::string, WorkerCurve> curves;
+  for (const Bench& b : runs.benches) {
+    if (!b.parsed || !b.measured()) continue;
+    const double w = std::atof(b.parsed->Get(name_key::kWorkers).c_str());
+    const double t = b.MedianNs();
+    if (!(w > 0) || !(t > 0)) continue;
+    std::string key = b.parsed->family + "/" + b.parsed->workload;
+    for (const auto& [k, v] : b.parsed->keys)
+      if (k != name_key::kWorkers) key += "/" + k + ":" + v;
+    const std::string curve = b.parsed->family + "/" + b.parsed->device + "/" +
+                              b.parsed->backend + key.substr(key.find('/'));
+    auto [it, inserted] = curves.emplace(curve, WorkerCurve());
+    WorkerCurve& c = it->second;
+    if (inserted) {
+      order.push_back(curve);
+      c.key = key;
+      c.curve = curve;
+      c.device = b.parsed->device;
+      c.backend = b.parsed->backend;
+    }
+    // items/s as measured (a skipped image makes a batch short); else the batch over the time.
+    double thr = b.Counter(schema::kItemsPerS);
+    if (!(thr > 0)) thr = std::atof(b.parsed->Get(name_key::kBs).c_str()) / t * 1e9;
+    c.points.push_back({w, t, thr, 0});
+  }
+  std::vector<WorkerCurve> out;
+  for (const auto& k : order) {
+    WorkerCurve c = std::move(curves[k]);
+    std::sort(c.points.begin(), c.points.end(),
+              [](const auto& a, const auto& b) { return a.workers < b.workers; });
+    if (c.points.size() < 2) continue;
+    const WorkerPoint base = c.points.front();
+    for (auto& p : c.points) {
+      p.efficiency = base.throughput > 0 ? (p.throughput / base.throughput) /
+                                               (p.workers / base.workers)
+                                         : 0;
+      if (p.throughput > c.best_throughput) {
+        c.best_throughput = p.throughput;
+        c.best_workers = p.workers;
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
+  std::vector<Section> out;
+  Section head;
+  head.title = "Worker sweeps";
+  if (curves.empty()) {
+    head.notes.push_back(
+        "No worker sweeps: a sweep needs one case measured at two or more workers values.");
+    out.push_back(std::move(head));
+    return out;
+  }
+  head.notes.push_back(
+      "Per case, throughput at each worker count and the scaling efficiency against the fewest "
+      "workers measured, (thr(w) / thr(w0)) / (w / w0): 1 is linear scaling.");
+  Table best;
+  best.columns = {{"curve", "curve"},
+                  {"workers measured", "points"},
+                  {"best workers", "best_workers"},
+                  {"best throughput /s", "best_throughput"},
+                  {"efficiency at the most workers", "efficiency"}};
+  for (const auto& c : curves)
+    best.rows.push_back({Cell(c.curve),
+                         Cell(std::to_string(c.points.size()), double(c.points.size())),
+                         Cell(FormatNumber(c.best_workers, 6), c.best_workers),
+                         Cell(FormatRate(c.best_throughput), c.best_throughput),
+                         Cell(FormatNumber(c.points.back().efficiency, 3),
+                              c.points.back().efficiency)});
+  head.tables.push_back(std::move(best));
+  out.push_back(std::move(head));
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const WorkerCurve*>> by_key;
+  for (const auto& c : curves) {
+    if (!by_key.count(c.key)) keys.push_back(c.key);
+    by_key[c.key].push_back(&c);
+  }
+  for (const auto& k : keys) {
+    Section s;
+    s.title = "Workers: " + k;
+    Chart tp;
+    tp.title = k + ": throughput over workers";
+    tp.x_label = "workers";
+    tp.y_label = "samples/s";
+    tp.log_x = true;
+    Table t;
+    t.columns = {{"curve", "curve"},
+                 {"workers", "workers"},
+                 {"time per batch", "time_ns"},
+                 {"throughput /s", "throughput"},
+                 {"efficiency", "efficiency"}};
+    int color = 0;
+    for (const WorkerCurve* c : by_key[k]) {
+      Series thr{c->device + "/" + c->backend, {}, true, true, color++};
+      for (const auto& p : c->points) {
+        thr.points.emplace_back(p.workers, p.throughput);
+        t.rows.push_back({Cell(c->curve), Cell(FormatNumber(p.workers, 6), p.workers),
+                          Cell(FormatTime(p.time_ns), p.time_ns),
+                          Cell(FormatRate(p.throughput), p.throughput),
+                          Cell(FormatNumber(p.efficiency, 3), p.efficiency)});
+      }
+      tp.series.push_back(std::move(thr));
+    }
+    s.charts.push_back(std::move(tp));
+    s.tables.push_back(std::move(t));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
+                       const std::string& axis) {
   Document d;
-  d.title = "dlbench batch-size sweeps";
+  d.title = axis == "workers" ? "dlbench worker sweeps" : "dlbench batch-size sweeps";
   d.notes.push_back(Inputs(inputs));
-  d.sections = SweepSections(SweepCurves(runs));
+  d.sections = axis == "workers" ? WorkerSections(WorkerCurves(runs))
+                                 : SweepSections(SweepCurves(runs));
   return d;
 }
 
