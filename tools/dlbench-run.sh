@@ -17,7 +17,8 @@ mkdir -p "$out"
 bin=build/release/benchmarks
 # train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
 # comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
-for family in gemm conv train train_native comm; do
+# dataload: input pipelines on a dataset generated once into ~/.cache/dlbench (DLB_DATA=DIR for yours).
+for family in gemm conv train train_native dataload comm; do
   [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
   # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
   tmp=$(mktemp "$out/.$family.XXXXXX")
