@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/common/error.h"
 #include "kernels/common/rng.h"
 
 namespace dlb::data {
@@ -63,38 +64,97 @@ struct Taps {
   std::vector<float> w1;
 };
 
-Taps AxisTaps(double r0, double len, int out, int size) {
-  Taps t;
-  t.i0.resize(out);
-  t.i1.resize(out);
-  t.w1.resize(out);
+void AxisTaps(double r0, double len, int out, int size, Taps* t) {
+  t->i0.resize(out);
+  t->i1.resize(out);
+  t->w1.resize(out);
   const double step = len / out;
   for (int i = 0; i < out; ++i) {
     double src = r0 + (i + 0.5) * step - 0.5;
     src = std::clamp(src, 0.0, double(size - 1));
     const int lo = std::min(int(src), size - 1);
-    t.i0[i] = lo;
-    t.i1[i] = std::min(lo + 1, size - 1);
-    t.w1[i] = float(src - lo);
+    t->i0[i] = lo;
+    t->i1[i] = std::min(lo + 1, size - 1);
+    t->w1[i] = float(src - lo);
   }
-  return t;
 }
 
-}  // namespace
+// The taps grow with i, so the first and last bound them.
+Window Bounds(const Taps& xs, const Taps& ys) {
+  return {xs.i0.front(), ys.i0.front(), xs.i1.back() - xs.i0.front() + 1,
+          ys.i1.back() - ys.i0.front() + 1};
+}
+
+// Normalize as out = x * scale + bias with scale = 1 / (255 std), bias = -mean / std.
+struct Affine {
+  float scale[3], bias[3];
+};
+
+Affine AffineOf(const Stats& st) {
+  Affine f;
+  for (int c = 0; c < 3; ++c) {
+    f.scale[c] = 1.0f / (255.0f * st.std[c]);
+    f.bias[c] = -st.mean[c] / st.std[c];
+  }
+  return f;
+}
+
+// Round to nearest even bf16, inline: normalised pixels are finite, so FloatToBf16's NaN
+// handling is not needed in the per-pixel loop.
+inline uint16_t ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline float ToOut(float v, float*) { return v; }
+inline uint16_t ToOut(float v, uint16_t*) { return ToBf16(v); }
+
+// n pixels of one row: planar (three rows `plane` elements apart, CHW) or interleaved (HWC). The
+// planar case goes one channel at a time, with no aliasing between input and output, a loop the
+// compiler vectorises (it does not vectorise one that writes the three planes at once).
+template <class T>
+void NormalizeRow(const uint8_t* __restrict__ rgb, int n, const Affine& f, Layout layout,
+                  size_t plane, T* __restrict__ d) {
+  if (layout == Layout::kNCHW) {
+    for (int c = 0; c < 3; ++c) {
+      const float s = f.scale[c], b = f.bias[c];
+      T* __restrict__ o = d + c * plane;
+      for (int i = 0; i < n; ++i) o[i] = ToOut(rgb[i * 3 + c] * s + b, d);
+    }
+  } else {
+    const float s0 = f.scale[0], s1 = f.scale[1], s2 = f.scale[2];
+    const float b0 = f.bias[0], b1 = f.bias[1], b2 = f.bias[2];
+    for (int i = 0; i < n; ++i) {
+      d[i * 3 + 0] = ToOut(rgb[i * 3 + 0] * s0 + b0, d);
+      d[i * 3 + 1] = ToOut(rgb[i * 3 + 1] * s1 + b1, d);
+      d[i * 3 + 2] = ToOut(rgb[i * 3 + 2] * s2 + b2, d);
+    }
+  }
+}
+
+constexpr int kBits = 11;
+constexpr uint32_t kOne = 1u << kBits;
 
 // Separable, in fixed point: each source row the output needs is filtered horizontally once
 // (two taps, weights in 1/2048) into a row of out x 3 integers, and each output row blends two of
 // those vertically, a loop over contiguous values that the compiler vectorises. The weights'
 // rounding moves a value by less than 0.13 of an 8-bit step before the final rounding, so the
 // result is the float64 reference's or its 8-bit neighbour (tests/kernels/data/augment_test).
-void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, const Augment& a,
-                int out, uint8_t* dst) {
-  constexpr int kBits = 11;
-  constexpr uint32_t kOne = 1u << kBits;
+// row(oy) gives where output row oy goes (out x 3 bytes); done(oy, row) follows each.
+template <class RowAt, class Done>
+void Resample(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, const Augment& a, int out,
+              Window held, RowAt row, Done done) {
+  if (held.w == 0) held = {0, 0, sw, sh};
   const Region r = ScaledRegion(a.crop, full_w, full_h, sw, sh);
-  const Taps xs = AxisTaps(r.x, r.w, out, sw);
-  const Taps ys = AxisTaps(r.y, r.h, out, sh);
-  // The horizontal taps in output order, the flip folded in.
+  thread_local Taps xs, ys;
+  AxisTaps(r.x, r.w, out, sw, &xs);
+  AxisTaps(r.y, r.h, out, sh, &ys);
+  const Window need = Bounds(xs, ys);
+  if (need.x < held.x || need.y < held.y || need.x + need.w > held.x + held.w ||
+      need.y + need.h > held.y + held.h)
+    throw Error("CropResize: the decoded window does not hold the pixels the crop needs");
+  // The horizontal taps in output order, the flip folded in, as offsets into a held row.
   thread_local std::vector<int> x0, x1;
   thread_local std::vector<uint32_t> wx;
   thread_local std::vector<uint32_t> rows[2];
@@ -103,16 +163,17 @@ void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, cons
   wx.resize(out);
   for (int ox = 0; ox < out; ++ox) {
     const int sx = a.flip ? out - 1 - ox : ox;
-    x0[ox] = xs.i0[sx] * 3;
-    x1[ox] = xs.i1[sx] * 3;
+    x0[ox] = (xs.i0[sx] - held.x) * 3;
+    x1[ox] = (xs.i1[sx] - held.x) * 3;
     wx[ox] = uint32_t(std::lround(xs.w1[sx] * kOne));
   }
   const size_t n = size_t(out) * 3;
   rows[0].resize(n);
   rows[1].resize(n);
   int cached[2] = {-1, -1};  // the source rows in rows[0] (top tap) and rows[1] (bottom tap)
+  const size_t pitch = size_t(held.w) * 3;
   auto filter = [&](int y, uint32_t* d) {
-    const uint8_t* src = rgb + size_t(y) * sw * 3;
+    const uint8_t* src = rgb + size_t(y - held.y) * pitch;
     for (int ox = 0; ox < out; ++ox) {
       const uint8_t* p0 = src + x0[ox];
       const uint8_t* p1 = src + x1[ox];
@@ -131,54 +192,60 @@ void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, cons
     }
     if (cached[0] != y0) filter(y0, rows[0].data()), cached[0] = y0;
     if (cached[1] != y1) filter(y1, rows[1].data()), cached[1] = y1;
-    const uint32_t* top = rows[0].data();
-    const uint32_t* bot = rows[1].data();
+    const uint32_t* __restrict__ top = rows[0].data();
+    const uint32_t* __restrict__ bot = rows[1].data();
     const uint32_t w1 = uint32_t(std::lround(ys.w1[oy] * kOne)), w0 = kOne - w1;
-    uint8_t* o = dst + size_t(oy) * n;
+    uint8_t* __restrict__ o = row(oy);
     for (size_t i = 0; i < n; ++i)
       o[i] = uint8_t((top[i] * w0 + bot[i] * w1 + (1u << (2 * kBits - 1))) >> (2 * kBits));
+    done(oy, o);
   }
-}
-
-namespace {
-
-// Round to nearest even bf16, inline: normalised pixels are finite, so FloatToBf16's NaN
-// handling is not needed in the per-pixel loop.
-inline uint16_t ToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
 }  // namespace
 
+Window TapWindow(const Box& crop, int full_w, int full_h, int sw, int sh, int out) {
+  const Region r = ScaledRegion(crop, full_w, full_h, sw, sh);
+  Taps xs, ys;
+  AxisTaps(r.x, r.w, out, sw, &xs);
+  AxisTaps(r.y, r.h, out, sh, &ys);
+  return Bounds(xs, ys);
+}
+
+void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, const Augment& a,
+                int out, uint8_t* dst, Window held) {
+  const size_t n = size_t(out) * 3;
+  Resample(
+      rgb, sw, sh, full_w, full_h, a, out, held, [&](int oy) { return dst + size_t(oy) * n; },
+      [](int, const uint8_t*) {});
+}
+
+void CropResizeNormalize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h,
+                         const Augment& a, int out, const Stats& st, DType dt, Layout layout,
+                         void* dst, Window held) {
+  const Affine f = AffineOf(st);
+  thread_local std::vector<uint8_t> line;
+  line.resize(size_t(out) * 3);
+  const size_t plane = size_t(out) * out;
+  // Where row oy starts in the sample: its first element of channel 0 (CHW) or pixel 0 (HWC).
+  const size_t row_elems = layout == Layout::kNCHW ? size_t(out) : size_t(out) * 3;
+  Resample(
+      rgb, sw, sh, full_w, full_h, a, out, held, [&](int) { return line.data(); },
+      [&](int oy, const uint8_t* px) {
+        if (dt == DType::kBF16)
+          NormalizeRow(px, out, f, layout, plane, static_cast<uint16_t*>(dst) + oy * row_elems);
+        else
+          NormalizeRow(px, out, f, layout, plane, static_cast<float*>(dst) + oy * row_elems);
+      });
+}
+
 void Normalize(const uint8_t* rgb, int out, const Stats& st, DType dt, Layout layout, void* dst) {
-  // out = x * scale + bias with scale = 1 / (255 std), bias = -mean / std.
-  float scale[3], bias[3];
-  for (int c = 0; c < 3; ++c) {
-    scale[c] = 1.0f / (255.0f * st.std[c]);
-    bias[c] = -st.mean[c] / st.std[c];
-  }
-  const int plane = out * out;
-  if (dt == DType::kBF16) {
-    uint16_t* d = static_cast<uint16_t*>(dst);
-    if (layout == Layout::kNCHW) {
-      for (int c = 0; c < 3; ++c)
-        for (int i = 0; i < plane; ++i) d[c * plane + i] = ToBf16(rgb[i * 3 + c] * scale[c] + bias[c]);
-    } else {
-      for (int i = 0; i < plane; ++i)
-        for (int c = 0; c < 3; ++c) d[i * 3 + c] = ToBf16(rgb[i * 3 + c] * scale[c] + bias[c]);
-    }
-    return;
-  }
-  float* d = static_cast<float*>(dst);
-  if (layout == Layout::kNCHW) {
-    for (int c = 0; c < 3; ++c)
-      for (int i = 0; i < plane; ++i) d[c * plane + i] = rgb[i * 3 + c] * scale[c] + bias[c];
-  } else {
-    for (int i = 0; i < plane; ++i)
-      for (int c = 0; c < 3; ++c) d[i * 3 + c] = rgb[i * 3 + c] * scale[c] + bias[c];
-  }
+  const Affine f = AffineOf(st);
+  const size_t plane = size_t(out) * out;
+  if (dt == DType::kBF16)
+    NormalizeRow(rgb, out * out, f, layout, plane, static_cast<uint16_t*>(dst));
+  else
+    NormalizeRow(rgb, out * out, f, layout, plane, static_cast<float*>(dst));
 }
 
 CifarAugment SampleCifarAugment(uint64_t seed) {
@@ -199,8 +266,7 @@ void CifarCropFlip(const uint8_t* planes, const CifarAugment& a, uint8_t* dst) {
       const int sx = x + a.dx - kPad;
       const bool inside = sy >= 0 && sy < kSide && sx >= 0 && sx < kSide;
       for (int c = 0; c < 3; ++c)
-        dst[(y * kSide + ox) * 3 + c] =
-            inside ? planes[(c * kSide + sy) * kSide + sx] : uint8_t(0);
+        dst[(y * kSide + ox) * 3 + c] = inside ? planes[(c * kSide + sy) * kSide + sx] : uint8_t(0);
     }
   }
 }

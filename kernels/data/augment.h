@@ -46,16 +46,32 @@ inline int Scaled(int dim, Scale s) { return (dim * s.num + s.denom - 1) / s.den
 // when none does. Decoding fewer DCT coefficients is where a CPU pipeline saves most.
 Scale ChooseScale(const Box& crop, int out, const std::vector<Scale>& available);
 
+// A rectangle of pixels of a decoded image: columns x .. x + w - 1, rows y .. y + h - 1.
+struct Window {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+// The pixels of the image decoded at sw x sh that CropResize reads for a.crop (both bilinear taps
+// of every output pixel): a decoder need produce no more than these.
+Window TapWindow(const Box& crop, int full_w, int full_h, int sw, int sh, int out);
+
 // Crops a.crop (in the pixels of the full_w x full_h image, which was decoded, possibly scaled, to
 // sw x sh RGB interleaved) and resizes it to out x out with bilinear interpolation at pixel
 // centres (align_corners=False, no antialias, as torchvision's tensor path), flipping horizontally
-// when asked; rounds to uint8. dst: out x out x 3.
+// when asked; rounds to uint8. dst: out x out x 3. rgb holds the window `held` of the decoded
+// image (rows held.w x 3 bytes apart), which must contain TapWindow; by default all of it.
 void CropResize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h, const Augment& a,
-                int out, uint8_t* dst);
+                int out, uint8_t* dst, Window held = {});
 
 // (x / 255 - mean) / std for each channel of an out x out RGB image (interleaved) into one sample
 // of a batch: f32 or bf16, CHW (NCHW batches) or HWC (NHWC).
 void Normalize(const uint8_t* rgb, int out, const Stats& st, DType dt, Layout layout, void* dst);
+
+// CropResize then Normalize, one output row at a time: the same values, without writing the
+// out x out x 3 bytes in between and reading them again.
+void CropResizeNormalize(const uint8_t* rgb, int sw, int sh, int full_w, int full_h,
+                         const Augment& a, int out, const Stats& st, DType dt, Layout layout,
+                         void* dst, Window held = {});
 
 // CIFAR-10's training augmentation (torchvision's reference recipe): RandomCrop(32, padding=4)
 // and a horizontal flip; dx, dy in [0, 8] are the crop's offsets into the zero-padded 40x40.

@@ -1,55 +1,162 @@
 #include "kernels/data/jpeg.h"
 
+// jpeglib.h needs size_t and FILE declared before it.
 #include <jconfig.h>
+#include <jpeglib.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
+#include <csetjmp>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
 #include <utility>
 
 namespace dlb::data {
 
 namespace {
 
-std::string TjError(void* h) { return tjGetErrorStr2(h); }
+struct ErrorMgr {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void OnError(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<ErrorMgr*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+// Warnings (a truncated file's "premature end of data", corrupt entropy data) are errors: the
+// pixels would be partly grey or wrong.
+void OnMessage(j_common_ptr cinfo, int level) {
+  if (level < 0) OnError(cinfo);
+}
+
+// Whether an end-of-image marker (FF D9) follows `from` (the first scan's data). In entropy-coded
+// data FF is followed only by 00 or a restart marker, so a file cut inside a scan has none; bytes
+// after the marker (a camera's trailer) are allowed, as libjpeg allows them.
+bool HasEndOfImage(const uint8_t* p, size_t n, size_t from) {
+  if (n >= from + 2 && p[n - 2] == 0xFF && p[n - 1] == 0xD9) return true;
+  static constexpr uint8_t kEoi[2] = {0xFF, 0xD9};
+  return from < n && memmem(p + from, n - from, kEoi, 2) != nullptr;
+}
 
 }  // namespace
 
-TurboDecoder::TurboDecoder() : handle_(tjInitDecompress()) {
-  if (!handle_) throw Error(std::string("tjInitDecompress: ") + tjGetErrorStr2(nullptr));
+// libjpeg's decompressor, kept from image to image (jpeg_abort_decompress between them).
+struct TurboDecoder::State {
+  jpeg_decompress_struct cinfo;
+  ErrorMgr err;
+  // The bytes whose header cinfo holds (jpeg_read_header done, decompression not started).
+  const uint8_t* header_of = nullptr;
+  size_t header_size = 0;
+  size_t scan_start = 0;  // offset of the first scan's entropy-coded data
+};
+
+TurboDecoder::TurboDecoder() : st_(new State{}) {
+  st_->cinfo.err = jpeg_std_error(&st_->err.pub);
+  st_->err.pub.error_exit = OnError;
+  st_->err.pub.emit_message = OnMessage;
+  if (setjmp(st_->err.jump)) {
+    const std::string why = st_->err.message;
+    delete st_;
+    throw Error("jpeg_create_decompress: " + why);
+  }
+  jpeg_create_decompress(&st_->cinfo);
 }
 
 TurboDecoder::~TurboDecoder() {
-  if (handle_) tjDestroy(handle_);
+  if (!st_) return;
+  jpeg_destroy_decompress(&st_->cinfo);
+  delete st_;
 }
 
-TurboDecoder::TurboDecoder(TurboDecoder&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+TurboDecoder::TurboDecoder(TurboDecoder&& o) noexcept : st_(std::exchange(o.st_, nullptr)) {}
 
 TurboDecoder& TurboDecoder::operator=(TurboDecoder&& o) noexcept {
   if (this != &o) {
-    if (handle_) tjDestroy(handle_);
-    handle_ = std::exchange(o.handle_, nullptr);
+    TurboDecoder gone(std::move(*this));
+    st_ = std::exchange(o.st_, nullptr);
   }
   return *this;
 }
 
 JpegHeader TurboDecoder::Header(const uint8_t* data, size_t size) {
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle_, data, static_cast<unsigned long>(size), &w, &h, &subsamp,
-                          &colorspace) != 0)
-    throw DecodeError("not a readable JPEG header (" + TjError(handle_) + ")");
-  if (w <= 0 || h <= 0) throw DecodeError("JPEG header gives an empty image");
-  return {w, h};
+  State* st = st_;
+  jpeg_decompress_struct* cinfo = &st->cinfo;
+  if (setjmp(st->err.jump)) {
+    jpeg_abort_decompress(cinfo);
+    st->header_of = nullptr;
+    throw DecodeError(std::string("not a readable JPEG header (") + st->err.message + ")");
+  }
+  jpeg_abort_decompress(cinfo);
+  st->header_of = nullptr;
+  jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(cinfo, TRUE);
+  st->header_of = data;
+  st->header_size = size;
+  st->scan_start = size_t(cinfo->src->next_input_byte - data);
+  if (cinfo->image_width == 0 || cinfo->image_height == 0)
+    throw DecodeError("JPEG header gives an empty image");
+  return {int(cinfo->image_width), int(cinfo->image_height)};
 }
 
 void TurboDecoder::Decode(const uint8_t* data, size_t size, Scale s, std::vector<uint8_t>* rgb,
                           int* w, int* h) {
-  const JpegHeader hd = Header(data, size);
-  *w = Scaled(hd.width, s);
-  *h = Scaled(hd.height, s);
-  rgb->resize(size_t(*w) * *h * 3);
-  // pitch 0: rows packed. flags 0: accurate DCT, fancy upsampling; warnings are reported as -1.
-  if (tjDecompress2(handle_, data, static_cast<unsigned long>(size), rgb->data(), *w, 0, *h,
-                    TJPF_RGB, 0) != 0)
-    throw DecodeError(TjError(handle_));
+  Window got;
+  DecodeWindow(data, size, s, Window{0, 0, 1 << 30, 1 << 30}, rgb, &got, w, h);
+}
+
+void TurboDecoder::DecodeWindow(const uint8_t* data, size_t size, Scale s, const Window& want,
+                                std::vector<uint8_t>* rgb, Window* got, int* sw, int* sh) {
+  if (st_->header_of != data || st_->header_size != size) Header(data, size);
+  State* st = st_;
+  jpeg_decompress_struct* cinfo = &st->cinfo;
+  st->header_of = nullptr;  // from here on the header is consumed, whatever happens
+  if (setjmp(st->err.jump)) {
+    jpeg_abort_decompress(cinfo);
+    throw DecodeError(st->err.message);
+  }
+  cinfo->out_color_space = JCS_RGB;
+  cinfo->scale_num = static_cast<unsigned>(s.num);
+  cinfo->scale_denom = static_cast<unsigned>(s.denom);
+  cinfo->dct_method = JDCT_ISLOW;
+  cinfo->do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(cinfo);
+  const int width = int(cinfo->output_width), height = int(cinfo->output_height);
+  *sw = width;
+  *sh = height;
+  const int x_end = std::clamp(want.x + want.w, 1, width);
+  const int y_end = std::clamp(want.y + want.h, 1, height);
+  // jpeg_crop_scanline moves the left edge down to an iMCU boundary, and fancy upsampling takes
+  // the first and last columns it decodes for the image's edges: one column more on either side
+  // keeps those out of `want` (AWindowDecodesExactlyAsTheWholeImage). Skipped rows need no
+  // margin: libjpeg keeps the upsampler's context rows across jpeg_skip_scanlines.
+  JDIMENSION x0 = JDIMENSION(std::clamp(want.x - 1, 0, width - 1));
+  JDIMENSION cw = JDIMENSION(std::min(x_end + 1, width)) - x0;
+  jpeg_crop_scanline(cinfo, &x0, &cw);
+  const int y0 = std::clamp(want.y, 0, height - 1);
+  *got = {int(x0), y0, int(cw), y_end - y0};
+  const size_t pitch = size_t(cw) * 3;
+  rgb->resize(pitch * size_t(got->h));
+  if (y0 > 0) jpeg_skip_scanlines(cinfo, JDIMENSION(y0));
+  JSAMPROW rows[16];
+  while (int(cinfo->output_scanline) < y_end) {
+    const int first = int(cinfo->output_scanline);
+    const int n = std::min(16, y_end - first);
+    for (int r = 0; r < n; ++r) rows[r] = rgb->data() + size_t(first - y0 + r) * pitch;
+    jpeg_read_scanlines(cinfo, rows, JDIMENSION(n));
+  }
+  if (cinfo->output_scanline == cinfo->output_height) {
+    jpeg_finish_decompress(cinfo);  // reads up to the end-of-image marker
+  } else {
+    jpeg_abort_decompress(cinfo);
+    // The rows below were not decoded, and libjpeg has not seen the end of the file.
+    if (!HasEndOfImage(data, size, st->scan_start))
+      throw DecodeError("Premature end of JPEG file (no end-of-image marker)");
+  }
 }
 
 const std::vector<Scale>& TurboScales() {

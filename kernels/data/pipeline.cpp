@@ -61,14 +61,20 @@ void JpegFolderSource::Produce(int64_t i, uint64_t seed, DType dt, Layout layout
   const JpegHeader hd = s->decoder->Header(s->file.data(), s->file.size());
   const Augment a = SampleAugment(hd.width, hd.height, seed);
   const Scale sc = ChooseScale(a.crop, side_, TurboScales());
-  int sw = 0, sh = 0;
-  s->decoder->Decode(s->file.data(), s->file.size(), sc, &s->rgb, &sw, &sh);
+  const int sw = Scaled(hd.width, sc), sh = Scaled(hd.height, sc);
+  // Only the rows and columns the crop's bilinear taps read are decoded.
+  const Window want = TapWindow(a.crop, hd.width, hd.height, sw, sh, side_);
+  Window got;
+  int dw = 0, dh = 0;
+  s->decoder->DecodeWindow(s->file.data(), s->file.size(), sc, want, &s->rgb, &got, &dw, &dh);
+  if (dw != sw || dh != sh)
+    throw Error("libjpeg decoded " + std::to_string(dw) + "x" + std::to_string(dh) +
+                " where the scale gives " + std::to_string(sw) + "x" + std::to_string(sh));
   s->Mark(kDecode);
-  s->crop.resize(size_t(side_) * side_ * 3);
-  CropResize(s->rgb.data(), sw, sh, hd.width, hd.height, a, side_, s->crop.data());
+  // Resized and normalised row by row straight into the batch: collate has nothing left to do.
+  CropResizeNormalize(s->rgb.data(), sw, sh, hd.width, hd.height, a, side_, kImageNetStats, dt,
+                      layout, dst, got);
   s->Mark(kAugment);
-  Normalize(s->crop.data(), side_, kImageNetStats, dt, layout, dst);
-  s->Mark(kCollate);
 }
 
 CifarSource::CifarSource(std::shared_ptr<const Cifar10> data) : data_(std::move(data)) {}
@@ -122,7 +128,8 @@ Pipeline::Pipeline(std::shared_ptr<const SampleSource> source, PipelineOptions o
     : src_(std::move(source)), o_(o), alloc_(std::move(alloc)), order_(src_->size(), o.seed) {
   if (o_.batch <= 0) throw Error("batch size must be positive, not " + std::to_string(o_.batch));
   if (o_.workers <= 0) throw Error("workers must be positive, not " + std::to_string(o_.workers));
-  if (o_.depth < 2) throw Error("the ring needs at least 2 batches, not " + std::to_string(o_.depth));
+  if (o_.depth < 2)
+    throw Error("the ring needs at least 2 batches, not " + std::to_string(o_.depth));
   if (o_.dtype != DType::kF32 && o_.dtype != DType::kBF16)
     throw Unsupported("batches are f32 or bf16, not " + std::string(Name(o_.dtype)));
   sample_bytes_ = SampleBytes(src_->side(), o_.dtype);

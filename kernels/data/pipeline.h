@@ -30,6 +30,9 @@
 
 namespace dlb::data {
 
+// A sample's stages. augment: crop, resize and flip; for JPEG sources also the normalisation into
+// the batch, fused with the resize row by row, so that their collate stays 0. collate: the
+// normalisation into the batch where it is a pass of its own (CIFAR-10).
 enum Stage { kRead, kDecode, kAugment, kCollate, kStages };
 const char* StageName(int stage);  // "read", "decode", "augment", "collate"
 
@@ -58,8 +61,9 @@ class SampleSource {
                        Scratch* s) const = 0;
 };
 
-// ImageFolder JPEGs: read, TurboJPEG decode at the DCT scale the crop allows, RandomResizedCrop
-// + flip to side x side, Normalize with ImageNet's statistics.
+// ImageFolder JPEGs: read, libjpeg-turbo decode, at the DCT scale the crop allows, of the part of
+// the image the crop reads, RandomResizedCrop + flip to side x side, Normalize with ImageNet's
+// statistics.
 class JpegFolderSource : public SampleSource {
  public:
   JpegFolderSource(std::shared_ptr<const ImageFolder> folder, int side);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/common/rng.h"
@@ -50,7 +51,7 @@ TEST(ChooseScale, TakesTheSmallestDctScaleThatKeepsTheCropAtLeastTheOutput) {
   EXPECT_EQ(ChooseScale({0, 0, 600, 600}, 224, s).denom, 8);  // 3/8: 225 px
   EXPECT_EQ(ChooseScale({0, 0, 600, 600}, 224, s).num, 3);
   EXPECT_EQ(ChooseScale({0, 0, 500, 460}, 224, s).denom, 2);  // 1/2: 250 x 230
-  const Scale one = ChooseScale({0, 0, 230, 400}, 224, s);     // nothing below 1 fits
+  const Scale one = ChooseScale({0, 0, 230, 400}, 224, s);    // nothing below 1 fits
   EXPECT_EQ(one.num, one.denom);
   EXPECT_EQ(Scaled(333, {3, 8}), 125);  // ceil(124.875), as TJSCALED
 }
@@ -115,6 +116,43 @@ TEST(CropResize, AnIdentityCropIsACopyAndTheFlipMirrorsIt) {
     for (int x = 0; x < n; ++x)
       for (int c = 0; c < 3; ++c)
         ASSERT_EQ(flipped[(size_t(y) * n + x) * 3 + c], rgb[(size_t(y) * n + (n - 1 - x)) * 3 + c]);
+}
+
+// The fused resize and normalisation, and the resize from a decoded window, give exactly the
+// values of CropResize over the whole image followed by Normalize.
+TEST(CropResizeNormalize, IsCropResizeThenNormalizeExactlyAlsoFromAWindow) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const int fw = 280 + int(seed) * 17, fh = 250 + int(seed) * 11, out = 48;
+    const Augment a = SampleAugment(fw, fh, seed);
+    const auto rgb = RandomImage(fw, fh, seed);
+    std::vector<uint8_t> crop(size_t(out) * out * 3);
+    CropResize(rgb.data(), fw, fh, fw, fh, a, out, crop.data());
+    // The window the taps need, one pixel wider where the image allows.
+    Window w = TapWindow(a.crop, fw, fh, fw, fh, out);
+    ASSERT_GE(w.x, 0);
+    ASSERT_LE(w.x + w.w, fw);
+    if (w.x > 0) --w.x, ++w.w;
+    std::vector<uint8_t> part(size_t(w.w) * w.h * 3);
+    for (int y = 0; y < w.h; ++y)
+      std::copy_n(&rgb[(size_t(w.y + y) * fw + w.x) * 3], size_t(w.w) * 3,
+                  &part[size_t(y) * w.w * 3]);
+    std::vector<uint8_t> crop_w(crop.size());
+    CropResize(part.data(), fw, fh, fw, fh, a, out, crop_w.data(), w);
+    EXPECT_EQ(crop_w, crop) << seed;
+    for (DType dt : {DType::kF32, DType::kBF16})
+      for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
+        std::vector<uint8_t> two(SampleBytes(out, dt)), fused(two.size());
+        Normalize(crop.data(), out, kImageNetStats, dt, l, two.data());
+        CropResizeNormalize(part.data(), fw, fh, fw, fh, a, out, kImageNetStats, dt, l,
+                            fused.data(), w);
+        EXPECT_TRUE(fused == two) << seed << " " << Name(dt) << " " << Name(l);
+      }
+    // A window that misses a tap is refused, not read out of bounds.
+    Window small = w;
+    ++small.x, --small.w;
+    if (w.x + 1 > TapWindow(a.crop, fw, fh, fw, fh, out).x)
+      EXPECT_THROW(CropResize(part.data(), fw, fh, fw, fh, a, out, crop_w.data(), small), Error);
+  }
 }
 
 TEST(CifarCropFlip, MatchesTheReferenceExactlyIncludingThePadding) {

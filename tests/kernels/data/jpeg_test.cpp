@@ -1,7 +1,9 @@
 #include "kernels/data/jpeg.h"
 
-#include "kernels/data/dataset.h"
+#include <turbojpeg.h>
 
+#include "kernels/common/rng.h"
+#include "kernels/data/dataset.h"
 #include "kernels/reference/image.h"
 #include "tests/kernels/data/data_testing.h"
 
@@ -52,6 +54,124 @@ TEST_F(DataTest, ATruncatedOrForeignFileIsADecodeError) {
   // The handle still works after failures.
   dec.Decode(good.data(), good.size(), {1, 1}, &rgb, &w, &h);
   EXPECT_GT(w, 0);
+}
+
+// rgb (w x h) encoded by TurboJPEG with the given chroma subsampling (TJSAMP_*) and flags.
+std::vector<uint8_t> Encode(const std::vector<uint8_t>& rgb, int w, int h, int samp, int flags) {
+  tjhandle tj = tjInitCompress();
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(tj, rgb.data(), w, 0, h, TJPF_RGB, &buf, &size, samp, 85, flags);
+  std::vector<uint8_t> out;
+  if (rc == 0) out.assign(buf, buf + size);
+  tjFree(buf);
+  tjDestroy(tj);
+  return out;
+}
+
+// The generated pictures re-encoded in every chroma subsampling, baseline and progressive, at
+// sizes that are not whole iMCUs.
+std::vector<std::vector<uint8_t>> Variants(const fs::path& dir) {
+  struct Files : DataTest {
+    using DataTest::Slurp;
+  };
+  std::vector<std::vector<uint8_t>> v;
+  TurboDecoder dec;
+  int k = 0;
+  for (const ImageFile& f : ScanImageFolder(dir).files) {
+    const auto bytes = Files::Slurp(f.path);
+    v.push_back(bytes);
+    std::vector<uint8_t> rgb;
+    int w = 0, h = 0;
+    dec.Decode(bytes.data(), bytes.size(), {1, 1}, &rgb, &w, &h);
+    const int samp[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440, TJSAMP_GRAY};
+    for (int s : samp) v.push_back(Encode(rgb, w, h, s, (k++ % 3 == 0) ? TJFLAG_PROGRESSIVE : 0));
+  }
+  return v;
+}
+
+// Decoding a window gives, in every pixel the window was asked for, exactly the whole decode's
+// pixel: over random windows, the crops the pipeline asks for, every scale and subsampling.
+TEST_F(DataTest, AWindowDecodesExactlyAsTheWholeImage) {
+  const auto dir = MakeJpegs("set", 4, 1, 233, 171);
+  TurboDecoder dec;
+  Rng rng(7);
+  int windows = 0, narrower = 0;
+  for (const auto& jpeg : Variants(dir)) {
+    ASSERT_FALSE(jpeg.empty());
+    const JpegHeader hd = dec.Header(jpeg.data(), jpeg.size());
+    for (const Scale& s : TurboScales()) {
+      if (s.num > s.denom) continue;  // the pipeline only shrinks
+      std::vector<uint8_t> full, part;
+      int sw = 0, sh = 0;
+      dec.Decode(jpeg.data(), jpeg.size(), s, &full, &sw, &sh);
+      for (int t = 0; t < 24; ++t) {
+        Window want;
+        if (t % 2) {
+          const Augment a = SampleAugment(hd.width, hd.height, rng.Next());
+          want = TapWindow(a.crop, hd.width, hd.height, sw, sh, 1 + int(rng.UniformInt(0, 224)));
+        } else {
+          want.x = int(rng.UniformInt(0, sw - 1));
+          want.y = int(rng.UniformInt(0, sh - 1));
+          want.w = 1 + int(rng.UniformInt(0, sw - 1 - want.x));
+          want.h = 1 + int(rng.UniformInt(0, sh - 1 - want.y));
+        }
+        Window got;
+        int gw = 0, gh = 0;
+        dec.DecodeWindow(jpeg.data(), jpeg.size(), s, want, &part, &got, &gw, &gh);
+        ASSERT_EQ(gw, sw);
+        ASSERT_EQ(gh, sh);
+        ASSERT_LE(got.x, want.x);
+        ASSERT_LE(got.y, want.y);
+        ASSERT_GE(got.x + got.w, want.x + want.w);
+        ASSERT_GE(got.y + got.h, want.y + want.h);
+        ASSERT_LE(got.x + got.w, sw);
+        ASSERT_LE(got.y + got.h, sh);
+        ASSERT_EQ(part.size(), size_t(got.w) * got.h * 3);
+        for (int y = want.y; y < want.y + want.h; ++y)
+          for (int x = want.x; x < want.x + want.w; ++x)
+            for (int c = 0; c < 3; ++c)
+              ASSERT_EQ(part[(size_t(y - got.y) * got.w + (x - got.x)) * 3 + c],
+                        full[(size_t(y) * sw + x) * 3 + c])
+                  << "pixel " << x << "," << y << " of window " << want.x << "," << want.y << " "
+                  << want.w << "x" << want.h << " at " << s.num << "/" << s.denom;
+        ++windows;
+        narrower += got.w < sw || got.h < sh;
+      }
+    }
+  }
+  EXPECT_GT(windows, 1000);
+  EXPECT_GT(narrower, windows / 2);  // the windows do save work
+}
+
+// A file cut below the window still fails: rows below the window are not decoded, but the
+// end-of-image marker is missing. A window at the top of a whole file decodes.
+TEST_F(DataTest, AFileCutBelowTheWindowIsStillADecodeError) {
+  const auto dir = MakeJpegs("set", 1, 1, 300, 240);
+  const auto good = Slurp(dir / "class_000" / "img_000000.jpg");
+  TurboDecoder dec;
+  std::vector<uint8_t> rgb;
+  Window got;
+  int w, h;
+  const Window top{0, 0, 40, 30};
+  dec.DecodeWindow(good.data(), good.size(), {1, 1}, top, &rgb, &got, &w, &h);
+  EXPECT_LT(got.h, h);
+  const int whole_w = w;
+  for (double keep : {0.95, 0.8, 0.6}) {
+    auto cut = good;
+    cut.resize(size_t(double(good.size()) * keep));
+    EXPECT_THROW(dec.DecodeWindow(cut.data(), cut.size(), {1, 1}, top, &rgb, &got, &w, &h),
+                 DecodeError)
+        << keep;
+    EXPECT_THROW(dec.DecodeWindow(cut.data(), cut.size(), {1, 2}, top, &rgb, &got, &w, &h),
+                 DecodeError)
+        << keep;
+  }
+  // A camera's trailer after the end-of-image marker is not a cut.
+  auto trailer = good;
+  trailer.insert(trailer.end(), {0x00, 0x11, 0x22});
+  dec.DecodeWindow(trailer.data(), trailer.size(), {1, 1}, top, &rgb, &got, &w, &h);
+  EXPECT_EQ(w, whole_w);
 }
 
 }  // namespace
