@@ -30,6 +30,23 @@ std::string ErrorOf(const std::string& text) {
   return "";
 }
 
+// Google Benchmark's cv of a counter whose mean is 0 is NaN (Python's json reads it): the counter
+// has no value there, and the file is read; NaN in a time stays an error (the table above).
+TEST(Reader, ANonFiniteCounterIsNoValueAndTheFileIsRead) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "BM_a", "run_type": "iteration", "real_time": 1.5, "time_unit": "us",
+     "throttled": 0, "label": "NaN \"Infinity\" in a string stays"},
+    {"name": "BM_a_cv", "run_name": "BM_a", "run_type": "aggregate", "aggregate_name": "cv",
+     "real_time": 0.1, "time_unit": "us", "throttled": NaN, "other": -Infinity, "x": 2})"),
+                                  "in.json");
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[0].label, "NaN \"Infinity\" in a string stays");
+  const auto& c = f.entries[1].counters;
+  ASSERT_EQ(c.size(), 1u);  // throttled and other have no value
+  EXPECT_EQ(c[0].first, "x");
+  EXPECT_EQ(c[0].second, 2);
+}
+
 TEST(Reader, GoogleBenchmark17RepetitionsAndAggregates) {
   FileData f = ParseBenchmarkJson(Wrap(R"(
     {"name": "BM_a/8", "run_name": "BM_a/8", "run_type": "iteration", "repetitions": 2,

@@ -862,7 +862,50 @@ FileData ParseElements(std::string_view text, const Layout& l, size_t first, siz
 
 }  // namespace
 
+namespace {
+
+// Google Benchmark writes NaN for a counter's cv aggregate when the counter's mean is 0 (a
+// "throttled" flag that stayed 0, say), and Python's json, which compare.py reads with, accepts
+// it. Such counter values become null (no value) here; NaN or Infinity where one of Google
+// Benchmark's own fields stands (a time, the iterations) stays an error. Empty when the text has
+// nothing to replace.
+std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
+  if (t.find("NaN") == std::string_view::npos && t.find("Infinity") == std::string_view::npos)
+    return std::nullopt;
+  std::string out;
+  size_t copied = 0;
+  std::string key;  // the last string outside a value position, i.e. the key before ':'
+  size_t i = 0;
+  while (i < t.size()) {
+    const char c = t[i];
+    if (c == '"') {  // a string: skip it, remembering it as the candidate key
+      size_t j = i + 1;
+      while (j < t.size() && t[j] != '"') j += t[j] == '\\' ? 2 : 1;
+      key.assign(t.substr(i + 1, std::min(j, t.size()) - i - 1));
+      i = j + 1;
+      continue;
+    }
+    for (std::string_view w : {std::string_view("-Infinity"), std::string_view("Infinity"),
+                               std::string_view("NaN")}) {
+      if (t.substr(i, w.size()) != w || Classify(key) != Field::kCounter) continue;
+      out.append(t.substr(copied, i - copied));
+      out.append("null");
+      copied = i + w.size();
+      i = copied - 1;
+      break;
+    }
+    ++i;
+  }
+  if (copied == 0) return std::nullopt;
+  out.append(t.substr(copied));
+  return out;
+}
+
+}  // namespace
+
 FileData ParseBenchmarkJson(std::string_view text, const std::string& path, size_t parallel_bytes) {
+  const std::optional<std::string> nulled = NullNonFiniteCounters(text);
+  if (nulled) text = *nulled;
   // Large files: a quick structural scan finds the elements of the benchmarks array; threads lex
   // slices of them (plain elements directly, others through nlohmann). Any error falls back to the
   // sequential nlohmann parse of the whole text, which names the place exactly.
