@@ -212,7 +212,8 @@ std::vector<std::pair<std::string, double>> CpuLoader::Counters() const {
 
 TurboJpegLoader::TurboJpegLoader(const LoaderShape& s, const RunConfig& cfg)
     : CpuLoader(std::make_shared<JpegFolderSource>(CachedImageFolder(s.dir), s.side), s, cfg,
-                "TurboJPEG " + TurboJpegVersion() + " decode with DCT scaling, RandomResizedCrop " +
+                "libjpeg-turbo " + TurboJpegVersion() +
+                    " decode of the crop's window with DCT scaling, RandomResizedCrop " +
                     std::to_string(s.side) + " + flip"),
       folder_(CachedImageFolder(s.dir)) {
   mean_bytes_ = folder_->MeanBytes();

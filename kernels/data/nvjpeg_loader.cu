@@ -162,9 +162,10 @@ struct Tap {
   float w1;
 };
 
-// AxisTaps of kernels/data/augment.cpp for one output coordinate, operation for operation: the
-// _rn intrinsics keep nvcc from contracting into FMAs, which the host code does not use, so the
-// kernel reproduces CropResize bit for bit on the same pixels.
+// AxisTaps of kernels/data/augment.cpp for one output coordinate, operation for operation (the
+// _rn intrinsics keep nvcc from contracting into FMAs, which the host code does not use): the same
+// taps as the host. The blend is in float here and in fixed point on the host, so a value on a
+// rounding boundary may land on the other 8-bit neighbour (Verify allows one step).
 __device__ __forceinline__ Tap AxisTap(int r0, int len, int out, int size, int i) {
   const double step = __ddiv_rn(double(len), double(out));
   double src = __dadd_rn(__dadd_rn(double(r0), __dmul_rn(double(i) + 0.5, step)), -0.5);

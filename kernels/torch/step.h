@@ -107,6 +107,16 @@ class TorchStepGpu {
   std::string label() const;
   StreamRef stream() const;
 
+  // The static batch every Run() reads (what a graph replay reads): a data pipeline feeding the
+  // step copies into these on stream() before Run(). images: batch x C x H x W in the case's
+  // layout (NHWC memory for fmt:nhwc) of images_dtype(); labels: batch int64 class indices.
+  void* images() const;
+  size_t image_bytes() const;
+  DType images_dtype() const;
+  void* labels() const;
+  // The loss of the last step (synchronises): a fed step checks that real images train too.
+  double last_loss() const;
+
  private:
   struct Gpu;  // stream, graph, events (step_cuda.cpp)
   std::unique_ptr<Engine> e_;

@@ -125,6 +125,21 @@ TorchStepGpu::~TorchStepGpu() {
 
 StreamRef TorchStepGpu::stream() const { return reinterpret_cast<StreamRef>(g_->stream.stream()); }
 
+void* TorchStepGpu::images() const { return e_->x.data_ptr(); }
+size_t TorchStepGpu::image_bytes() const { return size_t(e_->x.numel()) * e_->x.element_size(); }
+DType TorchStepGpu::images_dtype() const {
+  return e_->x.scalar_type() == torch::kBFloat16 ? DType::kBF16
+         : e_->x.scalar_type() == torch::kHalf   ? DType::kF16
+                                                 : DType::kF32;
+}
+void* TorchStepGpu::labels() const { return e_->y.data_ptr(); }
+double TorchStepGpu::last_loss() const {
+  return Guarded([&] {
+    g_->UseGraphOutputs(*e_);
+    return e_->loss.defined() ? e_->loss.item<double>() : NAN;
+  });
+}
+
 void TorchStepGpu::Run() {
   Guarded([&] {
     c10::cuda::CUDAStreamGuard sg(g_->stream);
