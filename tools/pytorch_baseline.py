@@ -404,7 +404,15 @@ def dataload_benchmarks(args):
                         x = x.to("cuda", non_blocking=True)
                         torch.cuda.synchronize()
                     return x
-                for _ in range(2 * max(1, w)):  # the prefetched batches, then steady state
+                # A DataLoader worker makes whole batches: once each has delivered its first, the
+                # loader is in steady state. The timed batches stay inside that epoch: a new epoch
+                # restarts the prefetching (seconds of a cold start), which is not throughput.
+                per_epoch = len(ds) // bs
+                if max(1, w) + args.repetitions * args.batches > per_epoch:
+                    sys.exit(f"pytorch_baseline: {len(ds)} images make {per_epoch} batches of {bs}, "
+                             f"fewer than {max(1, w)} warm-up + {args.repetitions} x {args.batches} "
+                             f"timed: use a larger --data or fewer --batches")
+                for _ in range(max(1, w)):
                     next_batch()
                 times = []
                 for _ in range(args.repetitions):

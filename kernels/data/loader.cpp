@@ -79,7 +79,7 @@ CpuLoader::CpuLoader(std::shared_ptr<const SampleSource> src, const LoaderShape&
   const size_t batch_bytes = SampleBytes(src->side(), cfg.dtype) * size_t(s.batch);
   HostAllocator alloc = PlainAllocator();
   if (s.to_device) {
-    sink_ = MakeDeviceSink(batch_bytes, &sink_why_);
+    sink_ = MakeDeviceSink(s.copy ? batch_bytes : 0, &sink_why_);
     if (sink_) alloc = sink_->PinnedAllocator();
   }
   pipe_ = std::make_unique<Pipeline>(std::move(src), o, std::move(alloc));
@@ -98,7 +98,7 @@ void CpuLoader::WarmUp() {
 void CpuLoader::Run() {
   const auto t0 = std::chrono::steady_clock::now();
   const Batch& b = pipe_->Next();
-  if (sink_) sink_->Copy(b.data, size_t(b.size) * pipe_->sample_bytes());
+  if (sink_ && shape_.copy) sink_->Copy(b.data, size_t(b.size) * pipe_->sample_bytes());
   latency_s_.push_back(Seconds(t0, std::chrono::steady_clock::now()));
   delivered_ += b.size;
 }
@@ -135,7 +135,7 @@ Verdict CpuLoader::Verify() {
   picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
   const uint8_t* base = static_cast<const uint8_t*>(b.data);
   std::vector<uint8_t> device;
-  if (sink_) {
+  if (sink_ && shape_.copy) {
     sink_->Copy(b.data, size_t(b.size) * pipe_->sample_bytes());
     device = sink_->Readback(size_t(b.size) * pipe_->sample_bytes());
     if (!std::equal(device.begin(), device.end(), base)) {
@@ -170,7 +170,8 @@ Verdict CpuLoader::Verify() {
   v.disposition = v.ok ? Disposition::kVerified : Disposition::kNotVerified;
   char buf[200];
   std::snprintf(buf, sizeof buf, "max |error| %.3g <= %.3g at %zu samples vs %s%s", worst,
-                v.tolerance, picks.size(), ReferenceName(), sink_ ? ", GPU copy identical" : "");
+                v.tolerance, picks.size(), ReferenceName(),
+                sink_ && shape_.copy ? ", GPU copy identical" : "");
   v.detail = buf;
   if (!v.ok) v.detail.replace(v.detail.find("<="), 2, ">");
   return v;
@@ -187,7 +188,9 @@ std::string CpuLoader::label() const {
   std::string l = what_ + ", " + std::to_string(shape_.workers) + " worker" +
                   (shape_.workers == 1 ? "" : "s") + ", ring of " + std::to_string(shape_.depth);
   if (shape_.to_device)
-    l += sink_ ? ", pinned, copied to " + sink_->name() : ", stays on the host (" + sink_why_ + ")";
+    l += !sink_        ? ", stays on the host (" + sink_why_ + ")"
+         : shape_.copy ? ", pinned, copied to " + sink_->name()
+                       : ", pinned";
   return l;
 }
 

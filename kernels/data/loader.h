@@ -23,6 +23,9 @@ struct LoaderShape {
   int side = 224;  // output images are side x side (CIFAR-10: 32)
   int depth = 4;   // batches in the ring
   bool to_device = false;  // copy each batch to the GPU (pinned ring buffers)
+  // With to_device: copy in Run(); false keeps the ring pinned for a consumer that copies itself
+  // (a training step copying into its own input).
+  bool copy = true;
 };
 
 // The datasets the ops read, loaded once per folder and shared by every case.

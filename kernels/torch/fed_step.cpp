@@ -108,7 +108,8 @@ FedStepGpu::FedStepGpu(const FedShape& s, const RunConfig& cfg) : impl_(std::mak
   lc.dtype = m.step->images_dtype();
   data::LoaderShape ls = s.loader;
   ls.batch = int(s.step.batch);
-  ls.to_device = false;  // this op copies into the step's own input
+  ls.to_device = true;  // a pinned ring: the copies into the step's input run at full speed
+  ls.copy = false;      // this op copies, into the step's own input
 #ifdef DLBENCH_HAVE_NVJPEG
   if (s.nvjpeg) m.gpu = std::make_unique<data::NvJpegLoader>(ls, lc);
 #endif
