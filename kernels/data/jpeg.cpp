@@ -12,27 +12,11 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/data/libjpeg_errors.h"
+
 namespace dlb::data {
 
 namespace {
-
-struct ErrorMgr {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void OnError(j_common_ptr cinfo) {
-  auto* e = reinterpret_cast<ErrorMgr*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, e->message);
-  std::longjmp(e->jump, 1);
-}
-
-// Warnings (a truncated file's "premature end of data", corrupt entropy data) are errors: the
-// pixels would be partly grey or wrong.
-void OnMessage(j_common_ptr cinfo, int level) {
-  if (level < 0) OnError(cinfo);
-}
 
 // Whether an end-of-image marker (FF D9) follows `from` (the first scan's data). In entropy-coded
 // data FF is followed only by 00 or a restart marker, so a file cut inside a scan has none; bytes
@@ -48,7 +32,7 @@ bool HasEndOfImage(const uint8_t* p, size_t n, size_t from) {
 // libjpeg's decompressor, kept from image to image (jpeg_abort_decompress between them).
 struct TurboDecoder::State {
   jpeg_decompress_struct cinfo;
-  ErrorMgr err;
+  JpegErrors err;
   // The bytes whose header cinfo holds (jpeg_read_header done, decompression not started).
   const uint8_t* header_of = nullptr;
   size_t header_size = 0;
@@ -56,9 +40,7 @@ struct TurboDecoder::State {
 };
 
 TurboDecoder::TurboDecoder() : st_(new State{}) {
-  st_->cinfo.err = jpeg_std_error(&st_->err.pub);
-  st_->err.pub.error_exit = OnError;
-  st_->err.pub.emit_message = OnMessage;
+  UseJpegErrors(&st_->cinfo, &st_->err);
   if (setjmp(st_->err.jump)) {
     const std::string why = st_->err.message;
     delete st_;

@@ -11,37 +11,15 @@
 #include <string>
 
 #include "kernels/common/error.h"
+#include "kernels/data/libjpeg_errors.h"
 
 namespace dlb {
-
-namespace {
-
-struct ErrorMgr {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void OnError(j_common_ptr cinfo) {
-  auto* e = reinterpret_cast<ErrorMgr*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, e->message);
-  std::longjmp(e->jump, 1);
-}
-
-// Warnings (a truncated file) are errors here too: the pipelines skip such files.
-void OnMessage(j_common_ptr cinfo, int level) {
-  if (level < 0) OnError(cinfo);
-}
-
-}  // namespace
 
 std::vector<uint8_t> ReferenceDecode(const std::vector<uint8_t>& jpeg, data::Scale s, int* w,
                                      int* h) {
   jpeg_decompress_struct cinfo{};
-  ErrorMgr err{};
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = OnError;
-  err.pub.emit_message = OnMessage;
+  data::JpegErrors err{};
+  data::UseJpegErrors(&cinfo, &err);
   std::vector<uint8_t> rgb;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);

@@ -56,20 +56,6 @@ std::optional<double> Number(const std::string& cell) {
   return v;
 }
 
-std::string ReasonNames(uint64_t reasons) {
-  std::string out;
-  uint64_t known = 0;
-  for (const auto& [bit, name] : schema::kClocksEventReasons) {
-    known |= bit;
-    if (reasons & bit) out += (out.empty() ? "" : ",") + std::string(name);
-  }
-  if (const uint64_t rest = reasons & ~known) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(rest));
-    out += (out.empty() ? "" : ",") + std::string(buf);
-  }
-  return out;
-}
 
 // "1755 MHz", or "-" where the trace reported nothing.
 Cell WithUnit(double v, int digits, const char* unit) {
@@ -250,7 +236,8 @@ Section TraceSection(const Trace& trace) {
   for (const PerCase& c : cases) {
     const double sm = Median(c.sm), pw = mean_of(c.power), tp = max_of(c.temp),
                  ut = mean_of(c.util);
-    Cell throttled = c.throttle ? Cell("yes: " + ReasonNames(c.throttle), 1.0).With(Tone::kWarn)
+    Cell throttled = c.throttle ? Cell("yes: " + schema::ClocksEventReasonNames(c.throttle), 1.0)
+                                      .With(Tone::kWarn)
                                 : Cell("no", 0.0);
     table.rows.push_back({Cell(c.name), Cell(std::to_string(c.samples), double(c.samples)),
                           WithUnit(c.from, 4, " s"), WithUnit(c.to, 4, " s"),
