@@ -1,6 +1,9 @@
 #include "benchmarks/conv/family.h"
 
+#include <mutex>
+
 #include "fixtures/checks.h"
+#include "kernels/common/autotune_cache.h"
 #include "kernels/reference/conv.h"
 
 namespace dlb::conv {
@@ -12,11 +15,29 @@ Options g_options;
 const Options& Opts() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
+  const std::string modes = "cache|search|heuristic";
   return {
+      ChoiceFlag("autotune",
+                 modes + ": how each case picks its engine (cuDNN engine configurations, oneDNN "
+                         "layouts). heuristic: the library's first; search: the fastest of its "
+                         "candidates, timed before the case on every run; cache (default): the "
+                         "winner recorded for this library, device, shape, dtype, layout and pass "
+                         "in <cache dir>/autotune.json, else a search whose winner is recorded",
+                 {"cache", "search", "heuristic"}, &g_options.algo),
       ChoiceFlag("conv_algo",
-                 "heuristic|search: the library's first engine, or the fastest of its candidates "
-                 "(cuDNN engines, oneDNN layouts) timed before the case",
+                 "heuristic|search: the older spelling of --dlb_autotune, an alias "
+                 "(heuristic: --dlb_autotune=heuristic, search: --dlb_autotune=search)",
                  {"heuristic", "search"}, &g_options.algo)};
+}
+
+std::string AutotuneCachePath() {
+  const std::string dir = UserCacheDir();
+  return dir.empty() ? "" : dir + "/autotune.json";
+}
+
+void UseAutotuneCache() {
+  static std::once_flag once;
+  std::call_once(once, [] { autotune::SetProcessCachePath(AutotuneCachePath()); });
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {

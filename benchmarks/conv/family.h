@@ -1,6 +1,7 @@
 // The convolution family's own code: its workload rows (fixtures/workloads/conv_*.csv, one file per
-// network), its flag (--dlb_conv_algo), its verifier (the float64 reference convolution of each
-// pass) and how one case is added. benchmarks/conv.cpp only declares which cases exist.
+// network), its flag (--dlb_autotune, alias --dlb_conv_algo) and the autotune cache's place, its
+// verifier (the float64 reference convolution of each pass) and how one case is added.
+// benchmarks/conv.cpp only declares which cases exist.
 #pragma once
 
 #include <string>
@@ -25,10 +26,16 @@ std::vector<Workload> LoadWorkloads(const std::string& path);
 std::vector<Workload> TierWorkloads();
 
 struct Options {
-  std::string algo = "search";  // heuristic | search
+  std::string algo = "cache";  // cache | search | heuristic (RunConfig::algo)
 };
 const Options& Opts();
+// --dlb_autotune, and --dlb_conv_algo as its alias.
 std::vector<FlagSpec> Flags();
+
+// <UserCacheDir()>/autotune.json, "" when there is no cache folder (entries then live in memory).
+std::string AutotuneCachePath();
+// Points the process's autotune cache at AutotuneCachePath(), once.
+void UseAutotuneCache();
 
 // The float64 reference convolution of the pass at sampled output positions.
 VerifyFn Verifier(const ConvShape& shape, const RunConfig& cfg, ConvPass pass);
@@ -55,6 +62,7 @@ void Add(const Workload& w, int batch, DType dt, Layout layout) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = Opts().algo;
+  if (cfg.algo == "cache") UseAutotuneCache();
   NameKeys keys = {{"bs", std::to_string(batch)},
                    {"dt", std::string(Name(dt))},
                    {"fmt", Name(layout)},

@@ -9,11 +9,13 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "kernels/common/autotune.h"
+#include "kernels/common/autotune_cache.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/parallel.h"
 #include "kernels/cuda/buffer.h"
@@ -186,6 +188,7 @@ Graph BuildGraph(cudnnHandle_t handle, const ConvShape& s, const RunConfig& cfg,
 // One engine configuration from the heuristics, with what the label and the filters need.
 struct Candidate {
   Descriptor engine_desc, cfg, plan;
+  std::vector<Descriptor> knob_choices;  // set on a configuration rebuilt from the cache
   int64_t engine = -1;
   std::string knobs;  // "k2=3,k14=4": cuDNN's knob types and chosen values
   std::set<int> numerical, behavior;
@@ -380,6 +383,96 @@ const char* MathName(DType dt) {
   return "";
 }
 
+// "engine=45;knobs=k2=5,k5=3;source=heur_a;rank=0": what the cache keeps of a winner, enough to
+// rebuild its configuration without the heuristics.
+std::string Identity(const Candidate& c) {
+  return "engine=" + std::to_string(c.engine) + ";knobs=" + c.knobs + ";source=" + c.source +
+         ";rank=" + std::to_string(c.rank);
+}
+
+// The heuristic mode names Identity writes, as static strings for Candidate::source.
+const char* SourceNamed(const std::string& name) {
+  for (const char* known : {"heur_a", "heur_b", "fallback", "all_engines"})
+    if (name == known) return known;
+  return "cache";
+}
+
+// The engine configuration a cached identity names, checked as a searched one is: it must still
+// exist for this graph, keep the dtype's numerics, build a plan and fit the workspace limit.
+// nullopt when any of that fails (a new cuDNN renumbers or drops engines).
+std::optional<Candidate> Rebuild(void* graph, const std::string& identity, DType dt,
+                                 cudnnHandle_t handle, int64_t ws_limit) {
+  try {
+    const std::string engine_text = autotune::Field(identity, "engine");
+    if (engine_text.empty()) return std::nullopt;
+    const int64_t index = std::stoll(engine_text);
+    Descriptor engine = MakeDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    Set(engine.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+    Set(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
+    if (cudnnBackendFinalize(engine.get()) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+    std::vector<Descriptor> choices;
+    std::vector<void*> raw;
+    const std::string knobs = autotune::Field(identity, "knobs");
+    for (size_t pos = 0; pos < knobs.size();) {
+      const size_t end = std::min(knobs.find(',', pos), knobs.size());
+      const std::string item = knobs.substr(pos, end - pos);  // "k2=5"
+      pos = end + 1;
+      const size_t eq = item.find('=');
+      if (item.size() < 4 || item[0] != 'k' || eq == std::string::npos) return std::nullopt;
+      const auto type = static_cast<cudnnBackendKnobType_t>(std::stoi(item.substr(1, eq - 1)));
+      const int64_t value = std::stoll(item.substr(eq + 1));
+      choices.push_back(MakeDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+      Set(choices.back().get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &type);
+      Set(choices.back().get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value);
+      if (cudnnBackendFinalize(choices.back().get()) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+      raw.push_back(choices.back().get());
+    }
+    Descriptor cfg = MakeDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    void* e = engine.get();
+    Set(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e);
+    if (!raw.empty())
+      Set(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+          int64_t(raw.size()), raw.data());
+    if (cudnnBackendFinalize(cfg.get()) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+    Candidate c = Describe(std::move(cfg));
+    c.engine_desc = std::move(engine);
+    c.knob_choices = std::move(choices);
+    c.source = SourceNamed(autotune::Field(identity, "source"));
+    const std::string rank = autotune::Field(identity, "rank");
+    c.rank = rank.empty() ? 0 : std::stoi(rank);
+    if (!Acceptable(c, dt) || !Finalize(c, handle) || c.workspace > ws_limit) return std::nullopt;
+    return c;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a malformed identity, or cuDNN refusing an attribute: search instead
+  }
+}
+
+// "NVIDIA H100 80GB HBM3 sm_90" for the current device, asked once per device.
+std::string DeviceKey() {
+  static std::mutex mu;
+  static std::map<int, std::string> names;
+  int device = 0;
+  DLB_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = names.find(device); it != names.end()) return it->second;
+  cudaDeviceProp p{};
+  DLB_CHECK(cudaGetDeviceProperties(&p, device));
+  return names[device] =
+             std::string(p.name) + " sm_" + std::to_string(p.major) + std::to_string(p.minor);
+}
+
+// The loaded library's version ("9.14.0"), not the header's: a new cuDNN may pick differently.
+std::string CudnnVersionKey() {
+  const size_t v = cudnnGetVersion();
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+std::string CacheKey(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
+  return autotune::ConvKey("cudnn " + CudnnVersionKey(), DeviceKey(), pass, s, cfg.dtype,
+                           Name(cfg.layout));
+}
+
 std::string SupportKey(const ConvShape& s, const RunConfig& c, ConvPass p) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%d/%d/%d/%ld,%ld,%ld,%ld/%ld,%ld,%ld/%ld,%ld,%ld,%ld,%ld,%ld/%ld",
@@ -431,6 +524,10 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
 // of ~0.5 ms of events. The three fastest are timed again for ~3 ms so one noisy sample does not
 // decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
 // engines cost one or two launches each.
+bool KnownAlgo(const std::string& algo) {
+  return algo == autotune::kHeuristic || algo == autotune::kSearch || algo == autotune::kCache;
+}
+
 autotune::Policy SearchPolicy() {
   autotune::Policy p;
   p.warmup_runs = 1;
@@ -461,6 +558,7 @@ struct ConvState {
   Candidate chosen;
   Descriptor variant_pack;
   std::string label;
+  double setup_ms = 0;
 
   void* OutputPtr() const {
     return pass == ConvPass::kFwd ? y.get() : pass == ConvPass::kBwdData ? x.get() : w.get();
@@ -476,8 +574,8 @@ struct ConvState {
 template <ConvPass kPass>
 Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
-  if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search)");
+  if (!KnownAlgo(cfg.algo))
+    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
   return EngineExists(shape, cfg, kPass);
 }
@@ -486,7 +584,7 @@ template <ConvPass kPass>
 CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     : state_(std::make_unique<ConvState>()) {
   DLB_REQUIRE(shape.Valid(), "invalid convolution shape");
-  DLB_REQUIRE(cfg.algo == "heuristic" || cfg.algo == "search", "algo must be heuristic|search");
+  DLB_REQUIRE(KnownAlgo(cfg.algo), "algo must be heuristic|search|cache");
   ConvState& st = *state_;
   st.shape = shape;
   st.cfg = cfg;
@@ -511,72 +609,105 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   if (kPass != ConvPass::kBwdFilter) seed(st.w.get(), 1, d.w);
   if (kPass != ConvPass::kFwd) seed(st.y.get(), 2, d.y);
 
+  // setup_ms: the graph, the plans and the search (or the cached winner's rebuild).
+  const double setup_t0 = autotune::SteadyMs();
   st.graph = BuildGraph(st.handle.get(), shape, cfg, kPass);
   size_t free_b = 0, total_b = 0;
   cuda::MemInfo(&free_b, &total_b);
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
 
-  const bool search = cfg.algo == "search";
-  // Declared before the tuner, whose timer reads them: set once every plan is built.
-  cuda::DeviceBuffer<uint8_t> search_ws;
-  Descriptor search_vp;
-  cuda::EventTimer events;
-  autotune::Tuner<Candidate> tuner(SearchPolicy(), [&](Candidate& c, int runs) {
-    return events.TimeLaunches(st.stream.get(), runs,
-                               [&] { st.Execute(c.plan.get(), search_vp.get()); });
-  });
-  const auto modes =
-      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                                   CUDNN_HEUR_MODE_FALLBACK}
-             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-  std::vector<Candidate> usable;
-  std::set<std::string> seen;
-  int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
-  for (auto mode : modes) {
-    std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
-    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
-      std::vector<Candidate> all = AllEngines(st.graph.graph.get());
-      std::move(all.begin(), all.end(), std::back_inserter(proposed));
+  const bool use_cache = cfg.algo == autotune::kCache;
+  const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
+  std::string how;
+  bool chosen = false;
+  if (use_cache) {
+    if (const auto hit = autotune::ProcessCache().Find(key)) {
+      if (std::optional<Candidate> c =
+              Rebuild(st.graph.graph.get(), hit->winner, cfg.dtype, st.handle.get(), ws_limit)) {
+        st.chosen = std::move(*c);
+        chosen = true;
+        how = ", " + autotune::CachedWinnerLabel(*hit);
+      } else {
+        how = ", cached winner {" + hit->winner + "} no longer builds;";
+      }
+    } else {
+      how = ", no cached winner;";
     }
-    for (Candidate& c : proposed) {
-      if (!seen.insert(Key(c)).second) continue;
-      if (!Acceptable(c, cfg.dtype)) {
-        ++rejected_numerics;
-        continue;
-      }
-      if (!Finalize(c, st.handle.get())) {
-        ++rejected_plan;
-        continue;
-      }
-      if (c.workspace > ws_limit) {
-        ++rejected_workspace;
-        continue;
-      }
-      usable.push_back(std::move(c));
-      if (!search) break;
-    }
-    if (!search && !usable.empty()) break;
   }
-  if (usable.empty())
-    throw Unsupported(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
-                      std::to_string(rejected_numerics) + " rejected for numerics, " +
-                      std::to_string(rejected_plan) + " failed to build, " +
-                      std::to_string(rejected_workspace) + " over the workspace limit " +
-                      Mib(double(ws_limit)) + ")");
+  if (!chosen) {
+    const bool search = cfg.algo != autotune::kHeuristic;
+    // Declared before the tuner, whose timer reads them: set once every plan is built.
+    cuda::DeviceBuffer<uint8_t> search_ws;
+    Descriptor search_vp;
+    cuda::EventTimer events;
+    autotune::Tuner<Candidate> tuner(SearchPolicy(), [&](Candidate& c, int runs) {
+      return events.TimeLaunches(st.stream.get(), runs,
+                                 [&] { st.Execute(c.plan.get(), search_vp.get()); });
+    });
+    const auto modes =
+        search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                     CUDNN_HEUR_MODE_FALLBACK}
+               : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    std::vector<Candidate> usable;
+    std::set<std::string> seen;
+    int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
+    for (auto mode : modes) {
+      std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
+      if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
+        std::vector<Candidate> all = AllEngines(st.graph.graph.get());
+        std::move(all.begin(), all.end(), std::back_inserter(proposed));
+      }
+      for (Candidate& c : proposed) {
+        if (!seen.insert(Key(c)).second) continue;
+        if (!Acceptable(c, cfg.dtype)) {
+          ++rejected_numerics;
+          continue;
+        }
+        if (!Finalize(c, st.handle.get())) {
+          ++rejected_plan;
+          continue;
+        }
+        if (c.workspace > ws_limit) {
+          ++rejected_workspace;
+          continue;
+        }
+        usable.push_back(std::move(c));
+        if (!search) break;
+      }
+      if (!search && !usable.empty()) break;
+    }
+    if (usable.empty())
+      throw Unsupported(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
+                        std::to_string(rejected_numerics) + " rejected for numerics, " +
+                        std::to_string(rejected_plan) + " failed to build, " +
+                        std::to_string(rejected_workspace) + " over the workspace limit " +
+                        Mib(double(ws_limit)) + ")");
 
-  if (usable.size() > 1) {  // timed: one workspace every candidate fits
-    int64_t ws_max = 0;
-    for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
-    search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
-    search_vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), search_ws.get());
+    if (usable.size() > 1) {  // timed: one workspace every candidate fits
+      int64_t ws_max = 0;
+      for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
+      search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
+      search_vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), search_ws.get());
+    }
+    for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
+    st.chosen = tuner.Finish();
+    const autotune::Report& found = tuner.report();
+    if (search) {
+      how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
+             " candidates (plans built in " + std::to_string(int(found.build_ms)) +
+             " ms, timed in " + std::to_string(int(found.time_ms)) + " ms" +
+             (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
+      if (use_cache) {
+        autotune::ProcessCache().Record(key, {Identity(st.chosen), found.best_ms, ""});
+        how += ", recorded";
+      }
+    } else {
+      how = ", heuristic: first usable";
+    }
   }
-  for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
-  st.chosen = tuner.Finish();
-  const autotune::Report& found = tuner.report();
-  search_vp.reset();
-  search_ws = cuda::DeviceBuffer<uint8_t>();
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
+  st.setup_ms = autotune::SteadyMs() - setup_t0;
   st.PoisonOutput();
   cuda::Sync(st.stream.get());
 
@@ -589,19 +720,12 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
   if (!notes.empty()) notes.pop_back();
   const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
-  st.label =
-      "cudnn " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-      " backend engine " + std::to_string(c.engine) +
-      (c.knobs.empty() ? "" : " {" + c.knobs + "}") + (notes.empty() ? "" : " [" + notes + "]") +
-      " from " + c.source + "#" + std::to_string(c.rank) +
-      (search
-           ? ", search: fastest of " + std::to_string(found.usable()) + " (plans built in " +
-                 std::to_string(int(found.build_ms)) + " ms, timed in " +
-                 std::to_string(int(found.time_ms)) + " ms" +
-                 (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")"
-           : ", heuristic: first usable") +
-      ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) + "), math " +
-      MathName(cfg.dtype) + ", " + Name(cfg.layout);
+  st.label = "cudnn " + std::to_string(version / 10000) + "." +
+             std::to_string(version / 100 % 100) + " backend engine " + std::to_string(c.engine) +
+             (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
+             (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
+             std::to_string(c.rank) + how + ", workspace " + Mib(double(c.workspace)) + " (limit " +
+             Mib(double(ws_limit)) + "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
 }
 
 template <ConvPass kPass>
@@ -645,6 +769,11 @@ Cost CudnnConv<kPass>::cost() const {
 template <ConvPass kPass>
 std::string CudnnConv<kPass>::label() const {
   return state_->label;
+}
+
+template <ConvPass kPass>
+std::vector<std::pair<std::string, double>> CudnnConv<kPass>::Counters() const {
+  return {{autotune::kSetupMsCounter, state_->setup_ms}};
 }
 
 template <ConvPass kPass>

@@ -2,7 +2,9 @@
 // one operation graph per op, engine configurations from cuDNN's heuristics, and with
 // RunConfig::algo == "search" every candidate engine configuration (heuristics modes A and B,
 // the fallback list, and every engine of the graph with default knobs) timed once in the
-// constructor; "heuristic" takes cuDNN's first usable configuration.
+// constructor; "heuristic" takes cuDNN's first usable configuration; "cache" rebuilds the engine
+// and knobs recorded for the case in the autotune cache (kernels/common/autotune_cache.h), or
+// searches and records the winner.
 //   dtypes: f32 (fp32 math: tensor-core engines, which run TF32, are excluded; FFT and Winograd
 //   engines stay, as in PyTorch, and are verified like the rest), tf32 (fp32 storage, tensor-core
 //   engines allowed), f16 and bf16 (fp32 accumulation: engines with reduced-precision reduction are
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/op.h"
@@ -47,6 +50,8 @@ class CudnnConv {
   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const;
+  // setup_ms: the operation graph, the plans and the search, or the cached winner's rebuild.
+  std::vector<std::pair<std::string, double>> Counters() const;
   StreamRef stream() const;
 
  private:

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/common/autotune.h"
+#include "kernels/common/autotune_cache.h"
+#include "kernels/common/cpu.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
@@ -179,13 +183,39 @@ std::string LayoutName(const memory::desc& md, const memory::dims& dims, memory:
   return "blocked";
 }
 
+const char* AskedName(tag act) {
+  return act == tag::any ? "any" : act == tag::nhwc ? "nhwc" : "nChw16c";
+}
+
+std::optional<tag> ParseAsked(const std::string& name) {
+  for (tag t : {tag::any, tag::nhwc, tag::nChw16c})
+    if (name == AskedName(t)) return t;
+  return std::nullopt;
+}
+
+std::string FormatMs(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g ms", ms);
+  return buf;
+}
+
+// The autotune cache's key: what can change oneDNN's choice or its speed. The version string
+// carries the git hash and the ISA oneDNN dispatches to; the thread count is the one the op runs.
+std::string CacheKey(const ConvShape& shape, const RunConfig& cfg, ConvPass pass) {
+  return autotune::ConvKey(
+      "onednn " + Version(),
+      HostCpu().model + " " + EffectiveIsa() + " threads " + std::to_string(Threads()), pass, shape,
+      cfg.dtype, Name(cfg.layout));
+}
+
 }  // namespace
 
 template <ConvPass kPass>
 Support OneDnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
-  if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search)");
+  if (cfg.algo != autotune::kHeuristic && cfg.algo != autotune::kSearch &&
+      cfg.algo != autotune::kCache)
+    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (cfg.dtype == DType::kF16)
     return Support::No("f16 convolutions are not benchmarked on oneDNN (f32 and bf16 only)");
   if (cfg.dtype == DType::kTF32) return Support::No("tf32 is a GPU tensor-core math mode");
@@ -203,7 +233,7 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
     : shape_(shape), cfg_(cfg) {
   RequireSupported(Supports(shape, cfg));
   SetThreads(cfg.threads);
-  const bool search = cfg.algo == "search";
+  const bool search = cfg.algo != autotune::kHeuristic;
   // A user scratchpad, allocated here: otherwise oneDNN may allocate it inside execute().
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -231,67 +261,116 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
   // implementation gets the layouts it asks for (inputs reordered outside the timed span); the
   // tuner times them only when there is more than one, and frees a loser's tensors before the
   // next layout is tried. Reference implementations are considered only when oneDNN has nothing
-  // else.
-  autotune::Tuner<Impl> tuner(SearchPolicy(),
-                              [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
-  std::vector<std::pair<std::string, std::array<memory::desc, 3>>> seen;
-  const std::vector<tag> layouts =
-      search ? std::vector<tag>{tag::any, tag::nhwc, tag::nChw16c} : std::vector<tag>{tag::any};
-  for (tag act : layouts) {
+  // else. With the cache, a recorded winner is rebuilt from the layout it asked for, and kept only
+  // when oneDNN still gives the same implementation for it (a new library or ISA may not).
+  const double setup_t0 = autotune::SteadyMs();
+  const auto describe = [&](tag act) -> std::optional<std::pair<Pds, Impl>> {
     Pds p;
     try {
       p = MakePds(shape, cfg.dtype, kPass, attr, act);
     } catch (const dnnl::error&) {
-      continue;  // no implementation for this layout
+      return std::nullopt;  // no implementation for this layout
     }
     auto& pd = A::Pd(p);
     Impl c;
     c.name = pd.impl_info_str();
-    if (tuner.offered() > 0 && c.name.find("ref") != std::string::npos) continue;
     c.md = A::Descs(pd);
-    const auto same = [&](const auto& other) {
-      return other.first == c.name && other.second == c.md;
-    };
-    if (std::any_of(seen.begin(), seen.end(), same)) continue;  // `any` chose this layout too
-    seen.emplace_back(c.name, c.md);
+    c.asked = AskedName(act);
+    c.scratch_md = pd.scratchpad_desc();
+    return std::make_pair(std::move(p), std::move(c));
+  };
+  const auto materialize = [&](Pds& p, Impl& c) {
+    auto& pd = A::Pd(p);
     c.prim = typename A::Primitive(pd);
     c.out = memory(c.md[2], Engine());
     c.args = {{A::kIn0, Reordered(in0, c.md[0])},
               {A::kIn1, Reordered(in1, c.md[1])},
               {A::kOut, c.out},
               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}};
-    c.asked = act == tag::any ? "any" : act == tag::nhwc ? "nhwc" : "nChw16c";
-    c.scratch_md = pd.scratchpad_desc();
-    const std::string name = c.name + " (activations " + c.asked + ")";
-    tuner.Offer(name, std::move(c));
+  };
+
+  const bool use_cache = cfg.algo == autotune::kCache;
+  const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
+  std::optional<Impl> chosen;
+  std::string how;
+  if (use_cache) {
+    if (const auto hit = autotune::ProcessCache().Find(key)) {
+      const std::string asked = autotune::Field(hit->winner, "asked");
+      const std::string impl = autotune::Field(hit->winner, "impl");
+      auto found = ParseAsked(asked) ? describe(*ParseAsked(asked)) : std::nullopt;
+      if (found && found->second.name == impl) {
+        materialize(found->first, found->second);
+        chosen = std::move(found->second);
+        how = autotune::CachedWinnerLabel(*hit);
+      } else {
+        how = "cached winner " + impl + " (activations " + asked + ") no longer built; ";
+      }
+    } else {
+      how = "no cached winner; ";
+    }
   }
-  if (tuner.offered() == 0) throw Unsupported("oneDNN built no convolution for this shape");
-  Impl chosen = tuner.Finish();
-  const autotune::Report& found = tuner.report();
-  prim_ = chosen.prim;
-  args_ = std::move(chosen.args);
-  out_ = chosen.out;
-  std::string how = "heuristic: oneDNN's first implementation";
-  if (search)
-    how = found.timed > 0 ? "search: fastest of " + std::to_string(found.timed) + " implementations"
-                          : "search: the only implementation offered";
-  if (found.failed) how += " (" + std::to_string(found.failed) + " failed to run)";
+  if (!chosen) {
+    autotune::Tuner<Impl> tuner(SearchPolicy(),
+                                [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
+    std::vector<std::pair<std::string, std::array<memory::desc, 3>>> seen;
+    const std::vector<tag> layouts =
+        search ? std::vector<tag>{tag::any, tag::nhwc, tag::nChw16c} : std::vector<tag>{tag::any};
+    for (tag act : layouts) {
+      auto found = describe(act);
+      if (!found) continue;
+      Impl& c = found->second;
+      if (tuner.offered() > 0 && c.name.find("ref") != std::string::npos) continue;
+      const auto same = [&](const auto& other) {
+        return other.first == c.name && other.second == c.md;
+      };
+      if (std::any_of(seen.begin(), seen.end(), same)) continue;  // `any` chose this layout too
+      seen.emplace_back(c.name, c.md);
+      materialize(found->first, c);
+      const std::string name = c.name + " (activations " + c.asked + ")";
+      tuner.Offer(name, std::move(c));
+    }
+    if (tuner.offered() == 0) throw Unsupported("oneDNN built no convolution for this shape");
+    chosen = tuner.Finish();
+    const autotune::Report& found = tuner.report();
+    if (!search) {
+      how = "heuristic: oneDNN's first implementation";
+    } else {
+      how += "searched " + std::to_string(found.offered) +
+             (found.offered == 1 ? " candidate (the only implementation offered)"
+                                 : " candidates, fastest " + FormatMs(found.best_ms));
+      if (use_cache) {
+        autotune::ProcessCache().Record(
+            key, {"asked=" + chosen->asked + ";impl=" + chosen->name, found.best_ms, ""});
+        how += ", recorded";
+      }
+    }
+    if (found.failed) how += " (" + std::to_string(found.failed) + " failed to run)";
+  }
+  setup_ms_ = autotune::SteadyMs() - setup_t0;
+  prim_ = chosen->prim;
+  args_ = std::move(chosen->args);
+  out_ = chosen->out;
   Poison(out_, cfg.dtype);  // after the search, so verification proves Run() writes everything
-  const std::array<memory::desc, 3>& md = chosen.md;
+  const std::array<memory::desc, 3>& md = chosen->md;
   const memory::desc& x_md =
       kPass == ConvPass::kFwd || kPass == ConvPass::kBwdFilter ? md[0] : md[2];
   const memory::desc& w_md = kPass == ConvPass::kFwd || kPass == ConvPass::kBwdData ? md[1] : md[2];
   const memory::desc& y_md = kPass == ConvPass::kFwd       ? md[2]
                              : kPass == ConvPass::kBwdData ? md[0]
                                                            : md[1];
-  label_ = "onednn " + chosen.name + ", " + how + ", " + std::string(Name(cfg.dtype)) +
+  label_ = "onednn " + chosen->name + ", " + how + ", " + std::string(Name(cfg.dtype)) +
            ", layouts x " + LayoutName(x_md, d.x, DataType(cfg.dtype), false) + " w " +
            LayoutName(w_md, d.w, DataType(cfg.dtype), true) + " y " +
            LayoutName(y_md, d.y, DataType(cfg.dtype), false) +
-           " chosen by oneDNN (activations asked as " + chosen.asked +
+           " chosen by oneDNN (activations asked as " + chosen->asked +
            ", weights any; cfg.layout " + Name(cfg.layout) + " ignored), scratchpad " +
-           std::to_string(chosen.scratch_md.get_size() >> 10) + " KiB, threads " +
+           std::to_string(chosen->scratch_md.get_size() >> 10) + " KiB, threads " +
            std::to_string(Threads());
+}
+
+template <ConvPass kPass>
+std::vector<std::pair<std::string, double>> OneDnnConv<kPass>::Counters() const {
+  return {{autotune::kSetupMsCounter, setup_ms_}};
 }
 
 template <ConvPass kPass>

@@ -1,10 +1,11 @@
 // oneDNN convolutions on the CPU: forward, backward-data, backward-weights, f32 and bf16.
 // oneDNN picks every tensor's layout (format_tag::any), so cfg.layout is ignored and the label
 // says which layouts it chose. cfg.algo "search" also asks for channels-last and 16-channel
-// blocked activations and keeps the fastest implementation offered. Seeded inputs are reordered
-// into those layouts in the constructor, never in Run(); Output() reorders back to the logical
-// layout of shapes.h. Compiles against the oneDNN v2 (2.6) and v3 (3.x) APIs; only
-// primitive-descriptor creation differs.
+// blocked activations and keeps the fastest implementation offered; "cache" rebuilds the winner
+// recorded for the case in the autotune cache (kernels/common/autotune_cache.h), or searches and
+// records it. Seeded inputs are reordered into those layouts in the constructor, never in Run();
+// Output() reorders back to the logical layout of shapes.h. Compiles against the oneDNN v2 (2.6)
+// and v3 (3.x) APIs; only primitive-descriptor creation differs.
 #pragma once
 
 #include <dnnl.hpp>
@@ -35,6 +36,8 @@ class OneDnnConv {
   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const { return label_; }
+  // setup_ms: choosing and building the primitive (the search, or the cached winner's rebuild).
+  std::vector<std::pair<std::string, double>> Counters() const;
 
  private:
   std::pair<dnnl::memory, std::vector<int64_t>> PlainOutput() const;
@@ -44,6 +47,7 @@ class OneDnnConv {
   std::unordered_map<int, dnnl::memory> args_;
   dnnl::memory out_;  // in the layout oneDNN chose
   std::string label_;
+  double setup_ms_ = 0;
 };
 
 extern template class OneDnnConv<ConvPass::kFwd>;

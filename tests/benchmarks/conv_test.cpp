@@ -1,4 +1,12 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "benchmarks/conv/family.h"
 #include "tests/benchmarks/smoke.h"
@@ -90,6 +98,114 @@ TEST(BenchConv, BatchSizesFlagAndLayerCounts) {
     EXPECT_NE(b["name"].get<std::string>().find("/bs:3/"), std::string::npos);
     if (!b.value("error_occurred", false)) EXPECT_EQ(b["bs"].get<double>(), 3);
   }
+}
+
+// Runs bench_conv with XDG_CACHE_HOME at `xdg` (the autotune cache and the CPU peak live there).
+Result RunWithCacheHome(const std::string& xdg, const std::string& args) {
+  std::optional<std::string> old;
+  if (const char* v = std::getenv("XDG_CACHE_HOME")) old = v;
+  ::setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+  Result r = RunBinary(DLB_BENCH_CONV, args);
+  if (old)
+    ::setenv("XDG_CACHE_HOME", old->c_str(), 1);
+  else
+    ::unsetenv("XDG_CACHE_HOME");
+  return r;
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The autotune cache end to end on oneDNN: a first run with an empty cache folder searches every
+// case and records its winner; a second run rebuilds the recorded winners (its labels say so,
+// verification still passes) and writes nothing; heuristic and search (the old --dlb_conv_algo
+// spelling too) leave the cache alone; a corrupt cache file is one line and searched over.
+TEST(BenchConv, AutotuneCacheSecondRunReusesTheWinners) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  namespace fs = std::filesystem;
+  const fs::path xdg =
+      fs::temp_directory_path() / ("dlb_autotune_e2e_" + std::to_string(::getpid()));
+  fs::remove_all(xdg);
+  const fs::path file = xdg / "dlbench" / "autotune.json";
+  const std::string args =
+      "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 --dlb_batch_sizes=1 "
+      "--benchmark_min_time=0.01 --benchmark_filter='conv/cpu/onednn/catdog64.conv4/'";
+  // Each measured case's label and setup_ms, after checking it was verified.
+  const auto cases = [](const Result& r) {
+    std::map<std::string, std::pair<std::string, double>> out;
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (!r.json.is_object()) return out;
+    for (const auto& b : r.json["benchmarks"]) {
+      EXPECT_FALSE(b.value("error_occurred", false)) << b;
+      EXPECT_EQ(b[std::string(schema::kResult)][std::string(schema::kVerification)].value(
+                    std::string(schema::kDisposition), ""),
+                schema::kVerified)
+          << b;
+      EXPECT_TRUE(b.contains(std::string(schema::kSetupMs))) << b;
+      out[b["name"]] = {b.value("label", ""), b.value(std::string(schema::kSetupMs), -1.0)};
+    }
+    return out;
+  };
+
+  const auto first = cases(RunWithCacheHome(xdg.string(), args));
+  ASSERT_EQ(first.size(), 3u) << "fwd, bwd_data, bwd_filter";
+  for (const auto& [name, c] : first) {
+    EXPECT_NE(c.first.find("no cached winner; searched "), std::string::npos) << c.first;
+    EXPECT_NE(c.first.find(", recorded, "), std::string::npos) << c.first;
+    EXPECT_GT(c.second, 0) << name;
+  }
+  ASSERT_TRUE(fs::is_regular_file(file));
+  const std::string recorded = ReadText(file);
+  const nlohmann::json entries = nlohmann::json::parse(recorded, nullptr, false);
+  ASSERT_TRUE(entries.is_object()) << recorded;
+  EXPECT_EQ(entries.size(), 3u) << recorded;
+  for (const auto& [key, e] : entries.items()) {
+    EXPECT_EQ(key.rfind("onednn ", 0), 0u) << key;
+    EXPECT_NE(key.find(" | conv "), std::string::npos) << key;
+    EXPECT_NE(key.find(" n1 c64 "), std::string::npos) << key;
+    EXPECT_NE(key.find(" | f32 | nchw"), std::string::npos) << key;
+    EXPECT_NE(e.value("winner", "").find("impl="), std::string::npos) << e;
+    EXPECT_TRUE(e.contains("ms") && e.contains("date")) << e;
+  }
+
+  const auto second = cases(RunWithCacheHome(xdg.string(), args));
+  ASSERT_EQ(second.size(), 3u);
+  for (const auto& [name, c] : second) {
+    EXPECT_NE(c.first.find(", cached winner ("), std::string::npos) << c.first;
+    EXPECT_EQ(c.first.find("no cached winner"), std::string::npos) << c.first;
+    EXPECT_EQ(c.first.substr(0, c.first.find(',')),
+              first.at(name).first.substr(0, first.at(name).first.find(',')))
+        << "the recorded implementation";
+  }
+  EXPECT_EQ(ReadText(file), recorded) << "a run that found every winner writes nothing";
+
+  for (const char* other : {"--dlb_autotune=heuristic", "--dlb_conv_algo=heuristic"})
+    for (const auto& [name, c] : cases(RunWithCacheHome(xdg.string(), args + " " + other))) {
+      EXPECT_NE(c.first.find(", heuristic: "), std::string::npos) << other << ": " << c.first;
+      EXPECT_EQ(c.first.find("cached"), std::string::npos) << other << ": " << c.first;
+    }
+  for (const char* other : {"--dlb_autotune=search", "--dlb_conv_algo=search"})
+    for (const auto& [name, c] : cases(RunWithCacheHome(xdg.string(), args + " " + other))) {
+      EXPECT_NE(c.first.find(", searched "), std::string::npos) << other << ": " << c.first;
+      EXPECT_EQ(c.first.find("cached"), std::string::npos) << other << ": " << c.first;
+      EXPECT_EQ(c.first.find("recorded"), std::string::npos) << other << ": " << c.first;
+    }
+  EXPECT_EQ(ReadText(file), recorded) << "heuristic and search leave the cache alone";
+
+  std::ofstream(file) << "{\"truncated\": ";
+  const Result corrupt = RunWithCacheHome(xdg.string(), args);
+  EXPECT_NE(corrupt.output.find("autotune cache"), std::string::npos) << corrupt.output;
+  EXPECT_NE(corrupt.output.find("treated as empty"), std::string::npos) << corrupt.output;
+  for (const auto& [name, c] : cases(corrupt))
+    EXPECT_NE(c.first.find("no cached winner; searched "), std::string::npos) << c.first;
+  EXPECT_EQ(nlohmann::json::parse(ReadText(file), nullptr, false).size(), 3u);
+  fs::remove_all(xdg);
 }
 
 TEST(BenchConv, OversizedBatchIsOutOfMemoryAndTheRunGoesOn) {

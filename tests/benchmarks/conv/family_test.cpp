@@ -8,6 +8,8 @@
 #include <fstream>
 #include <functional>
 
+#include "fixtures/schema.h"
+#include "kernels/common/autotune_cache.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/reference/conv.h"
@@ -70,15 +72,30 @@ TEST(ConvFamily, VerifierChecksEveryPassAgainstTheReference) {
   }
 }
 
-TEST(ConvFamily, AlgoFlagIsTheFamilysOwn) {
+TEST(ConvFamily, AutotuneFlagAndItsConvAlgoAlias) {
   auto flags = Flags();
-  ASSERT_EQ(flags.size(), 1u);
-  EXPECT_EQ(flags[0].name, "conv_algo");
-  EXPECT_EQ(Opts().algo, "search");
+  ASSERT_EQ(flags.size(), 2u);
+  EXPECT_EQ(flags[0].name, "autotune");
+  EXPECT_EQ(flags[1].name, "conv_algo");
+  EXPECT_NE(flags[1].help.find("alias"), std::string::npos) << flags[1].help;
+  EXPECT_EQ(Opts().algo, "cache") << "the default";
   EXPECT_EQ(flags[0].set("heuristic"), "");
   EXPECT_EQ(Opts().algo, "heuristic");
-  EXPECT_NE(flags[0].set("fastest"), "");
   EXPECT_EQ(flags[0].set("search"), "");
+  EXPECT_EQ(Opts().algo, "search");
+  EXPECT_NE(flags[0].set("fastest"), "");
+  EXPECT_EQ(flags[1].set("heuristic"), "");
+  EXPECT_EQ(Opts().algo, "heuristic") << "conv_algo=heuristic is autotune=heuristic";
+  EXPECT_EQ(flags[1].set("search"), "");
+  EXPECT_EQ(Opts().algo, "search") << "conv_algo=search is autotune=search";
+  EXPECT_NE(flags[1].set("cache"), "") << "the alias keeps its old choices";
+  EXPECT_EQ(flags[0].set("cache"), "");
+}
+
+TEST(ConvFamily, AutotuneCacheLivesInTheUserCacheDir) {
+  const std::string dir = UserCacheDir();
+  EXPECT_EQ(AutotuneCachePath(), dir.empty() ? "" : dir + "/autotune.json");
+  EXPECT_EQ(schema::kSetupMs, autotune::kSetupMsCounter) << "one counter name for ops and schema";
 }
 
 TEST(ConvFamily, NaturalLayoutIsChannelsLastFor16Bit) {

@@ -1,14 +1,17 @@
 #include "kernels/cudnn/conv.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "kernels/common/autotune_cache.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/cuda/buffer.h"
@@ -127,12 +130,54 @@ TEST(CudnnConv, SearchSaysWhatItTimedAndHowLong) {
   cfg.algo = "search";
   CudnnConvFwd op(TestConvShape(8, 32, 14, 14, 32, 3, 1, 1), cfg);
   const std::regex said(
-      ", search: fastest of [1-9][0-9]* \\(plans built in [0-9]+ ms, timed in [0-9]+ ms\\)");
+      ", searched [1-9][0-9]* candidates \\(plans built in [0-9]+ ms, timed in [0-9]+ ms\\)");
   EXPECT_TRUE(std::regex_search(op.label(), said)) << op.label();
   for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));
   cfg.algo = "heuristic";
   CudnnConvFwd first(TestConvShape(8, 32, 14, 14, 32, 3, 1, 1), cfg);
   EXPECT_NE(first.label().find(", heuristic: first usable"), std::string::npos) << first.label();
+}
+
+// The autotune cache at the op: the first build searches and records the engine and its knobs,
+// the next rebuilds that configuration without the heuristics (the same engine, the same output,
+// less setup), and heuristic never reads the cache.
+TEST(CudnnConv, CacheRebuildsTheRecordedEngine) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("dlb_cudnn_conv_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string path = (dir / "autotune.json").string();
+  autotune::SetProcessCachePath(path);
+  RunConfig cfg;
+  cfg.dtype = DType::kBF16;
+  cfg.layout = Layout::kNHWC;
+  cfg.algo = "cache";
+  const ConvShape shape = TestConvShape(8, 64, 14, 14, 64, 3, 1, 1);
+  CudnnConvFwd searched(shape, cfg);
+  EXPECT_NE(searched.label().find(", no cached winner; searched "), std::string::npos)
+      << searched.label();
+  EXPECT_NE(searched.label().find(", recorded, "), std::string::npos) << searched.label();
+  ASSERT_TRUE(fs::is_regular_file(path));
+  CudnnConvFwd cached(shape, cfg);
+  EXPECT_NE(cached.label().find(", cached winner ("), std::string::npos) << cached.label();
+  const auto engine = [](const std::string& label) {
+    return label.substr(0, label.find(" from "));  // "cudnn 9.14 backend engine 45 {k2=5,...}"
+  };
+  EXPECT_EQ(engine(cached.label()), engine(searched.label()));
+  EXPECT_LT(cached.Counters().at(0).second, searched.Counters().at(0).second)
+      << "setup_ms: a rebuild against a search";
+  searched.Run();
+  cached.Run();
+  if (cached.label().find("nondeterministic") == std::string::npos)
+    EXPECT_EQ(searched.Output().data, cached.Output().data);
+  cfg.algo = "heuristic";
+  fs::remove(path);
+  CudnnConvFwd heuristic(shape, cfg);
+  EXPECT_NE(heuristic.label().find(", heuristic: first usable"), std::string::npos);
+  EXPECT_FALSE(fs::exists(path));
+  autotune::SetProcessCachePath("");
+  fs::remove_all(dir);
 }
 
 // Convolution inputs are seeded on the device; the verifier computes the same values on the host.

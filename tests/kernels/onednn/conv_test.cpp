@@ -1,13 +1,18 @@
 #include "kernels/onednn/conv.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "kernels/common/autotune_cache.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/onednn/context.h"
@@ -99,11 +104,71 @@ TEST(OneDnnConv, SearchSaysHowManyItTimedAndLeavesTheOutputPoisoned) {
   cfg.algo = "search";
   OneDnnConvFwd op(kShapes[7], cfg);
   const std::regex said(
-      ", search: (fastest of [2-9] implementations|the only implementation offered), ");
+      ", searched ([2-9] candidates, fastest [0-9.e+-]+ ms|1 candidate \\(the only implementation "
+      "offered\\)), ");
   EXPECT_TRUE(std::regex_search(op.label(), said)) << op.label();
   for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
   cfg.algo = "exhaustive";
   EXPECT_THROW(OneDnnConvFwd(kShapes[7], cfg), Error);
+}
+
+// The autotune cache at the op: the first build searches and records, the next rebuilds the
+// recorded winner (the same implementation, the same output), a recorded winner oneDNN no longer
+// gives is searched again and overwritten, and heuristic never reads the cache.
+TEST(OneDnnConv, CacheRebuildsTheRecordedWinner) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("dlb_onednn_conv_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string path = (dir / "autotune.json").string();
+  autotune::SetProcessCachePath(path);
+  RunConfig cfg;
+  cfg.algo = "cache";
+  OneDnnConvFwd searched(kShapes[7], cfg);
+  EXPECT_NE(searched.label().find(", no cached winner; searched "), std::string::npos)
+      << searched.label();
+  EXPECT_NE(searched.label().find(", recorded, "), std::string::npos) << searched.label();
+  ASSERT_TRUE(fs::is_regular_file(path));
+  EXPECT_EQ(autotune::ProcessCache().size(), 1u);
+
+  OneDnnConvFwd cached(kShapes[7], cfg);
+  EXPECT_NE(cached.label().find(", cached winner ("), std::string::npos) << cached.label();
+  EXPECT_EQ(cached.label().find("searched "), cached.label().find("searched 20"))
+      << "only the date says searched: " << cached.label();
+  EXPECT_EQ(cached.label().substr(0, cached.label().find(',')),
+            searched.label().substr(0, searched.label().find(',')))
+      << "the same implementation";
+  const auto counters = cached.Counters();
+  ASSERT_EQ(counters.size(), 1u);
+  EXPECT_EQ(counters[0].first, autotune::kSetupMsCounter);
+  EXPECT_GT(counters[0].second, 0);
+  searched.Run();
+  cached.Run();
+  EXPECT_EQ(searched.Output().data, cached.Output().data);
+
+  // A winner this oneDNN would not give: searched again, and the entry overwritten.
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  std::ofstream(path) << std::regex_replace(text.str(), std::regex(R"("winner": "[^"]*")"),
+                                            R"("winner": "asked=nhwc;impl=gone:avx9000")");
+  autotune::SetProcessCachePath("");
+  autotune::SetProcessCachePath(path);  // a new process's view of the file
+  OneDnnConvFwd stale(kShapes[7], cfg);
+  EXPECT_NE(stale.label().find("cached winner gone:avx9000 (activations nhwc) no longer built; "
+                               "searched "),
+            std::string::npos)
+      << stale.label();
+  text.str("");
+  text << std::ifstream(path).rdbuf();
+  EXPECT_EQ(text.str().find("gone"), std::string::npos) << text.str();
+
+  cfg.algo = "heuristic";
+  fs::remove(path);
+  OneDnnConvFwd heuristic(kShapes[7], cfg);
+  EXPECT_NE(heuristic.label().find(", heuristic: "), std::string::npos) << heuristic.label();
+  EXPECT_FALSE(fs::exists(path)) << "heuristic writes nothing";
+  autotune::SetProcessCachePath("");
+  fs::remove_all(dir);
 }
 
 TEST(OneDnnConv, F32IsAlwaysSupported) {
