@@ -3,7 +3,6 @@
 // pipeline decodes JPEGs with TurboJPEG on worker threads (and copies each batch to the GPU when
 // one is present); CIFAR-10's binary records need no decode.
 #include <cstdio>
-#include <cstdlib>
 
 #include "benchmarks/dataload/family.h"
 #include "fixtures/harness.h"
@@ -58,19 +57,8 @@ void RegisterCases() {
   const auto batches = BatchSizes({32}, {64, 256}, {16, 32, 64, 128, 256, 512});
   const std::vector<int> workers = WorkerCounts();
   for (const Workload& w : TierWorkloads()) {
-    std::string dir;
-    try {
-      dir = DatasetDir(w);
-      // Scan now: an unusable folder stops the run before any case, with one line.
-      if (w.format == "cifar10")
-        data::CachedCifar10(dir);
-      else
-        data::CachedImageFolder(dir);
-      datasets += (datasets.empty() ? "" : "; ") + Describe(w, dir);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_dataload: %s\n", e.what());
-      std::exit(2);
-    }
+    const std::string dir = OpenDatasetOrExit(w, "bench_dataload");
+    datasets += (datasets.empty() ? "" : "; ") + Describe(w, dir);
 #ifdef DLBENCH_HAVE_NVJPEG
     // The GPU pipeline (where the toolkit has nvJPEG; absent otherwise, as configure says): its
     // workers only read files; f32 NCHW and bf16 NHWC with 4 reader threads.

@@ -3,9 +3,6 @@
 // cuBLAS through LibTorch, eager or the whole step in a CUDA graph).
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "benchmarks/train/family.h"
 #include "fixtures/main.h"
 #include "fixtures/op_list.h"
@@ -40,14 +37,7 @@ void RegisterFedCases() {
     w.basics = m.basics;
     w.format = "imagefolder";
     w.side = int(m.shape.image);
-    std::string dir;
-    try {
-      dir = dataload::DatasetDir(w);
-      data::CachedImageFolder(dir);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_train: %s\n", e.what());
-      std::exit(2);
-    }
+    const std::string dir = dataload::OpenDatasetOrExit(w, "bench_train");
     Config c;
     c.amp = true;
     c.dtype = DType::kBF16;

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
 #include "kernels/data/dataset.h"
+#include "kernels/data/loader.h"
 #include "tools/dataset/generator.h"
 
 namespace dlb::dataload {
@@ -180,6 +182,20 @@ std::string DatasetDir(const Workload& w) {
     throw data::DataError(std::string("generating the dataset: ") + e.what());
   }
   return o.out.string();
+}
+
+std::string OpenDatasetOrExit(const Workload& w, const char* binary) {
+  try {
+    std::string dir = DatasetDir(w);
+    if (w.format == "cifar10")
+      data::CachedCifar10(dir);
+    else
+      data::CachedImageFolder(dir);
+    return dir;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", binary, e.what());
+    std::exit(2);
+  }
 }
 
 }  // namespace dlb::dataload

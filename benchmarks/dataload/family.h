@@ -26,6 +26,9 @@ std::vector<FlagSpec> Flags();
 // generated dataset in the user's cache (made on first use, with a progress line). Throws
 // data::DataError when --dlb_data is unusable or nothing can be generated.
 std::string DatasetDir(const Workload& w);
+// DatasetDir, then the dataset loaded (scanned, or CIFAR-10 read) before any case is registered:
+// an unusable folder stops the run with one line "<binary>: <why>" and exit 2.
+std::string OpenDatasetOrExit(const Workload& w, const char* binary);
 
 // Images in the generated datasets: smoke 256, default 4096, full 20000 (--dlb_dataload_images).
 int64_t GeneratedImages();

@@ -300,7 +300,7 @@ void Pipeline::WaitFull() {
   ready_cv_.wait(lk, [&] {
     if (error_ || stop_) return true;
     for (const Slot& s : ring_)
-      if (!s.done && !(holding_ && s.seq == delivered_ - 1)) return false;
+      if (!s.done) return false;  // the batch the consumer holds is done too
     return true;
   });
   if (error_) std::rethrow_exception(error_);
