@@ -90,6 +90,10 @@ const Case kCases[] = {
     {"report_train", "report train_synthetic.json", 0},
     {"summary_monitor", "summary monitor_new.json --trace monitor_trace.csv", 0},
     {"compare_monitor", "compare monitor_base.json monitor_new.json", 0},
+    {"sweep_gpus", "sweep --axis gpus gpus_h2.json gpus_h4.json gpus_h8.json", 0},
+    {"report_gpus", "report gpus_h2.json gpus_h4.json gpus_h8.json", 0},
+    {"summary_fidelity", "summary fidelity_new.json", 0},
+    {"compare_fidelity", "compare fidelity_base.json fidelity_new.json", 0},
 };
 
 TEST(Golden, MarkdownAndCsvOfEverySubcommand) {

@@ -39,6 +39,8 @@ Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs)
 // ---- the device monitor's counters ----
 // Whether any repetition ran throttled (counter throttled; false where the JSON has none).
 bool AnyThrottled(const Bench& b);
+// Whether any repetition's timing pass stalled and was re-timed (counter stalled).
+bool AnyStalled(const Bench& b);
 
 // ---- compare ----
 struct CompareOptions {
@@ -67,6 +69,9 @@ struct CompareRow {
   // kClockDiffers: the change may come from the GPU's clock rather than from the code.
   double base_clock = 0, new_clock = 0;
   bool base_throttled = false, new_throttled = false, clock_flag = false;
+  // The harness's timing fidelity: a side whose timing pass stalled (counter stalled) was re-timed;
+  // its time may still carry the stall.
+  bool base_stalled = false, new_stalled = false;
   std::string note;
 };
 inline constexpr double kClockDiffers = 0.05;
@@ -78,6 +83,7 @@ struct CompareResult {
   int regressions = 0;
   int doubtful = 0;         // rows marked: either side not verified or mistrusted
   int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
+  int stalled = 0;          // rows marked: either side's timing pass stalled
   size_t not_compared = 0;  // benchmarks with a time in neither file
   int exit_code = 0;        // 0, or 3 when a row is "slower"
 };
@@ -144,6 +150,59 @@ struct WorkerCurve {
 };
 std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs);
 std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves);
+
+// ---- GPU scaling: cases over a name key "gpus" ----
+inline constexpr std::string_view kCommFamily = "comm";
+
+// Where an efficiency comes from: the curve's own gpus:1 point, (thr(n) / n) / thr(1); else the
+// case's scaling_efficiency counter (its process timed the one-GPU step); else none.
+enum class EfficiencySource { kOneGpuPoint, kCounter, kNone };
+struct GpuPoint {
+  std::string name;
+  double gpus = 0, time_ns = 0;
+  double throughput = 0;  // items/s over all GPUs
+  double per_gpu = 0;     // items/s per GPU
+  double efficiency = 0;  // NaN: unknown
+  EfficiencySource source = EfficiencySource::kNone;
+  double single_gpu = 0;      // the one-GPU step's items/s the case measured; NaN: not written
+  double exposed_comm_s = 0;  // NaN: not written
+  bool doubtful = false;      // not verified or mistrusted
+};
+// A step (any family but comm) at several GPU counts: the name without the gpus key; points may
+// come from several files (runs on 2-, 4- and 8-GPU hosts).
+struct GpuCurve {
+  std::string curve;  // the name without the gpus key
+  std::string family, device, backend, model;
+  std::string config;    // the keys but bs and gpus: "dt:amp_bf16/fmt:nhwc/pass:train/graph:1"
+  double bs = 0;         // per GPU; 0: no bs key
+  bool one_gpu = false;  // the curve has a gpus:1 point
+  std::vector<GpuPoint> points;  // by gpus
+};
+// A collective at one size on several GPU counts: bus and algorithm bandwidth per count.
+struct CollectivePoint {
+  double bytes = 0;
+  std::map<double, double> busbw, algbw;  // gpus -> bytes/s; NaN: not written
+  std::map<double, bool> doubtful;        // gpus -> not verified or mistrusted
+};
+// Per collective, dtype and every other key but gpus (inplace:1 apart from out of place).
+struct CollectiveCurve {
+  std::string key;  // "comm/gpu/nccl/all_reduce/dt:bf16/inplace:1"
+  std::string collective, config;
+  std::vector<double> gpus;             // every count measured, ascending
+  std::vector<CollectivePoint> points;  // by bytes
+};
+struct GpuScaling {
+  std::vector<GpuCurve> steps;
+  std::vector<CollectiveCurve> collectives;
+  bool empty() const { return steps.empty() && collectives.empty(); }
+};
+GpuScaling ComputeGpuScaling(const MergedRuns& runs);
+// The summary (model, per-GPU batch, efficiency at each GPU count, exposed communication), a
+// table and a chart per step curve, then per collective busbw (and algbw) over size per count.
+std::vector<Section> GpuScalingSections(const GpuScaling& scaling);
+// The same for the full report: the summary stays on the first screen, the rest (and a summary of
+// collectives alone) goes into one collapsed section; nothing when there is no gpus key.
+std::vector<Section> GpuScalingReportSections(const GpuScaling& scaling);
 
 // The fits table, then per sweep key its points and charts, for curves of at least `min_points`
 // batch sizes (two points draw a line that says nothing the overview's table does not).
@@ -248,7 +307,8 @@ std::vector<Section> TrainSections(const TrainResult& train);
 Document TrainDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
 
 Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>& inputs);
-// axis "bs" (batch-size curves and fits) or "workers" (worker-thread scaling).
+// axis "bs" (batch-size curves and fits), "workers" (worker-thread scaling) or "gpus" (multi-GPU
+// training steps and collectives over the GPU count).
 Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
                        const std::string& axis = "bs");
 // What the README's main job writes: the overview first (train results: the train sections in

@@ -115,11 +115,16 @@ int RunCli(int argc, const char* const* argv) {
   AddOutput(speedup, &out);
 
   auto* sweep = app.add_subcommand(
-      "sweep", "per workload the curve over batch size (with fit) or over worker threads");
+      "sweep",
+      "per workload the curve over batch size (with fit), over worker threads or over GPUs");
   sweep->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
   std::string axis = "bs";
-  sweep->add_option("--axis", axis, "bs (default): batch-size curves; workers: loader scaling")
-      ->check(CLI::IsMember({"bs", "workers"}));
+  sweep
+      ->add_option("--axis", axis,
+                   "bs (default): batch-size curves; workers: loader scaling; gpus: multi-GPU "
+                   "training steps (efficiency, exposed communication) and collectives (busbw "
+                   "over size per GPU count)")
+      ->check(CLI::IsMember({"bs", "workers", "gpus"}));
   AddOutput(sweep, &out);
 
   auto* train = app.add_subcommand(

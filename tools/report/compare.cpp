@@ -35,6 +35,13 @@ bool AnyThrottled(const Bench& b) {
   return b.Counter(schema::kThrottled) > 0;
 }
 
+bool AnyStalled(const Bench& b) {
+  auto it = b.counters.find(schema::kStalled);
+  if (it != b.counters.end())
+    return std::any_of(it->second.begin(), it->second.end(), [](double v) { return v > 0; });
+  return b.Counter(schema::kStalled) > 0;
+}
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -67,6 +74,20 @@ void MarkClock(const Bench* b, const Bench* n, CompareRow* row) {
   const bool differ = row->base_clock > 0 && row->new_clock > 0 &&
                       std::fabs(RelativeChange(row->base_clock, row->new_clock)) > kClockDiffers;
   row->clock_flag = row->base_throttled || row->new_throttled || differ;
+}
+
+void MarkStalled(const Bench* b, const Bench* n, CompareRow* row) {
+  row->base_stalled = b && AnyStalled(*b);
+  row->new_stalled = n && AnyStalled(*n);
+}
+
+// "⚠ stalled in new": which side's timing pass stalled and was re-timed.
+Cell TimingCell(const CompareRow& row) {
+  if (!row.base_stalled && !row.new_stalled) return Cell("-");
+  return Cell(std::string("⚠ stalled in ") + (row.base_stalled && row.new_stalled ? "both"
+                                              : row.base_stalled                  ? "base"
+                                                                                  : "new"))
+      .With(Tone::kWarn);
 }
 
 bool Monitored(const CompareRow& row) {
@@ -127,6 +148,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     row.delta = row.cpu_delta = kNaN;
     MarkVerification(&b, n, &row);
     MarkClock(bm ? &b : nullptr, nm ? n : nullptr, &row);
+    MarkStalled(bm ? &b : nullptr, nm ? n : nullptr, &row);
     if (!bm) {
       row.verdict = Verdict::kNew;
       if (!b.message.empty()) row.note = std::string("base: ") + b.message;
@@ -175,6 +197,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
       row.verdict = Verdict::kNew;
       MarkVerification(nullptr, &n, &row);
       MarkClock(nullptr, &n, &row);
+      MarkStalled(nullptr, &n, &row);
       r.rows.push_back(std::move(row));
     }
 
@@ -189,6 +212,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     row.q = qs[i];
     r.doubtful += row.doubtful;
     r.clock_flags += row.clock_flag;
+    r.stalled += row.base_stalled || row.new_stalled;
     if (row.verdict == Verdict::kNew || row.verdict == Verdict::kMissing) continue;
     if (row.base_ns > 0 && row.new_ns > 0) ratios.push_back(row.new_ns / row.base_ns);
     bool tested = std::isfinite(row.q);
@@ -238,6 +262,11 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                       FormatPercent(kClockDiffers, 0) +
                       ": their change may come from the GPU's clock rather than from the code "
                       "(column \"clock\").");
+  if (r.stalled)
+    d.notes.push_back("⚠ " + std::to_string(r.stalled) +
+                      " row(s) where either side's timing pass stalled and was re-timed: their "
+                      "time may still carry the stall rather than the code's speed (column "
+                      "\"timing\").");
   d.notes.push_back(
       "Change = (new - base) / base of the median time. p: two-sided Mann-Whitney U over the "
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
@@ -248,12 +277,13 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                       " benchmark(s) with a time in neither file (skipped, failed, or only "
                       "aggregates that are not a time).");
 
-  bool verification = false, clock = false;
+  bool verification = false, clock = false, timing = false;
   std::set<std::string> rate_names;
   for (const auto& row : r.rows) {
     for (const auto& [k, v] : row.rate_deltas) rate_names.insert(k);
     verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
     clock |= Monitored(row);
+    timing |= row.base_stalled || row.new_stalled;
   }
   auto make_table = [&]() {
     Table t;
@@ -268,6 +298,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     for (const auto& c : rate_names) t.columns.push_back({RateTitle(c), "change_" + c});
     if (verification) t.columns.push_back({"verification", "verification"});
     if (clock) t.columns.push_back({"clock", "clock"});
+    if (timing) t.columns.push_back({"timing", "timing"});
     t.columns.push_back({"note", "note"});
     return t;
   };
@@ -291,6 +322,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     }
     if (verification) c.push_back(VerificationCell(row));
     if (clock) c.push_back(ClockCell(row));
+    if (timing) c.push_back(TimingCell(row));
     c.emplace_back(row.note);
     return c;
   };

@@ -31,6 +31,8 @@ inline constexpr std::string_view kFmt = "fmt";
 inline constexpr std::string_view kPass = "pass";
 inline constexpr std::string_view kGraph = "graph";
 inline constexpr std::string_view kWorkers = "workers";
+inline constexpr std::string_view kGpus = "gpus";
+inline constexpr std::string_view kInplace = "inplace";
 }  // namespace name_key
 
 // Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.

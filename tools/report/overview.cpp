@@ -454,6 +454,10 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
     for (Section& t : TrainSections(train))
       (t.details ? train_details : d.sections).push_back(std::move(t));
   }
+  // Multi-GPU steps answer "how does it scale": their summary stays on the first screen.
+  std::vector<Section> gpu_details;
+  for (Section& s : GpuScalingReportSections(ComputeGpuScaling(runs)))
+    (s.details ? gpu_details : d.sections).push_back(std::move(s));
   std::vector<Section> summary_sections = SummarySections(summary);
   Section not_measured = std::move(summary_sections.back());
   summary_sections.pop_back();
@@ -497,6 +501,7 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
     }
     d.sections.push_back(std::move(w));
   }
+  for (Section& s : gpu_details) d.sections.push_back(std::move(s));
   for (Section& s : train_details) d.sections.push_back(std::move(s));
   if (not_measured.details) d.sections.push_back(std::move(not_measured));
   d.sections.push_back(LabelSection(runs));

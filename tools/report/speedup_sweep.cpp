@@ -515,10 +515,17 @@ std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
 Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
                        const std::string& axis) {
   Document d;
-  d.title = axis == "workers" ? "dlbench worker sweeps" : "dlbench batch-size sweeps";
   d.notes.push_back(Inputs(inputs));
-  d.sections = axis == "workers" ? WorkerSections(WorkerCurves(runs))
-                                 : SweepSections(SweepCurves(runs));
+  if (axis == "gpus") {
+    d.title = "dlbench GPU scaling";
+    d.sections = GpuScalingSections(ComputeGpuScaling(runs));
+  } else if (axis == "workers") {
+    d.title = "dlbench worker sweeps";
+    d.sections = WorkerSections(WorkerCurves(runs));
+  } else {
+    d.title = "dlbench batch-size sweeps";
+    d.sections = SweepSections(SweepCurves(runs));
+  }
   return d;
 }
 

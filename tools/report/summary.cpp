@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <set>
 
@@ -15,7 +16,8 @@ int CounterRank(const std::string& c) {
   static constexpr std::string_view kOrder[] = {
       schema::kFlopPerS,   schema::kBytesPerS,      schema::kItemsPerS,
       schema::kPctPeak,    schema::kPctPeakAtClock, schema::kSmClockMedianMhz,
-      schema::kPowerMeanW, schema::kEnergyPerItemJ, schema::kThrottled};
+      schema::kPowerMeanW, schema::kEnergyPerItemJ, schema::kThrottled,
+      schema::kStalled,    schema::kStdrel};
   constexpr int n = int(std::size(kOrder));
   for (int i = 0; i < n; ++i)
     if (c == kOrder[i]) return i;
@@ -33,6 +35,8 @@ std::string CounterTitle(const std::string& c) {
   if (c == schema::kEnergyPerItemJ) return "energy/item";
   if (c == schema::kThrottled) return "throttled";
   if (c == schema::kPeakRssBytes) return "peak RSS";
+  if (c == schema::kStalled) return "stalled";
+  if (c == schema::kStdrel) return "stdrel";
   return c;
 }
 
@@ -50,8 +54,18 @@ Cell CounterCell(const std::string& c, double v) {
   if (c == schema::kEnergyPerItemJ) return Cell(FormatNumber(v, 3) + " J", v);
   if (c == schema::kPeakRssBytes) return Cell(FormatRate(v) + "B", v);
   if (c == schema::kThrottled) return v > 0 ? Cell("yes", v).With(Tone::kWarn) : Cell("no", v);
+  if (c == schema::kStalled) return v > 0 ? Cell("yes", v).With(Tone::kWarn) : Cell("", v);
   if (EndsWith(c, schema::kRateSuffix)) return Cell(FormatRate(v), v);
   return Cell(FormatNumber(v, 4), v);
+}
+
+// The relative standard deviation the timing reached, "⚠ 3.10% (not converged)" where the time
+// cap ended it before the target.
+Cell StdrelCell(const Bench& b) {
+  const double v = b.Counter(schema::kStdrel);
+  if (!std::isfinite(v)) return Cell("-");
+  if (!(b.Counter(schema::kStdrelConverged) == 0)) return Cell(FormatPercent(v, 2), v);
+  return Cell("⚠ " + FormatPercent(v, 2) + " (not converged)", v).With(Tone::kWarn);
 }
 
 Cell DispositionCell(const Verification& v) {
@@ -108,6 +122,9 @@ SummaryResult ComputeSummary(const MergedRuns& runs) {
     std::set<std::string> names;
     for (const Bench* b : f.benches)
       for (const auto& c : b->CounterNames()) names.insert(c);
+    // Whether stdrel converged is shown in the stdrel column.
+    if (names.count(std::string(schema::kStdrel)))
+      names.erase(std::string(schema::kStdrelConverged));
     f.counters.assign(names.begin(), names.end());
     std::stable_sort(f.counters.begin(), f.counters.end(),
                      [](const auto& a, const auto& b) { return CounterRank(a) < CounterRank(b); });
@@ -127,6 +144,17 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
           "check passed but the result is implausible)" +
           (f.metrics.empty() ? std::string(".")
                              : "; error and tolerance in " + Join(f.metrics, ", ") + "."));
+    const bool stalled = std::count(f.counters.begin(), f.counters.end(), schema::kStalled) > 0;
+    const bool stdrel = std::count(f.counters.begin(), f.counters.end(), schema::kStdrel) > 0;
+    if (stalled || stdrel)
+      s.notes.push_back(
+          std::string("timing fidelity:") +
+          (stdrel ? " stdrel is the relative standard deviation the timing samples reached "
+                    "(--dlb_stdrel), ⚠ where the time cap ended it before the target;"
+                  : "") +
+          (stalled ? " stalled: the timing pass stalled (a stretch far beyond the noise) and the "
+                     "case was re-timed; its time may still carry the stall."
+                   : ""));
     Table t;
     t.columns = {{"benchmark", "name"}, {"median", "median_ns"}, {"CV", "cv"}, {"reps", "reps"}};
     for (const auto& c : f.counters) t.columns.push_back({CounterTitle(c), c});
@@ -144,10 +172,17 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
       row.emplace_back(FormatTime(m), m);
       row.emplace_back(FormatPercent(cv, 2), cv);
       row.emplace_back(std::to_string(b->Repetitions()), static_cast<double>(b->Repetitions()));
-      for (const auto& c : f.counters)
-        row.push_back(CounterCell(c, c == schema::kThrottled && std::isfinite(b->Counter(c))
-                                         ? double(AnyThrottled(*b))
-                                         : b->Counter(c)));
+      for (const auto& c : f.counters) {
+        const double v = b->Counter(c);
+        if (c == schema::kStdrel)
+          row.push_back(StdrelCell(*b));
+        else if (c == schema::kThrottled && std::isfinite(v))
+          row.push_back(CounterCell(c, double(AnyThrottled(*b))));
+        else if (c == schema::kStalled && std::isfinite(v))
+          row.push_back(CounterCell(c, double(AnyStalled(*b))));
+        else
+          row.push_back(CounterCell(c, v));
+      }
       if (f.verification) {
         const Verification& v = b->verification;
         row.push_back(DispositionCell(v));

@@ -147,6 +147,12 @@ TrainResult ComputeTrain(const MergedRuns& runs) {
       left_out.Add("without a batch size (bs key or counter): left out", b.name);
       continue;
     }
+    // bs is per GPU there: a step on several GPUs is no one-device figure (the GPU scaling
+    // section shows it).
+    if (std::atof(n.Get(name_key::kGpus).c_str()) > 1) {
+      left_out.Add("on more than one GPU (gpus key): in the GPU scaling section instead", b.name);
+      continue;
+    }
     c.epoch_items = Positive(b.Counter(schema::kEpochItems));
     c.epoch_s = Positive(b.Counter(schema::kEpochS));
     if (!std::isfinite(c.epoch_s) && std::isfinite(c.epoch_items))
