@@ -16,18 +16,21 @@
 
 namespace dlb::data {
 
-namespace {
-
-// Whether an end-of-image marker (FF D9) follows `from` (the first scan's data). In entropy-coded
-// data FF is followed only by 00 or a restart marker, so a file cut inside a scan has none; bytes
-// after the marker (a camera's trailer) are allowed, as libjpeg allows them.
-bool HasEndOfImage(const uint8_t* p, size_t n, size_t from) {
-  if (n >= from + 2 && p[n - 2] == 0xFF && p[n - 1] == 0xD9) return true;
-  static constexpr uint8_t kEoi[2] = {0xFF, 0xD9};
-  return from < n && memmem(p + from, n - from, kEoi, 2) != nullptr;
+bool HasEndOfImage(const uint8_t* p, size_t n) {
+  // Backwards from the end to the last FF DA: every FF xx pair after it is a marker, a stuffed
+  // FF 00 or a restart marker.
+  bool eoi = false;
+  size_t end = n;
+  while (end >= 2) {
+    const void* hit = memrchr(p, 0xFF, end - 1);  // an FF with a byte after it, below `end`
+    if (!hit) return false;
+    const size_t i = size_t(static_cast<const uint8_t*>(hit) - p);
+    if (p[i + 1] == 0xDA) return eoi;
+    if (p[i + 1] == 0xD9) eoi = true;
+    end = i + 1;
+  }
+  return false;
 }
-
-}  // namespace
 
 // libjpeg's decompressor, kept from image to image (jpeg_abort_decompress between them).
 struct TurboDecoder::State {
@@ -36,7 +39,6 @@ struct TurboDecoder::State {
   // The bytes whose header cinfo holds (jpeg_read_header done, decompression not started).
   const uint8_t* header_of = nullptr;
   size_t header_size = 0;
-  size_t scan_start = 0;  // offset of the first scan's entropy-coded data
 };
 
 TurboDecoder::TurboDecoder() : st_(new State{}) {
@@ -79,7 +81,6 @@ JpegHeader TurboDecoder::Header(const uint8_t* data, size_t size) {
   jpeg_read_header(cinfo, TRUE);
   st->header_of = data;
   st->header_size = size;
-  st->scan_start = size_t(cinfo->src->next_input_byte - data);
   if (cinfo->image_width == 0 || cinfo->image_height == 0)
     throw DecodeError("JPEG header gives an empty image");
   return {int(cinfo->image_width), int(cinfo->image_height)};
@@ -136,7 +137,7 @@ void TurboDecoder::DecodeWindow(const uint8_t* data, size_t size, Scale s, const
   } else {
     jpeg_abort_decompress(cinfo);
     // The rows below were not decoded, and libjpeg has not seen the end of the file.
-    if (!HasEndOfImage(data, size, st->scan_start))
+    if (!HasEndOfImage(data, size))
       throw DecodeError("Premature end of JPEG file (no end-of-image marker)");
   }
 }

@@ -56,6 +56,14 @@ class TurboDecoder {
   State* st_ = nullptr;
 };
 
+// Whether the JPEG in p[0, n) has an end-of-image marker (FF D9) after its last start-of-scan
+// marker (FF DA), from the bytes alone. A truncated file has none; both pipelines skip such a file
+// even where their decoder would not notice (a window above the cut, nvJPEG's hardware engine),
+// since the rest of the image would be grey. Inside entropy-coded data FF is followed only by 00
+// or a restart marker, so the first FF D9 after the last scan is the image's end; bytes after it
+// (a camera's trailer) are allowed, as libjpeg allows them. False when there is no scan at all.
+bool HasEndOfImage(const uint8_t* p, size_t n);
+
 // The scaling factors libjpeg-turbo offers (1/8 .. 2 in eighths, 16 of them), largest first.
 const std::vector<Scale>& TurboScales();
 

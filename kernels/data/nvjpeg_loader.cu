@@ -1,7 +1,6 @@
 #include <cuda_runtime.h>
 #include <library_types.h>
 #include <nvjpeg.h>
-#include <string.h>
 
 #include <algorithm>
 #include <atomic>
@@ -115,30 +114,6 @@ std::string NvJpegVersion() {
   const libraryPropertyType p[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
   for (int i = 0; i < 3; ++i) DLB_CHECK(nvjpegGetProperty(p[i], &v[i]));
   return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
-}
-
-// Whether an end-of-image marker (FF D9) follows the last start-of-scan (FF DA). A truncated file
-// has none, and nvJPEG (its hardware engine in particular) decodes a cut-off scan without an
-// error, leaving the rest of the image grey; the CPU pipeline rejects such files (libjpeg's
-// "premature end of data" warning), so this one must skip the same files. Inside entropy-coded
-// data FF is followed only by 00 or a restart marker, so the first FF D9 after the last scan is
-// the image's end; bytes after it (a camera's trailer) are allowed, as libjpeg allows them.
-bool HasEndOfImage(const uint8_t* p, size_t n) {
-  size_t eoi = 0;
-  bool seen_eoi = false;
-  size_t end = n;
-  while (end >= 2) {
-    const void* hit = memrchr(p, 0xFF, end - 1);  // an FF with a byte after it, below `end`
-    if (!hit) return false;
-    const size_t i = size_t(static_cast<const uint8_t*>(hit) - p);
-    if (p[i + 1] == 0xDA) return seen_eoi && eoi > i;
-    if (p[i + 1] == 0xD9) {
-      eoi = i;
-      seen_eoi = true;
-    }
-    end = i + 1;
-  }
-  return false;
 }
 
 // ---- The GPU kernel: crop + bilinear resize + flip + normalise, one launch per batch --------
@@ -506,6 +481,8 @@ void NvJpegLoader::Impl::Fetch(FileItem* it, nvjpegJpegStream_t js) {
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
     it->why = "not a JPEG (no start-of-image marker)";
   } else if (!HasEndOfImage(data, size)) {
+    // nvJPEG (its hardware engine in particular) decodes a cut-off scan without an error, leaving
+    // the rest of the image grey: skip the files the CPU pipeline skips (kernels/data/jpeg.h).
     it->why = "truncated (no end-of-image marker after the last scan)";
   } else if ((st = nvjpegGetImageInfo(handle.get(), data, size, &comps, &css, ws, hs)) !=
              NVJPEG_STATUS_SUCCESS) {

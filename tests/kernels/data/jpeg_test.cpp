@@ -2,6 +2,8 @@
 
 #include <turbojpeg.h>
 
+#include <algorithm>
+
 #include "kernels/common/rng.h"
 #include "kernels/data/dataset.h"
 #include "kernels/reference/image.h"
@@ -88,6 +90,77 @@ std::vector<std::vector<uint8_t>> Variants(const fs::path& dir) {
     for (int s : samp) v.push_back(Encode(rgb, w, h, s, (k++ % 3 == 0) ? TJFLAG_PROGRESSIVE : 0));
   }
   return v;
+}
+
+// Offsets of the start-of-scan markers (FF DA) of a JPEG, found by walking its marker segments
+// and, inside each scan, its entropy-coded data (FF 00 and restart markers are data).
+std::vector<size_t> ScanStarts(const std::vector<uint8_t>& j) {
+  std::vector<size_t> out;
+  size_t i = 2;  // after SOI
+  while (i + 4 <= j.size() && j[i] == 0xFF) {
+    const uint8_t m = j[i + 1];
+    if (m == 0xD9) break;
+    const size_t len = size_t(j[i + 2]) << 8 | j[i + 3];
+    if (m == 0xDA) {
+      out.push_back(i);
+      i += 2 + len;
+      while (i + 1 < j.size() &&
+             !(j[i] == 0xFF && j[i + 1] != 0x00 && !(j[i + 1] >= 0xD0 && j[i + 1] <= 0xD7)))
+        ++i;
+    } else {
+      i += 2 + len;
+    }
+  }
+  return out;
+}
+
+// The byte-level end-of-image check both pipelines share: a whole file passes, with or without a
+// trailer after its end-of-image marker; a file cut anywhere (every length short of the whole, in
+// a baseline file and a progressive one of many scans) does not; nor what has no scan at all.
+TEST_F(DataTest, HasEndOfImageTellsAWholeFileFromACutOne) {
+  const auto dir = MakeJpegs("set", 1, 1, 64, 48);
+  const auto baseline = Slurp(dir / "class_000" / "img_000000.jpg");
+  std::vector<uint8_t> rgb;
+  int w = 0, h = 0;
+  TurboDecoder dec;
+  dec.Decode(baseline.data(), baseline.size(), {1, 1}, &rgb, &w, &h);
+  const auto progressive = Encode(rgb, w, h, TJSAMP_420, TJFLAG_PROGRESSIVE);
+  ASSERT_EQ(ScanStarts(baseline).size(), 1u);
+  ASSERT_GT(ScanStarts(progressive).size(), 3u);  // a DC scan and AC refinements
+  for (const auto* jpeg : {&baseline, &progressive}) {
+    const auto& j = *jpeg;
+    ASSERT_GE(j.size(), 4u);
+    ASSERT_EQ(j[j.size() - 2], 0xFF);
+    ASSERT_EQ(j[j.size() - 1], 0xD9);
+    EXPECT_TRUE(HasEndOfImage(j.data(), j.size()));
+    for (size_t n = 0; n < j.size(); ++n)
+      ASSERT_FALSE(HasEndOfImage(j.data(), n)) << "cut to " << n << " of " << j.size() << " bytes";
+    // A trailer (a camera's, with bytes that look like markers) after the end-of-image marker.
+    for (const std::vector<uint8_t>& trailer :
+         std::vector<std::vector<uint8_t>>{{0x00, 0x11, 0x22},
+                                           {0xFF},
+                                           {0xFF, 0xD9},
+                                           {0xFF, 0x00, 0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x02},
+                                           std::vector<uint8_t>(1000, 0xAB)}) {
+      auto t = j;
+      t.insert(t.end(), trailer.begin(), trailer.end());
+      EXPECT_TRUE(HasEndOfImage(t.data(), t.size())) << trailer.size() << "-byte trailer";
+      dec.Decode(t.data(), t.size(), {1, 1}, &rgb, &w, &h);  // libjpeg takes it too
+    }
+  }
+  // A cut progressive file is the TurboJPEG path's DecodeError too, even for a window at the top.
+  for (size_t at : ScanStarts(progressive)) {
+    const size_t n = std::min(at + 20, progressive.size() - 2);
+    const std::vector<uint8_t> cut(progressive.begin(), progressive.begin() + long(n));
+    Window got;
+    EXPECT_THROW(
+        dec.DecodeWindow(cut.data(), cut.size(), {1, 1}, Window{0, 0, 8, 8}, &rgb, &got, &w, &h),
+        DecodeError)
+        << "cut 20 bytes into the scan at " << at;
+  }
+  const std::vector<uint8_t> no_scan = {0xFF, 0xD8, 0xFF, 0xD9};
+  EXPECT_FALSE(HasEndOfImage(no_scan.data(), no_scan.size()));
+  EXPECT_FALSE(HasEndOfImage(nullptr, 0));
 }
 
 // Decoding a window gives, in every pixel the window was asked for, exactly the whole decode's
