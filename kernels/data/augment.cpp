@@ -248,6 +248,14 @@ void Normalize(const uint8_t* rgb, int out, const Stats& st, DType dt, Layout la
     NormalizeRow(rgb, out * out, f, layout, plane, static_cast<float*>(dst));
 }
 
+double PixelTolerance(DType dt, int bf16_roundings) {
+  double min_std = 1;
+  for (const Stats& st : {kImageNetStats, kCifarStats})
+    for (float sd : st.std) min_std = std::min(min_std, double(sd));
+  const double one_step = 1.0 / 255.0 / min_std;
+  return one_step * 1.01 + (dt == DType::kBF16 ? bf16_roundings * std::ldexp(1.0, -7) : 1e-5);
+}
+
 CifarAugment SampleCifarAugment(uint64_t seed) {
   Rng rng(seed);
   CifarAugment a;

@@ -88,6 +88,14 @@ inline size_t SampleBytes(int out, DType dt) {
   return size_t(3) * out * out * (dt == DType::kBF16 ? 2 : 4);
 }
 
+// The largest difference two computations of one normalised sample value may show (an op against
+// its float64 reference, the GPU kernel against the host code). Where one resizes in float and the
+// other in double or fixed point, a value within rounding of k + 0.5 may round to the other 8-bit
+// neighbour: one step, 1/255/std (the smallest std of kImageNetStats and kCifarStats). In bf16,
+// each side whose value is rounded to bf16 (bf16_roundings: 1 or 2) adds up to half a unit in the
+// last place, 2^-7 for normalised values (all within |x| < 4).
+double PixelTolerance(DType dt, int bf16_roundings);
+
 // The crop box in the coordinates of the image decoded at scale s (sw x sh): the float region
 // the resize samples from.
 struct Region {

@@ -697,10 +697,8 @@ Verdict NvJpegLoader::Impl::Verify() {
   const size_t plane = size_t(side) * side, n = 3 * plane;
   const bool nhwc = cfg.layout == Layout::kNHWC;
   // The kernel blends in float, the host's CropResize in fixed point: a value on a rounding
-  // boundary may land on either 8-bit neighbour (one step, 1/255/std). In bf16 both sides are
-  // rounded once more, each by up to half a unit in the last place at |x| < 4 (2^-7 each).
-  const double kernel_tol =
-      1.0 / 255.0 / 0.224 * 1.01 + (cfg.dtype == DType::kBF16 ? 2 * std::ldexp(1.0, -7) : 1e-5);
+  // boundary may land on either 8-bit neighbour. In bf16 both sides are rounded.
+  const double kernel_tol = PixelTolerance(cfg.dtype, 2);
   std::vector<int64_t> picks = {0, current.size / 2, current.size - 1};
   picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
   std::vector<uint8_t> decoded, crop(n), turbo_rgb, turbo_crop(n);
