@@ -116,5 +116,46 @@ TEST_F(BenchDataload, ACorruptJpegIsSkippedCountedAndTheRunGoesOn) {
   EXPECT_EQ(b["dlbench"]["verification"]["disposition"], "verified");
 }
 
+// A malformed row of a dataload_*.csv stops the run before any case (exit 1) with one error that
+// names the file and the line (blank and comment lines count), as the other families' loaders do.
+TEST_F(BenchDataload, MalformedWorkloadFileExitsOneNamingFileAndLine) {
+  const std::string header = "name,count,network,format,side,tier\n";
+  const std::string good = "imagenet.rrc224,1,imagenet,imagefolder,224,smoke\n";
+  struct Case {
+    const char* what;
+    std::string csv;
+    std::string want;  // in the output
+  };
+  const Case cases[] = {
+      {"bad format", header + "imagenet.rrc224,1,imagenet,png,224,smoke\n",
+       "dataload_bad.csv:2: column 'format': expected imagefolder or cifar10, got 'png'"},
+      {"zero side", "# workloads\n\n" + header + good + "small,1,imagenet,imagefolder,0,smoke\n",
+       "dataload_bad.csv:5: column 'side': expected 8..4096"},
+      {"huge side", header + good + "huge,1,imagenet,imagefolder,5000,smoke\n",
+       "dataload_bad.csv:3: column 'side': expected 8..4096"},
+      {"side not a number", header + "imagenet.rrc224,1,imagenet,imagefolder,big,smoke\n",
+       "dataload_bad.csv:2: column 'side': expected a non-negative integer, got 'big'"},
+      {"cifar10 side", header + "cifar10.crop224,1,cifar10,cifar10,224,smoke\n",
+       "dataload_bad.csv:2: column 'side': CIFAR-10 images are 32"},
+      {"a row short of a column", header + good + "short,1,imagenet,imagefolder,smoke\n",
+       "dataload_bad.csv:3: expected 6 fields, got 5"},
+      {"a header without the side column",
+       "# no side\nname,count,network,format,tier\nimagenet.rrc224,1,imagenet,imagefolder,smoke\n",
+       "dataload_bad.csv:2: header lacks column 'side'"},
+  };
+  int k = 0;
+  for (const Case& c : cases) {
+    const fs::path dir = dir_ / ("workloads_" + std::to_string(k++));
+    fs::create_directories(dir);
+    std::ofstream(dir / "dataload_bad.csv") << c.csv;
+    Result r = Run("--dlb_tier=smoke --dlb_workloads=" + dir.string());
+    EXPECT_EQ(r.exit_code, 1) << c.what << ": " << r.output;
+    EXPECT_NE(r.output.find(c.want), std::string::npos) << c.what << ": " << r.output;
+    EXPECT_EQ(r.output.find("dataload: generating"), std::string::npos)
+        << c.what << ": " << r.output;
+    EXPECT_EQ(r.output.find("dataload/"), std::string::npos) << c.what << ": no case ran";
+  }
+}
+
 }  // namespace
 }  // namespace dlb::testing
