@@ -11,6 +11,13 @@
 #include "benchmarks/dataload/family.h"
 #include "kernels/torch/fed_step.h"
 #endif
+#ifdef DLBENCH_HAVE_TORCH_DDP
+#include <algorithm>
+#include <cstdlib>
+
+#include "kernels/cuda/device.h"
+#include "kernels/torch/ddp_step.h"
+#endif
 
 namespace dlb::train {
 namespace {
@@ -77,12 +84,108 @@ void RegisterFedCases() {
 }
 #endif
 
-std::vector<FlagSpec> TrainFlags() {
-#ifdef DLBENCH_HAVE_TORCH_FED
-  return dataload::Flags();  // --dlb_data, --dlb_workers, ... for the fed steps
-#else
-  return {};
+#ifdef DLBENCH_HAVE_TORCH_DDP
+std::vector<int> g_ddp_gpus;  // --dlb_train_gpus; empty: the tier's
+
+// The GPU counts of the data-parallel steps: default every local GPU (at least 2: on fewer the
+// cases say they are unsupported); full 2, 4, 8, ... up to every local GPU, and every GPU;
+// --dlb_train_gpus replaces them (1 runs the data-parallel machinery on one GPU).
+std::vector<int> DdpGpuCounts() {
+  if (!g_ddp_gpus.empty()) return g_ddp_gpus;
+  const int have = std::max(2, cuda::DeviceCount());
+  if (Opts().tier != Tier::kFull) return {have};
+  std::vector<int> out;
+  for (int n = 2; n < have; n *= 2) out.push_back(n);
+  out.push_back(have);
+  return out;
+}
+
+struct DdpSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
+  static void Record(benchmark::State& st, const libtorch::DdpStepGpu& op, const CaseInfo& info,
+                     const RunConfig& cfg, const Timing& t, int launches, Verdict* verdict) {
+    TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape>::Record(st, op, info, cfg, t, launches,
+                                                                 verdict);
+    if (t.iterations == 0 || t.total <= 0) return;
+    const double step_s = t.Mean();
+    auto set = [&st](std::string_view name, double v) { st.counters[std::string(name)] = v; };
+    set(schema::kPerGpuItemsPerS, op.cost().items / step_s / double(op.gpus()));
+    if (op.single_step_s() <= 0) return;
+    set(schema::kScalingEfficiency, op.single_step_s() / step_s);
+    set(schema::kExposedCommS, std::max(0.0, step_s - op.single_step_s()));
+  }
+};
+
+// Data parallel: the step on n GPUs at a per-GPU batch, gradients all-reduced as backward runs.
+// Default: ResNet-18 at 224, 64 and 256 images per GPU, amp_bf16 NHWC in a CUDA graph; full:
+// also ResNet-50, and eager.
+void RegisterDdpCases() {
+  if (!WantDevice(true) || Opts().tier == Tier::kSmoke) return;
+  const bool full = Opts().tier == Tier::kFull;
+  for (const Model& m : TierModels()) {
+    if (m.basics.name != "resnet18" && !(full && m.basics.name == "resnet50")) continue;
+    for (int batch : {64, 256})
+      for (bool graph : {true, false}) {
+        if (!graph && !full) continue;
+        for (int n : DdpGpuCounts()) {
+          libtorch::DdpShape s;
+          s.step = m.shape;
+          s.step.batch = batch;
+          s.step.pass = Pass::kTrain;
+          s.step.graph = graph;
+          s.step.amp = true;
+          s.gpus = n;
+          Config c;
+          c.amp = true;
+          c.dtype = DType::kBF16;
+          c.layout = Layout::kNHWC;
+          c.graph = graph;
+          RunConfig cfg;
+          cfg.dtype = c.dtype;
+          cfg.layout = c.layout;
+          cfg.seed = Opts().seed;
+          NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)},
+                           {"fmt", Name(c.layout)},       {"pass", "train"},
+                           {"graph", graph ? "1" : "0"},  {"gpus", std::to_string(n)}};
+          NoteEpochItems(BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend,
+                                    m.basics.name, keys}),
+                         m.epoch_items);
+          // The case's batch is every GPU's: the epoch is that many images a step.
+          Register<libtorch::DdpStepGpu, libtorch::DdpShape, DdpSteps>(
+              "train", m.basics, std::move(keys), s, cfg,
+              CaseInfo::Of(m.basics, DType::kBF16, batch * n, nullptr));
+        }
+      }
+  }
+}
 #endif
+
+std::vector<FlagSpec> TrainFlags() {
+  std::vector<FlagSpec> flags;
+#ifdef DLBENCH_HAVE_TORCH_FED
+  flags = dataload::Flags();  // --dlb_data, --dlb_workers, ... for the fed steps
+#endif
+#ifdef DLBENCH_HAVE_TORCH_DDP
+  flags.push_back({"train_gpus",
+                   "GPU counts of the data-parallel steps, comma-separated (default: every GPU; "
+                   "full tier: 2, 4, ... every GPU)",
+                   [](const std::string& v) -> std::string {
+                     std::vector<int> out;
+                     size_t pos = 0;
+                     while (pos <= v.size()) {
+                       const size_t comma = std::min(v.find(',', pos), v.size());
+                       const std::string item = v.substr(pos, comma - pos);
+                       char* end = nullptr;
+                       const long n = std::strtol(item.c_str(), &end, 10);
+                       if (item.empty() || *end != '\0' || n < 1 || n > 1024)
+                         return "expects GPU counts (1 to 1024) separated by commas";
+                       out.push_back(int(n));
+                       pos = comma + 1;
+                     }
+                     g_ddp_gpus = std::move(out);
+                     return "";
+                   }});
+#endif
+  return flags;
 }
 
 void RegisterCases() {
@@ -104,6 +207,9 @@ void RegisterCases() {
       });
 #ifdef DLBENCH_HAVE_TORCH_FED
   RegisterFedCases();
+#endif
+#ifdef DLBENCH_HAVE_TORCH_DDP
+  RegisterDdpCases();
 #endif
 }
 

@@ -56,8 +56,8 @@ void NoteEpochItems(const std::string& name, int64_t items);
 // The harness's steps with two additions: after calibration the op measures its phases
 // (forward, backward, optimizer) in a separate un-graphed pass, so the timed runs are undisturbed;
 // the record adds the projected epoch time.
-template <class Op>
-struct TrainSteps : DefaultSteps<Op, TrainShape> {
+template <class Op, class Shape = TrainShape>
+struct TrainSteps : DefaultSteps<Op, Shape> {
   static int Calibrate(Op& op) {
     const int launches = CalibrateStep(op);
     op.MeasurePhases();

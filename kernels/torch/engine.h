@@ -36,7 +36,8 @@ struct Engine {
     std::vector<torch::Tensor> params, bufs, buffers;
   };
 
-  Engine(const TrainShape& shape, const RunConfig& cfg, Where where, bool f64);
+  // On the GPU: CUDA device `device` (a data-parallel step has one Engine per GPU).
+  Engine(const TrainShape& shape, const RunConfig& cfg, Where where, bool f64, int device = 0);
 
   bool train() const { return shape.pass == Pass::kTrain; }
   // The process-wide math settings this case wants (TF32 on or off, cuDNN autotuning): set

@@ -56,6 +56,10 @@ double RelL2(const std::vector<float>& got, const std::vector<float>& ref);
 // why).
 StepTolerances StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where);
 
+// The tolerance between two GPU steps that run the same kernels on the same data from the same
+// state, in the case's dtype (a graph replay and the eager step; n GPUs and one).
+StepTolerances SameStepTolerance(const TrainShape& shape, const RunConfig& cfg);
+
 // Multiply-adds x 2 of one sample's forward through the model's conv and linear layers.
 double ForwardFlopsPerSample(const TrainShape& shape);
 

@@ -180,12 +180,7 @@ Verdict TorchStepGpu::Verify() {
     }
     e_->Restore(s);
     g_->stream.synchronize();
-    // Same kernels on the same data: only cuDNN's non-deterministic reductions (atomics in
-    // weight-gradient kernels) separate them, a few ulps of the accumulation type (observed 5e-6
-    // in f32), more where bf16 rounds the reordered sums.
-    const StepTolerances tol = e_->shape.amp                   ? StepTolerances{1e-3, 0.1}
-                               : e_->cfg.dtype == DType::kTF32 ? StepTolerances{1e-4, 2e-2}
-                                                               : StepTolerances{1e-5, 1e-3};
+    const StepTolerances tol = SameStepTolerance(e_->shape, e_->cfg);
     Verdict g = CompareSteps(graphed, eager, e_->train(), tol,
                              "graph replay vs eager at bs " + std::to_string(e_->shape.batch));
     if (!g.ok) return g;

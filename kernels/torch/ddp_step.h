@@ -1,0 +1,80 @@
+// The training family's step on n GPUs, data parallel: one replica of the model per GPU, each on
+// its own shard of the batch (the case's per-GPU batch), gradients averaged over the GPUs by the
+// suite's own bucketed NCCL all-reduce, overlapped with the backward pass, then the same SGD step
+// on every replica. No LibTorch, NCCL or CUDA header here.
+//
+// Why the suite's own all-reduce and not c10d's ProcessGroupNCCL and Reducer: the communicator is
+// the collectives family's (kernels/nccl, one process over the local GPUs), so the step and the
+// collectives it is made of are timed on the same NCCL setup; and the whole step, all-reduces
+// included, is captured in one CUDA graph per GPU, which c10d's reducer does not allow from C++.
+//
+// How (PyTorch DDP's design, kept where it matters for speed):
+//   - buckets: the parameters in reverse order (the order backward produces their gradients),
+//     the first bucket up to 1 MiB so that communication starts early, the others up to 25 MiB
+//     (DDP's defaults); every replica holds its buckets in one flat f32 buffer;
+//   - a hook on each parameter copies its gradient into its bucket slot on the backward's stream;
+//     a bucket complete (and all before it launched: every rank launches in the same order) is
+//     all-reduced with ncclAvg on a communication stream that waits for it; after backward the
+//     step's stream waits for the last all-reduce, each parameter's .grad becomes its bucket slot
+//     (with the parameter's strides), and the fused SGD step runs;
+//   - graph:1: after 3 eager steps on a side stream (NCCL connects, cuDNN tunes), each GPU's whole
+//     step is captured (all-reduces included, the GPUs' captures at once, thread-local capture
+//     mode), one replay per GPU a Run(); graph:0: each GPU's eager step from a thread of its own
+//     (the all-reduces of one GPU wait for the others').
+//   - a Run() starts every GPU's step after the work before it on GPU 0's stream, and GPU 0's
+//     stream waits for every GPU's step: the harness's CUDA events on that stream time the
+//     slowest GPU.
+//   - BatchNorm statistics stay per replica (as DDP with broadcast_buffers=False), each over its
+//     own shard.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/op.h"
+#include "kernels/common/train.h"
+#include "kernels/common/verdict.h"
+
+namespace dlb::libtorch {
+
+struct DdpShape {
+  TrainShape step;  // batch: per GPU
+  int gpus = 2;     // the first `gpus` local GPUs
+};
+
+class DdpStepGpu {
+ public:
+  static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "libtorch";
+
+  static Support Supports(const DdpShape& s, const RunConfig& cfg);
+  DdpStepGpu(const DdpShape& s, const RunConfig& cfg);
+  ~DdpStepGpu();
+  DdpStepGpu(const DdpStepGpu&) = delete;
+  DdpStepGpu& operator=(const DdpStepGpu&) = delete;
+
+  void Run();
+  // GPU 0's replica against the float64 reference (bs 2); then one timed-path step of all GPUs
+  // from their current weights against one GPU's step over the concatenated batch (one shard after
+  // the other, gradients accumulated, BatchNorm per shard as the replicas have it), and every
+  // replica's weights after the step against GPU 0's.
+  Verdict Verify();
+  // Times the one-GPU step (the training family's, same per-GPU batch and configuration) in this
+  // process: the scaling reference; also its forward/backward/optimizer phases.
+  void MeasurePhases();
+  std::vector<std::pair<std::string, double>> Counters() const;
+  Cost cost() const;  // items and flops of all GPUs
+  std::string label() const;
+  StreamRef stream() const;  // GPU 0's step stream
+
+  int gpus() const;
+  double single_step_s() const;  // after MeasurePhases(): one GPU's step time, seconds
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlb::libtorch
