@@ -34,6 +34,17 @@ image resized_crop (bilinear, antialias off, as dlbench) + flip on the GPU, Norm
 batches as the loader prefetches. Names: dataload/<cpu|gpu>/torchvision/imagenet.rrc224/bs:B/
 dt:f32/fmt:nchw[/workers:W].
   tools/pytorch_baseline.py dataload --device cpu --data DIR --batch-sizes 256 --workers 16 -o tv.json
+
+ddp: the training step (amp_bf16, channels-last, as train) data parallel on --gpus GPUs of this
+host, a process each (torch.multiprocessing, NCCL process group over 127.0.0.1), the model in
+DistributedDataParallel with its defaults (25 MiB buckets, broadcast_buffers), eager, each GPU on
+its own seeded batch of the per-GPU batch size. A repetition times --steps steps on every rank
+after 10 warm-up steps; the step time is the slowest rank's. Rank 0 also times the same step
+without DDP on one GPU: scaling_efficiency = that time / the DDP step's. NVLink multicast stays
+off (NCCL_NVLS_ENABLE=0 unless set). Names: train/gpu/pytorch/<model>/bs:B/dt:amp_bf16/fmt:nhwc/
+pass:train/graph:0/gpus:N; counters items_per_s (all GPUs), per_gpu_items_per_s,
+single_gpu_items_per_s, scaling_efficiency, exposed_comm_s.
+  tools/pytorch_baseline.py ddp --models resnet18 --batch-sizes 64,256 --gpus 2 -o pt_ddp.json
 """
 import argparse
 import csv
@@ -467,9 +478,116 @@ def dataload_benchmarks(args):
     return benchmarks
 
 
+def ddp_rank(rank, world, port, model_name, bs, steps, reps, out):
+    """One rank of a ddp case: times its steps; rank 0 writes {"times": [...], "single": [...]}."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.cuda.set_device(rank)
+    torch.backends.cudnn.benchmark = True
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", world_size=world,
+                            rank=rank, device_id=torch.device("cuda", rank))
+    dev = torch.device("cuda", rank)
+    torch.manual_seed(0)
+    model, shape, classes = make_model(model_name)
+    model = model.to(dev).to(memory_format=torch.channels_last).train()
+    gen = torch.Generator(device="cpu").manual_seed(1 + rank)
+    x = torch.randn((bs,) + shape, generator=gen).to(dev).contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, classes, (bs,), generator=gen).to(dev)
+
+    def stepper(net):
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, fused=True)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+        return step
+
+    def timed(step, together):
+        for _ in range(10):
+            step()
+        out_times = []
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            if together:
+                dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            torch.cuda.synchronize()
+            t = torch.tensor([(time.perf_counter() - t0) / steps], device=dev)
+            if together:
+                dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            out_times.append(t.item())
+        return out_times
+
+    single = []
+    if rank == 0:
+        import copy
+        single = timed(stepper(copy.deepcopy(model)), False)
+    dist.barrier()
+    times = timed(stepper(DDP(model, device_ids=[rank])), True)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump({"times": times, "single": single}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def ddp_benchmarks(args):
+    import socket
+    import tempfile
+    import torch.multiprocessing as mp
+    for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        os.environ.setdefault(k, "0" if k == "NCCL_NVLS_ENABLE" else "1")
+    if torch.cuda.device_count() < args.gpus:
+        sys.exit(f"pytorch_baseline: --gpus {args.gpus}: this host has {torch.cuda.device_count()}")
+    items = epoch_items()
+    benchmarks = []
+    for model in args.models:
+        for bs in args.batch_sizes:
+            name = (f"train/gpu/pytorch/{model}/bs:{bs}/dt:amp_bf16/fmt:nhwc/pass:train/graph:0/"
+                    f"gpus:{args.gpus}")
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "rank0.json")
+                try:
+                    mp.spawn(ddp_rank, nprocs=args.gpus,
+                             args=(args.gpus, port, model, bs, args.steps, args.repetitions, out))
+                    with open(out) as f:
+                        got = json.load(f)
+                except Exception as e:  # a rank failed (out of memory, NCCL): the case's error
+                    first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+                    benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
+                                       "error_occurred": True, "error_message": "failed: " + first,
+                                       "dlbench": {"network": model, "workload": model}})
+                    print(f"{name:90s} failed: {first}", flush=True)
+                    continue
+            single = statistics.median(got["single"])
+            n = items[model]
+            for i, t in enumerate(got["times"]):
+                benchmarks.append({
+                    "name": name, "run_name": name, "run_type": "iteration",
+                    "repetitions": len(got["times"]), "repetition_index": i, "threads": 1,
+                    "iterations": args.steps, "real_time": t * 1e6, "cpu_time": t * 1e6,
+                    "time_unit": "us", "items_per_s": bs * args.gpus / t, "bs": bs,
+                    "per_gpu_items_per_s": bs / t, "single_gpu_items_per_s": bs / single,
+                    "scaling_efficiency": single / t, "exposed_comm_s": max(0.0, t - single),
+                    "epoch_items": n, "epoch_s": n * t / (bs * args.gpus),
+                    "dlbench": {"network": model, "workload": model}})
+            t = statistics.median(got["times"])
+            print(f"{name:90s} {t * 1e3:9.3f} ms {bs * args.gpus / t:10.1f} img/s "
+                  f"scaling {single / t:.3f}", flush=True)
+    return benchmarks
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=["gemm", "conv", "train", "dataload"])
+    ap.add_argument("family", choices=["gemm", "conv", "train", "dataload", "ddp"])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
     ap.add_argument("--dtypes", default=None,
                     help="gemm, conv: f32,tf32,bf16 (default), f16; "
@@ -487,8 +605,27 @@ def main():
     ap.add_argument("--workers", default="16", help="dataload, CPU: DataLoader worker processes")
     ap.add_argument("--batches", type=int, default=20, help="dataload: batches per repetition")
     ap.add_argument("--decode-only", action="store_true", help="dataload, GPU: decode alone")
+    ap.add_argument("--gpus", type=int, default=2, help="ddp: GPUs (a process each)")
+    ap.add_argument("--steps", type=int, default=20, help="ddp: steps per repetition")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args()
+    if args.family == "ddp":
+        args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+        args.models = args.models.split(",")
+        bad = [m for m in args.models if m not in TRAIN_MODELS]
+        if bad or args.gpus < 1 or args.steps < 1:
+            sys.exit(f"pytorch_baseline: ddp: unknown model {','.join(bad)}" if bad
+                     else "pytorch_baseline: ddp: --gpus and --steps must be positive")
+        benchmarks = ddp_benchmarks(args)
+        ctx = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "library": "pytorch",
+               "torch_version": torch.__version__, "executable": "tools/pytorch_baseline.py",
+               "num_cpus": os.cpu_count(), "gpu_name": torch.cuda.get_device_name(0),
+               "nccl_version": ".".join(map(str, torch.cuda.nccl.version()))}
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"context": ctx, "benchmarks": benchmarks}, f, indent=1)
+        os.replace(tmp, args.out)
+        return
     if args.family == "dataload":
         if not args.data or not os.path.isdir(args.data):
             sys.exit(f"pytorch_baseline: --data {args.data}: not a folder")
