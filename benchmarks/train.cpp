@@ -13,7 +13,6 @@
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/cuda/device.h"
 #include "kernels/torch/ddp_step.h"
@@ -45,11 +44,7 @@ void RegisterFedCases() {
     w.format = "imagefolder";
     w.side = int(m.shape.image);
     const std::string dir = dataload::OpenDatasetOrExit(w, "bench_train");
-    Config c;
-    c.amp = true;
-    c.dtype = DType::kBF16;
-    c.layout = Layout::kNHWC;
-    c.graph = true;
+    const Config c = AmpNhwcTrain(true);
     const int batch = m.basics.name == "resnet18" ? 256 : 64;
     for (int n : workers)
       for (bool nvjpeg : {false, true}) {
@@ -65,10 +60,7 @@ void RegisterFedCases() {
         s.loader.side = int(m.shape.image);
         s.loader.depth = dataload::RingDepth();
         s.nvjpeg = nvjpeg;
-        RunConfig cfg;
-        cfg.dtype = c.dtype;
-        cfg.layout = c.layout;
-        cfg.seed = Opts().seed;
+        const RunConfig cfg = RunConfigOf(c);
         NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)},
                          {"fmt", Name(c.layout)},       {"pass", "train"},
                          {"graph", "1"},                {"loader", nvjpeg ? "nvjpeg" : "turbojpeg"},
@@ -85,13 +77,13 @@ void RegisterFedCases() {
 #endif
 
 #ifdef DLBENCH_HAVE_TORCH_DDP
-std::vector<int> g_ddp_gpus;  // --dlb_train_gpus; empty: the tier's
+std::vector<int64_t> g_ddp_gpus;  // --dlb_train_gpus; empty: the tier's
 
 // The GPU counts of the data-parallel steps: default every local GPU (at least 2: on fewer the
 // cases say they are unsupported); full 2, 4, 8, ... up to every local GPU, and every GPU;
 // --dlb_train_gpus replaces them (1 runs the data-parallel machinery on one GPU).
 std::vector<int> DdpGpuCounts() {
-  if (!g_ddp_gpus.empty()) return g_ddp_gpus;
+  if (!g_ddp_gpus.empty()) return std::vector<int>(g_ddp_gpus.begin(), g_ddp_gpus.end());
   const int have = std::max(2, cuda::DeviceCount());
   if (Opts().tier != Tier::kFull) return {have};
   std::vector<int> out;
@@ -134,15 +126,8 @@ void RegisterDdpCases() {
           s.step.graph = graph;
           s.step.amp = true;
           s.gpus = n;
-          Config c;
-          c.amp = true;
-          c.dtype = DType::kBF16;
-          c.layout = Layout::kNHWC;
-          c.graph = graph;
-          RunConfig cfg;
-          cfg.dtype = c.dtype;
-          cfg.layout = c.layout;
-          cfg.seed = Opts().seed;
+          const Config c = AmpNhwcTrain(graph);
+          const RunConfig cfg = RunConfigOf(c);
           NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)},
                            {"fmt", Name(c.layout)},       {"pass", "train"},
                            {"graph", graph ? "1" : "0"},  {"gpus", std::to_string(n)}};
@@ -165,25 +150,10 @@ std::vector<FlagSpec> TrainFlags() {
   flags = dataload::Flags();  // --dlb_data, --dlb_workers, ... for the fed steps
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
-  flags.push_back({"train_gpus",
-                   "GPU counts of the data-parallel steps, comma-separated (default: every GPU; "
-                   "full tier: 2, 4, ... every GPU)",
-                   [](const std::string& v) -> std::string {
-                     std::vector<int> out;
-                     size_t pos = 0;
-                     while (pos <= v.size()) {
-                       const size_t comma = std::min(v.find(',', pos), v.size());
-                       const std::string item = v.substr(pos, comma - pos);
-                       char* end = nullptr;
-                       const long n = std::strtol(item.c_str(), &end, 10);
-                       if (item.empty() || *end != '\0' || n < 1 || n > 1024)
-                         return "expects GPU counts (1 to 1024) separated by commas";
-                       out.push_back(int(n));
-                       pos = comma + 1;
-                     }
-                     g_ddp_gpus = std::move(out);
-                     return "";
-                   }});
+  flags.push_back(IntListFlag("train_gpus",
+                              "GPU counts of the data-parallel steps, comma-separated (default: "
+                              "every GPU; full tier: 2, 4, ... every GPU)",
+                              1, 1024, &g_ddp_gpus));
 #endif
   return flags;
 }

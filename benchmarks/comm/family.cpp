@@ -51,25 +51,6 @@ std::string GpuText(int device) {
   return "GPU " + std::to_string(device) + ": " + nccl::DeviceSummary(device);
 }
 
-FlagSpec IntListFlag(std::string name, std::string help, std::vector<int64_t>* target) {
-  return {std::move(name), std::move(help), [target](const std::string& v) -> std::string {
-            std::vector<int64_t> out;
-            size_t pos = 0;
-            while (pos <= v.size()) {
-              const size_t comma = std::min(v.find(',', pos), v.size());
-              const std::string item = v.substr(pos, comma - pos);
-              char* end = nullptr;
-              const long long n = std::strtoll(item.c_str(), &end, 10);
-              if (item.empty() || *end != '\0' || n <= 0)
-                return "expects positive byte counts separated by commas";
-              out.push_back(n);
-              pos = comma + 1;
-            }
-            *target = std::move(out);
-            return "";
-          }};
-}
-
 }  // namespace
 
 nccl::Launch& TheLaunch() {
@@ -170,8 +151,8 @@ std::vector<FlagSpec> Flags() {
          S().gpus_flag = int(n);
          return "";
        }},
-      IntListFlag("comm_bytes", "sizes in bytes, comma-separated (default: the tier's)",
-                  &S().bytes_flag),
+      IntListFlag("comm_bytes", "sizes in bytes, comma-separated (default: the tier's)", 1,
+                  int64_t(1) << 40, &S().bytes_flag),
   };
 }
 

@@ -101,6 +101,25 @@ std::vector<Config> Configs(bool gpu) {
   return out;
 }
 
+RunConfig RunConfigOf(const Config& c) {
+  RunConfig cfg;
+  cfg.dtype = c.dtype;
+  cfg.layout = c.layout;
+  cfg.seed = dlb::Opts().seed;
+  cfg.threads = dlb::Opts().threads;
+  return cfg;
+}
+
+Config AmpNhwcTrain(bool graph) {
+  Config c;
+  c.amp = true;
+  c.dtype = DType::kBF16;
+  c.layout = Layout::kNHWC;
+  c.pass = Pass::kTrain;
+  c.graph = graph;
+  return c;
+}
+
 std::string DtName(const Config& c) {
   if (c.amp) return "amp_bf16";
   return c.dtype == DType::kTF32 ? "tf32" : "f32";

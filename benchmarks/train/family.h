@@ -48,6 +48,11 @@ struct Config {
 //        full: {f32, tf32, amp_bf16} x {NCHW, NHWC} x {train, infer} x {eager, graph}.
 std::vector<Config> Configs(bool gpu);
 std::string DtName(const Config& c);  // f32 | tf32 | amp_bf16
+// The run configuration of a case in configuration c: its dtype and layout, the run's seed and
+// threads.
+RunConfig RunConfigOf(const Config& c);
+// bf16 autocast, NHWC, training: what the end-to-end and data-parallel steps run.
+Config AmpNhwcTrain(bool graph);
 
 // The epoch size of a case's model, by benchmark name (filled by Add).
 const std::map<std::string, int64_t>& EpochItems();
@@ -85,11 +90,7 @@ void Add(const Model& m, int batch, const Config& c) {
   shape.pass = c.pass;
   shape.graph = c.graph;
   shape.amp = c.amp;
-  RunConfig cfg;
-  cfg.dtype = c.dtype;
-  cfg.layout = c.layout;
-  cfg.seed = dlb::Opts().seed;
-  cfg.threads = dlb::Opts().threads;
+  const RunConfig cfg = RunConfigOf(c);
   NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)}};
   if (shape.image > 0) keys.push_back({"fmt", Name(c.layout)});
   keys.push_back({"pass", Name(c.pass)});
