@@ -26,6 +26,8 @@
 //     slowest GPU.
 //   - BatchNorm statistics stay per replica (as DDP with broadcast_buffers=False), each over its
 //     own shard.
+// More than one GPU runs only with DLBENCH_DDP_MULTI_GPU=1: on a 2 x H200 host the step did not
+// finish on 2 GPUs (one GPU verifies); see Supports().
 #pragma once
 
 #include <memory>

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/device.h"
@@ -38,6 +40,31 @@ RunConfig Config(bool amp) {
   return c;
 }
 
+// Whether the run asks for the data-parallel step on more than one GPU (DLBENCH_DDP_MULTI_GPU=1).
+bool MultiGpu() {
+  const char* v = std::getenv("DLBENCH_DDP_MULTI_GPU");
+  return v && std::string(v) == "1";
+}
+
+// Sets DLBENCH_DDP_MULTI_GPU (nullptr: unsets it) for a scope, then puts it back as it was.
+class MultiGpuEnv {
+ public:
+  explicit MultiGpuEnv(const char* value) {
+    if (const char* v = std::getenv("DLBENCH_DDP_MULTI_GPU")) old_ = v;
+    Set(value);
+  }
+  ~MultiGpuEnv() { Set(old_ ? old_->c_str() : nullptr); }
+
+ private:
+  static void Set(const char* value) {
+    if (value)
+      ::setenv("DLBENCH_DDP_MULTI_GPU", value, 1);
+    else
+      ::unsetenv("DLBENCH_DDP_MULTI_GPU");
+  }
+  std::optional<std::string> old_;
+};
+
 struct Variant {
   bool graph, amp;
 };
@@ -46,7 +73,7 @@ class DdpVariants : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(DdpVariants, StepOnTheLocalGpusEqualsOneGpuOverTheConcatenatedBatch) {
   REQUIRE_GPU();
-  const int n = std::min(2, cuda::DeviceCount());
+  const int n = MultiGpu() ? std::min(2, cuda::DeviceCount()) : 1;
   DdpStepGpu op(Cifar(n, GetParam().graph, GetParam().amp), Config(GetParam().amp));
   const Verdict v = op.Verify();
   EXPECT_TRUE(v.ok) << v.detail;
@@ -72,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(GraphAndEager, DdpVariants,
 
 TEST(DdpStep, MeasuresTheOneGpuStepAndCountsItsBuckets) {
   REQUIRE_GPU();
-  DdpStepGpu op(Cifar(std::min(2, cuda::DeviceCount()), true, true), Config(true));
+  DdpStepGpu op(Cifar(MultiGpu() ? std::min(2, cuda::DeviceCount()) : 1, true, true),
+                Config(true));
   EXPECT_EQ(op.single_step_s(), 0);
   op.MeasurePhases();
   EXPECT_GT(op.single_step_s(), 0);
@@ -86,6 +114,7 @@ TEST(DdpStep, MeasuresTheOneGpuStepAndCountsItsBuckets) {
 }
 
 TEST(DdpStep, MoreGpusThanTheHostHasIsUnsupported) {
+  const MultiGpuEnv env("1");
   const int have = cuda::DeviceCount();
   const Support s = DdpStepGpu::Supports(Cifar(have + 1, true, true), Config(true));
   EXPECT_FALSE(s.ok);
@@ -97,6 +126,14 @@ TEST(DdpStep, MoreGpusThanTheHostHasIsUnsupported) {
   DdpShape infer = Cifar(1, true, true);
   infer.step.pass = Pass::kInfer;
   EXPECT_FALSE(DdpStepGpu::Supports(infer, Config(true)).ok);
+}
+
+// More than one GPU runs only when DLBENCH_DDP_MULTI_GPU=1 asks for it (see Supports).
+TEST(DdpStep, MoreThanOneGpuIsOptIn) {
+  const MultiGpuEnv env(nullptr);
+  const Support s = DdpStepGpu::Supports(Cifar(2, true, true), Config(true));
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.why.find("DLBENCH_DDP_MULTI_GPU=1"), std::string::npos) << s.why;
 }
 
 }  // namespace
