@@ -19,6 +19,8 @@ void DisableMulticast() { ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); }
 
 Communicator Communicator::InitAll(const std::vector<int>& devices) {
   DisableMulticast();
+  int caller = 0;  // current again on return
+  DLB_CHECK(cudaGetDevice(&caller));
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   DLB_CHECK(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()));
   Communicator c;
@@ -35,6 +37,7 @@ Communicator Communicator::InitAll(const std::vector<int>& devices) {
     DLB_CHECK(cudaSetDevice(m.device));
     m.stream = cuda::MakeStream();
   }
+  DLB_CHECK(cudaSetDevice(caller));
   return c;
 }
 

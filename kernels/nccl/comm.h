@@ -29,7 +29,7 @@ struct Member {
 
 class Communicator {
  public:
-  // One process driving `devices` (ranks 0..n-1 in that order).
+  // One process driving `devices` (ranks 0..n-1 in that order); the current device is kept.
   static Communicator InitAll(const std::vector<int>& devices);
   // This process's rank of `ranks`, on `device`; every process calls it with the same id.
   static Communicator InitRank(const UniqueId& id, int ranks, int rank, int device);

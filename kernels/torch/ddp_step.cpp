@@ -13,8 +13,6 @@
 #include <functional>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -160,6 +158,9 @@ struct Replica {
   // on LibTorch's autograd thread of this GPU.
   std::mutex mu;
   bool comm_on = false;
+  // Off for the solo warm-up: the step's every kernel, the gradients into their buckets and the
+  // event waits, without the all-reduces.
+  bool all_reduce = true;
   // The stream the step runs on (the step's, a warm-up's side stream, or one being captured):
   // autograd's thread runs each backward kernel on its forward's stream, which is this one, but
   // a hook does not run with it as the current stream.
@@ -246,9 +247,11 @@ struct Replica {
       const size_t b = size_t(next);
       DLB_CHECK(cudaEventRecord(ready[b].get(), on));
       DLB_CHECK(cudaStreamWaitEvent(comm_stream.stream(), ready[b].get(), 0));
-      float* data = flat.data_ptr<float>() + bucket_begin[b];
-      DLB_CHECK(ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg, comm,
-                              comm_stream.stream()));
+      if (all_reduce) {
+        float* data = flat.data_ptr<float>() + bucket_begin[b];
+        DLB_CHECK(ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg, comm,
+                                comm_stream.stream()));
+      }
       ++next;
     }
   }
@@ -283,6 +286,19 @@ struct Replica {
     e->Backward();
     Finish();
     e->Optimize();
+  }
+
+  void SetAllReduce(bool on) {
+    std::lock_guard<std::mutex> lock(mu);
+    all_reduce = on;
+  }
+
+  // Back to `state` after steps that only prepared the timed ones (on the current stream).
+  void Reset(const Engine::State& state) {
+    e->Restore(state);
+    e->loss = torch::Tensor();
+    e->logits = torch::Tensor();
+    for (auto& p : e->params) p.mutable_grad().reset();
   }
 
   // After an eager step on this engine (verification), its results point back at the graph's.
@@ -330,6 +346,26 @@ struct DdpStepGpu::Impl {
 
   void SyncAll() {
     for (auto& R : reps) R->stream.synchronize();
+  }
+
+  // Every bucket's all-reduce once, all GPUs in one group from this thread (the buckets hold
+  // zeros), so that NCCL has connected the GPUs for every size before a step issues them.
+  void Connect() {
+    for (size_t b = 0; b < reps.front()->bucket_begin.size(); ++b) {
+      ncclResult_t rc = ncclGroupStart();
+      if (rc == ncclSuccess) {
+        for (auto& R : reps) {
+          float* data = R->flat.data_ptr<float>() + R->bucket_begin[b];
+          rc = ncclAllReduce(data, data, size_t(R->bucket_elems[b]), ncclFloat32, ncclAvg, R->comm,
+                             R->comm_stream.stream());
+          if (rc != ncclSuccess) break;
+        }
+        const ncclResult_t end = ncclGroupEnd();  // always, so this thread leaves the group
+        if (rc == ncclSuccess) rc = end;
+      }
+      DLB_CHECK(rc);
+    }
+    for (auto& R : reps) R->comm_stream.synchronize();
   }
 
   // The global batch, GPU 0 first: an Engine of n x the per-GPU batch on GPU 0 (its seeded batch
@@ -406,13 +442,6 @@ Support DdpStepGpu::Supports(const DdpShape& s, const RunConfig& cfg) {
   if (s.gpus < 1) return Support::No("gpus must be positive");
   if (s.step.pass != Pass::kTrain) return Support::No("data parallelism is a training step's");
   if (const Support one = TorchStepGpu::Supports(s.step, cfg); !one.ok) return one;
-  // On the 2 x H200 host (2026-11-23) the step on 2 GPUs did not finish (its test and cases ran
-  // into their time limits, while one GPU verifies): until it does, more than one GPU is run only
-  // when asked for, so that no default run hangs.
-  const char* multi = std::getenv("DLBENCH_DDP_MULTI_GPU");
-  if (s.gpus > 1 && !(multi && std::strcmp(multi, "1") == 0))
-    return Support::No("the data-parallel step on more than one GPU is not verified yet (it did "
-                       "not finish on 2 GPUs); DLBENCH_DDP_MULTI_GPU=1 runs it");
   const int have = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
   if (have < s.gpus)
     return Support::No("needs " + std::to_string(s.gpus) + " GPUs, this host has " +
@@ -422,6 +451,9 @@ Support DdpStepGpu::Supports(const DdpShape& s, const RunConfig& cfg) {
 
 DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::make_unique<Impl>()) {
   RequireSupported(Supports(s, cfg));
+  // The caller's current GPU stays current (the setup below visits every GPU): the harness makes
+  // its timing events there, for GPU 0's stream.
+  c10::cuda::CUDAGuard keep_device(c10::cuda::current_device());
   Impl& m = *impl_;
   m.shape = s;
   m.cfg = cfg;
@@ -457,14 +489,40 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     for (auto& R : m.reps) R->comm_on = true;
   });
   m.threads = std::make_unique<RankThreads>(s.gpus);
-  if (!s.step.graph) return;
-  // As the one-GPU step (step_cuda.cpp), per GPU: warm-up steps on a side stream, then the step
-  // captured from the seeded state on the step's stream; the GPUs together, since each step's
-  // all-reduces wait for the others'.
-  std::vector<Engine::State> saved(m.reps.size());
+  std::vector<Engine::State> seeded(m.reps.size());
+  // Phases, each on every GPU's thread and each ended on all GPUs before the next begins:
+  // 1. One step on every GPU alone (no all-reduce). CUDA loads a kernel into a GPU's context on
+  //    its first launch and waits for that GPU's queued work while holding the context's lock,
+  //    and cuDNN's autotuning waits for the GPU too: with an all-reduce queued that waits for
+  //    another GPU, whose thread waits for that lock, the GPUs wait for each other for ever. After
+  //    this step every kernel of the step is loaded and every convolution tuned, on every GPU.
   m.EachReplica([&](Replica& R) {
     c10::cuda::CUDAStreamGuard own(R.stream);  // saved and restored in the step's stream order
-    saved[size_t(R.rank)] = R.e->Save();
+    seeded[size_t(R.rank)] = R.e->Save();
+    R.SetAllReduce(false);
+    R.Step();
+    R.SetAllReduce(true);
+    R.stream.synchronize();
+    R.Reset(seeded[size_t(R.rank)]);
+  });
+  // 2. Every bucket's all-reduce once from this thread: NCCL connects the GPUs on first use, in
+  //    host calls that wait for every GPU's.
+  m.Connect();
+  if (!s.step.graph) {
+    // 3. (eager) One all-reduced step, from the seeded state again after it.
+    m.EachReplica([&](Replica& R) {
+      c10::cuda::CUDAStreamGuard own(R.stream);
+      R.Step();
+      R.stream.synchronize();
+      R.Reset(seeded[size_t(R.rank)]);
+    });
+    return;
+  }
+  // 3. (graph) As the one-GPU step (step_cuda.cpp): warm-up steps on a side stream, then
+  // 4. the step captured from the seeded state on the step's stream, on the thread that warmed up
+  //    (see RankThreads); the GPUs together, since each step's all-reduces wait for the others'.
+  m.EachReplica([&](Replica& R) {
+    c10::cuda::CUDAStreamGuard own(R.stream);
     c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, c10::DeviceIndex(R.device()));
     cuda::Event ev = SyncEvent();
     DLB_CHECK(cudaEventRecord(ev.get(), R.stream.stream()));
@@ -477,11 +535,10 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     DLB_CHECK(cudaStreamWaitEvent(R.stream.stream(), ev.get(), 0));
     R.stream.synchronize();
     side.synchronize();
-    R.e->Restore(saved[size_t(R.rank)]);
-    R.e->loss = torch::Tensor();
-    R.e->logits = torch::Tensor();
-    for (auto& p : R.e->params) p.mutable_grad().reset();
-    // Captured on the thread that warmed up (see RankThreads).
+    R.Reset(seeded[size_t(R.rank)]);
+  });
+  m.EachReplica([&](Replica& R) {
+    c10::cuda::CUDAStreamGuard own(R.stream);
     R.e->SetMath();
     R.graph.emplace();
     // Thread-local: each GPU's thread captures its own step while the others capture theirs.
@@ -498,7 +555,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     R.graph->capture_end();
     R.stream.synchronize();
     R.graph_loss = R.e->loss;
-    R.e->Restore(saved[size_t(R.rank)]);
+    R.e->Restore(seeded[size_t(R.rank)]);
   });
 }
 
@@ -536,7 +593,9 @@ void DdpStepGpu::Run() {
 Verdict DdpStepGpu::Verify() {
   Impl& m = *impl_;
   return Guarded([&]() -> Verdict {
-    // The model: GPU 0's replica alone (no all-reduce) against the float64 reference.
+    // The model: GPU 0's replica alone (no all-reduce) against the float64 reference, the GPUs
+    // idle (its new batch size tunes and waits on GPU 0).
+    m.SyncAll();
     Replica& first = *m.reps.front();
     Verdict model;
     {
@@ -625,6 +684,7 @@ Verdict DdpStepGpu::Verify() {
 void DdpStepGpu::MeasurePhases() {
   Impl& m = *impl_;
   Guarded([&] {
+    m.SyncAll();  // the GPUs idle: the one-GPU step below tunes and waits on GPU 0 alone
     TorchStepGpu one(m.shape.step, m.cfg);  // GPU 0, the same per-GPU batch and configuration
     const cudaStream_t s = reinterpret_cast<cudaStream_t>(one.stream());
     for (int i = 0; i < kWarmupSteps; ++i) one.Run();

@@ -26,8 +26,10 @@
 //     slowest GPU.
 //   - BatchNorm statistics stay per replica (as DDP with broadcast_buffers=False), each over its
 //     own shard.
-// More than one GPU runs only with DLBENCH_DDP_MULTI_GPU=1: on a 2 x H200 host the step did not
-// finish on 2 GPUs (one GPU verifies); see Supports().
+// Before any GPU waits for another, every GPU runs one step alone (no all-reduce) and NCCL connects
+// the GPUs: CUDA loads a kernel on its first launch holding the GPU context's lock while the GPU's
+// queue drains, which with an all-reduce queued that waits for another GPU's thread is a deadlock
+// (the step hung on 2 GPUs before it did this).
 #pragma once
 
 #include <memory>

@@ -1,13 +1,12 @@
 // The data-parallel step on the local GPUs (two where the host has them, else one): the check it
 // runs before timing (n GPUs against one GPU over the concatenated batch, replicas agreeing),
 // graph and eager, f32 and bf16 autocast; the one-GPU reference time; what a host cannot run.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <optional>
 #include <string>
 
 #include "kernels/cuda/device.h"
@@ -40,30 +39,8 @@ RunConfig Config(bool amp) {
   return c;
 }
 
-// Whether the run asks for the data-parallel step on more than one GPU (DLBENCH_DDP_MULTI_GPU=1).
-bool MultiGpu() {
-  const char* v = std::getenv("DLBENCH_DDP_MULTI_GPU");
-  return v && std::string(v) == "1";
-}
-
-// Sets DLBENCH_DDP_MULTI_GPU (nullptr: unsets it) for a scope, then puts it back as it was.
-class MultiGpuEnv {
- public:
-  explicit MultiGpuEnv(const char* value) {
-    if (const char* v = std::getenv("DLBENCH_DDP_MULTI_GPU")) old_ = v;
-    Set(value);
-  }
-  ~MultiGpuEnv() { Set(old_ ? old_->c_str() : nullptr); }
-
- private:
-  static void Set(const char* value) {
-    if (value)
-      ::setenv("DLBENCH_DDP_MULTI_GPU", value, 1);
-    else
-      ::unsetenv("DLBENCH_DDP_MULTI_GPU");
-  }
-  std::optional<std::string> old_;
-};
+// Two GPUs where the host has them.
+int Gpus() { return std::min(2, cuda::DeviceCount()); }
 
 struct Variant {
   bool graph, amp;
@@ -73,7 +50,7 @@ class DdpVariants : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(DdpVariants, StepOnTheLocalGpusEqualsOneGpuOverTheConcatenatedBatch) {
   REQUIRE_GPU();
-  const int n = MultiGpu() ? std::min(2, cuda::DeviceCount()) : 1;
+  const int n = Gpus();
   DdpStepGpu op(Cifar(n, GetParam().graph, GetParam().amp), Config(GetParam().amp));
   const Verdict v = op.Verify();
   EXPECT_TRUE(v.ok) << v.detail;
@@ -99,8 +76,12 @@ INSTANTIATE_TEST_SUITE_P(GraphAndEager, DdpVariants,
 
 TEST(DdpStep, MeasuresTheOneGpuStepAndCountsItsBuckets) {
   REQUIRE_GPU();
-  DdpStepGpu op(Cifar(MultiGpu() ? std::min(2, cuda::DeviceCount()) : 1, true, true),
-                Config(true));
+  int before = -1, after = -2;
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  DdpStepGpu op(Cifar(Gpus(), true, true), Config(true));
+  // Setting up visits every GPU; the caller's stays current (the harness times on it).
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(after, before);
   EXPECT_EQ(op.single_step_s(), 0);
   op.MeasurePhases();
   EXPECT_GT(op.single_step_s(), 0);
@@ -114,7 +95,6 @@ TEST(DdpStep, MeasuresTheOneGpuStepAndCountsItsBuckets) {
 }
 
 TEST(DdpStep, MoreGpusThanTheHostHasIsUnsupported) {
-  const MultiGpuEnv env("1");
   const int have = cuda::DeviceCount();
   const Support s = DdpStepGpu::Supports(Cifar(have + 1, true, true), Config(true));
   EXPECT_FALSE(s.ok);
@@ -126,14 +106,6 @@ TEST(DdpStep, MoreGpusThanTheHostHasIsUnsupported) {
   DdpShape infer = Cifar(1, true, true);
   infer.step.pass = Pass::kInfer;
   EXPECT_FALSE(DdpStepGpu::Supports(infer, Config(true)).ok);
-}
-
-// More than one GPU runs only when DLBENCH_DDP_MULTI_GPU=1 asks for it (see Supports).
-TEST(DdpStep, MoreThanOneGpuIsOptIn) {
-  const MultiGpuEnv env(nullptr);
-  const Support s = DdpStepGpu::Supports(Cifar(2, true, true), Config(true));
-  EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.why.find("DLBENCH_DDP_MULTI_GPU=1"), std::string::npos) << s.why;
 }
 
 }  // namespace
