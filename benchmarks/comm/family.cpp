@@ -1,5 +1,6 @@
 #include "benchmarks/comm/family.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,6 +85,17 @@ nccl::Communicator& World() {
       if (!msg.ok) throw Error(why.empty() ? "rank 0 could not make NCCL's unique id" : why);
       const int device = launch.local_rank() % std::max(1, cuda::DeviceCount());
       s.world = nccl::Communicator::InitRank(msg.id, launch.size(), launch.rank(), device);
+      // mpirun binds each of 2 processes to one core by default: the monitor's NVML thread then
+      // takes turns with the thread that launches, which slowed 1 MiB all-reduces by 1.4x on the
+      // 2 x H200 host (14 us unbound or unmonitored, ~21 us bound and monitored).
+      cpu_set_t cpus;
+      CPU_ZERO(&cpus);
+      if (launch.rank() == 0 && dlb::Opts().monitor &&
+          ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) == 1)
+        std::fprintf(stderr,
+                     "dlbench: note: this process is bound to one CPU, which the GPU monitor's "
+                     "sampling shares with the collectives' launches (small sizes run slower): "
+                     "mpirun --bind-to none, or --dlb_monitor=off\n");
     } else {
       std::vector<int> devices(static_cast<size_t>(Gpus()));
       for (size_t i = 0; i < devices.size(); ++i) devices[i] = int(i);

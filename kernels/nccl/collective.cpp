@@ -68,9 +68,12 @@ CollectiveOp::CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communi
   for (const Member& m : comm_.members()) {
     DLB_CHECK(cudaSetDevice(m.device));
     PerGpu g;
-    g.recv = cuda::DeviceBuffer<char>(size_t(counts_.recv) * elem);
+    const bool whole_input = shape.inplace && shape.collective == Collective::kReduceScatter;
+    g.recv = cuda::DeviceBuffer<char>(size_t(whole_input ? counts_.send : counts_.recv) * elem);
     if (!shape.inplace) g.send = cuda::DeviceBuffer<char>(size_t(counts_.send) * elem);
     g.wrong = cuda::DeviceBuffer<unsigned long long>(1);
+    g.align = cuda::DeviceBuffer<unsigned long long>(1);
+    DLB_CHECK(cudaMemsetAsync(g.align.get(), 0, sizeof(unsigned long long), m.stream.get()));
     g.start = cuda::MakeEvent();
     g.stop = cuda::MakeEvent();
     gpus_.push_back(std::move(g));
@@ -87,13 +90,20 @@ void* CollectiveOp::Input(PerGpu& g, const Member& m) const {
   return g.recv.get();
 }
 
+void* CollectiveOp::Output(PerGpu& g, const Member& m) const {
+  // In place, a reduce_scatter writes the rank's chunk of its input (which fills recv).
+  if (shape_.inplace && shape_.collective == Collective::kReduceScatter)
+    return g.recv.get() + size_t(m.rank) * size_t(counts_.chunk) * StorageBytes(cfg_.dtype);
+  return g.recv.get();
+}
+
 void CollectiveOp::Seed() {
   const std::vector<Member>& members = comm_.members();
   for (size_t i = 0; i < members.size(); ++i) {
     const Member& m = members[i];
     PerGpu& g = gpus_[i];
     DLB_CHECK(cudaSetDevice(m.device));
-    cuda::Poison(g.recv.get(), size_t(counts_.recv), cfg_.dtype, m.stream.get());
+    cuda::Poison(Output(g, m), size_t(counts_.recv), cfg_.dtype, m.stream.get());
     FillInput(Input(g, m), counts_.send, 0, cfg_.dtype, cfg_.seed, m.rank, comm_.ranks(),
               m.stream.get());
   }
@@ -105,7 +115,7 @@ void CollectiveOp::Enqueue(const Member& m, PerGpu& g) {
   ncclComm_t c = m.comm.get();
   cudaStream_t s = m.stream.get();
   void* in = Input(g, m);
-  void* out = Output(g);
+  void* out = Output(g, m);
   switch (shape_.collective) {
     case Collective::kAllReduce:
       DLB_CHECK(ncclAllReduce(in, out, size_t(counts_.send), t, ncclSum, c, s));
@@ -150,7 +160,7 @@ Verdict CollectiveOp::Verify() {
     PerGpu& g = gpus_[i];
     DLB_CHECK(cudaSetDevice(m.device));
     DLB_CHECK(cudaMemsetAsync(g.wrong.get(), 0, sizeof(unsigned long long), m.stream.get()));
-    CountWrong(Output(g), counts_.recv, cfg_.dtype, shape_.collective, cfg_.seed, m.rank,
+    CountWrong(Output(g, m), counts_.recv, cfg_.dtype, shape_.collective, cfg_.seed, m.rank,
                comm_.ranks(), counts_.chunk, g.wrong.get(), m.stream.get());
   }
   // Every rank's count, summed on every GPU: all processes reach the same verdict.
@@ -182,8 +192,18 @@ Verdict CollectiveOp::Verify() {
   return v;
 }
 
+void CollectiveOp::Align() {
+  std::vector<Member>& members = comm_.members();
+  Group group(members.size() > 1);
+  for (size_t i = 0; i < members.size(); ++i)
+    DLB_CHECK(ncclAllReduce(gpus_[i].align.get(), gpus_[i].align.get(), 1, ncclUint64, ncclSum,
+                            members[i].comm.get(), members[i].stream.get()));
+  group.End();
+}
+
 double CollectiveOp::TimedRuns(int runs) {
   std::vector<Member>& members = comm_.members();
+  Align();
   for (size_t i = 0; i < members.size(); ++i) {
     DLB_CHECK(cudaSetDevice(members[i].device));
     DLB_CHECK(cudaEventRecord(gpus_[i].start.get(), members[i].stream.get()));

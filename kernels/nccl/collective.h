@@ -34,7 +34,9 @@ class CollectiveOp {
   // communicator, so every process returns the same verdict.
   Verdict Verify();
   // `runs` back-to-back Run()s between an event pair on each member's stream: the slowest member's
-  // span, in seconds (synchronizes).
+  // span, in seconds (synchronizes). A one-element all-reduce before the start events lines the
+  // GPUs up, so that no span holds the wait for a rank whose host launched later (one process per
+  // GPU: that host skew reached milliseconds).
   double TimedRuns(int runs);
 
   StreamRef stream() const { return comm_.members().front().stream.get(); }
@@ -47,14 +49,18 @@ class CollectiveOp {
 
  private:
   struct PerGpu {
-    cuda::DeviceBuffer<char> send, recv;  // send is empty in place
+    // send is empty in place; recv then holds the input too: an in-place reduce_scatter's is the
+    // whole input, its output the rank's chunk of it (NCCL's in-place form)
+    cuda::DeviceBuffer<char> send, recv;
     cuda::DeviceBuffer<unsigned long long> wrong;
+    cuda::DeviceBuffer<unsigned long long> align;  // TimedRuns' one-element all-reduce
     cuda::Event start, stop;
   };
   void Seed();
+  void Align();
   void Enqueue(const Member& m, PerGpu& g);
   void* Input(PerGpu& g, const Member& m) const;  // where a rank's input lives
-  void* Output(PerGpu& g) const { return g.recv.get(); }
+  void* Output(PerGpu& g, const Member& m) const;  // where a rank's output lives
 
   CommShape shape_;
   RunConfig cfg_;
