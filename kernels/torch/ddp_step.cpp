@@ -348,8 +348,9 @@ struct DdpStepGpu::Impl {
     for (auto& R : reps) R->stream.synchronize();
   }
 
-  // Every bucket's all-reduce once, all GPUs in one group from this thread (the buckets hold
-  // zeros), so that NCCL has connected the GPUs for every size before a step issues them.
+  // Every bucket's all-reduce once, all GPUs in one group from this thread (on whatever the
+  // buckets hold: a step overwrites them), so that NCCL has connected the GPUs for every size
+  // before a step issues them.
   void Connect() {
     for (size_t b = 0; b < reps.front()->bucket_begin.size(); ++b) {
       ncclResult_t rc = ncclGroupStart();
