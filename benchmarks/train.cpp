@@ -50,21 +50,16 @@ void RegisterFedCases() {
       for (bool nvjpeg : {false, true}) {
         if (nvjpeg && n != workers.back()) continue;
         libtorch::FedShape s;
-        s.step = m.shape;
-        s.step.batch = batch;
-        s.step.pass = Pass::kTrain;
-        s.step.graph = true;
-        s.step.amp = true;
+        s.step = ShapeOf(m, batch, c);
         s.loader.dir = dir;
         s.loader.workers = nvjpeg ? 4 : n;
         s.loader.side = int(m.shape.image);
         s.loader.depth = dataload::RingDepth();
         s.nvjpeg = nvjpeg;
         const RunConfig cfg = RunConfigOf(c);
-        NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)},
-                         {"fmt", Name(c.layout)},       {"pass", "train"},
-                         {"graph", "1"},                {"loader", nvjpeg ? "nvjpeg" : "turbojpeg"},
-                         {"workers", std::to_string(s.loader.workers)}};
+        NameKeys keys = KeysOf(m, batch, c, true);
+        keys.push_back({"loader", nvjpeg ? "nvjpeg" : "turbojpeg"});
+        keys.push_back({"workers", std::to_string(s.loader.workers)});
         NoteEpochItems(BuildName({"train", "gpu", libtorch::FedStepGpu::kBackend, m.basics.name,
                                   keys}),
                        m.epoch_items);
@@ -119,18 +114,13 @@ void RegisterDdpCases() {
       for (bool graph : {true, false}) {
         if (!graph && !full) continue;
         for (int n : DdpGpuCounts()) {
-          libtorch::DdpShape s;
-          s.step = m.shape;
-          s.step.batch = batch;
-          s.step.pass = Pass::kTrain;
-          s.step.graph = graph;
-          s.step.amp = true;
-          s.gpus = n;
           const Config c = AmpNhwcTrain(graph);
+          libtorch::DdpShape s;
+          s.step = ShapeOf(m, batch, c);
+          s.gpus = n;
           const RunConfig cfg = RunConfigOf(c);
-          NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)},
-                           {"fmt", Name(c.layout)},       {"pass", "train"},
-                           {"graph", graph ? "1" : "0"},  {"gpus", std::to_string(n)}};
+          NameKeys keys = KeysOf(m, batch, c, true);
+          keys.push_back({"gpus", std::to_string(n)});
           NoteEpochItems(BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend,
                                     m.basics.name, keys}),
                          m.epoch_items);

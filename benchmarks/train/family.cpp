@@ -120,6 +120,23 @@ Config AmpNhwcTrain(bool graph) {
   return c;
 }
 
+TrainShape ShapeOf(const Model& m, int batch, const Config& c) {
+  TrainShape shape = m.shape;
+  shape.batch = batch;
+  shape.pass = c.pass;
+  shape.graph = c.graph;
+  shape.amp = c.amp;
+  return shape;
+}
+
+NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu) {
+  NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)}};
+  if (m.shape.image > 0) keys.push_back({"fmt", Name(c.layout)});
+  keys.push_back({"pass", Name(c.pass)});
+  if (gpu) keys.push_back({"graph", c.graph ? "1" : "0"});
+  return keys;
+}
+
 std::string DtName(const Config& c) {
   if (c.amp) return "amp_bf16";
   return c.dtype == DType::kTF32 ? "tf32" : "f32";

@@ -53,6 +53,10 @@ std::string DtName(const Config& c);  // f32 | tf32 | amp_bf16
 RunConfig RunConfigOf(const Config& c);
 // bf16 autocast, NHWC, training: what the end-to-end and data-parallel steps run.
 Config AmpNhwcTrain(bool graph);
+// A model's step at `batch` in configuration `c`, and the name keys every training case starts
+// with: bs, dt[, fmt (image models)], pass[, graph (GPU)].
+TrainShape ShapeOf(const Model& m, int batch, const Config& c);
+NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu);
 
 // The epoch size of a case's model, by benchmark name (filled by Add).
 const std::map<std::string, int64_t>& EpochItems();
@@ -85,16 +89,9 @@ struct TrainSteps : DefaultSteps<Op, Shape> {
 // [/graph:<g>] (fmt only for image models, graph only on the GPU).
 template <class Op>
 void Add(const Model& m, int batch, const Config& c) {
-  TrainShape shape = m.shape;
-  shape.batch = batch;
-  shape.pass = c.pass;
-  shape.graph = c.graph;
-  shape.amp = c.amp;
+  const TrainShape shape = ShapeOf(m, batch, c);
   const RunConfig cfg = RunConfigOf(c);
-  NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)}};
-  if (shape.image > 0) keys.push_back({"fmt", Name(c.layout)});
-  keys.push_back({"pass", Name(c.pass)});
-  if (Op::kGpu) keys.push_back({"graph", c.graph ? "1" : "0"});
+  NameKeys keys = KeysOf(m, batch, c, Op::kGpu);
   NoteEpochItems(BuildName({"train", Op::kGpu ? "gpu" : "cpu", Op::kBackend, m.basics.name, keys}),
                  m.epoch_items);
   CaseInfo info = CaseInfo::Of(m.basics, c.amp ? DType::kBF16 : c.dtype, batch, nullptr);
