@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "fixtures/output.h"
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "kernels/cuda/device.h"
 
 namespace dlb::comm {

@@ -11,7 +11,7 @@
 
 #include "fixtures/flags.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "fixtures/workloads.h"
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"

@@ -34,7 +34,7 @@ inline constexpr const char* kSearch = "search";        // time every candidate,
 inline constexpr const char* kCache = "cache";          // the recorded winner, else search + record
 
 // The counter an op reports its setup with: plan building and search, or the cached winner's
-// rebuild (fixtures/schema.h names it too).
+// rebuild (fixtures/schema/schema.h names it too).
 inline constexpr const char* kSetupMsCounter = "setup_ms";
 
 struct CacheEntry {

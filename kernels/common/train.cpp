@@ -90,7 +90,7 @@ StepPhases StepPhases::FromSamples(std::vector<double> fwd, std::vector<double> 
 }
 
 std::vector<std::pair<std::string, double>> StepPhases::Counters(Pass pass) const {
-  // The names are fixtures/schema.h's kFwdS, kBwdS and kOptS (kernels/ does not include fixtures/).
+  // The names are fixtures/schema/schema.h's kFwdS, kBwdS and kOptS (kernels/ does not include fixtures/).
   std::vector<std::pair<std::string, double>> out;
   if (!measured) return out;
   out.emplace_back("fwd_s", fwd_s);

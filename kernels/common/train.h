@@ -87,9 +87,9 @@ struct StepPhases {
   // Medians of each list; bwd and opt may be empty (pass kInfer), fwd may not.
   static StepPhases FromSamples(std::vector<double> fwd, std::vector<double> bwd,
                                 std::vector<double> opt);
-  // fixtures/schema.h's kFwdS, and kBwdS and kOptS for pass kTrain; nothing until measured.
+  // fixtures/schema/schema.h's kFwdS, and kBwdS and kOptS for pass kTrain; nothing until measured.
   std::vector<std::pair<std::string, double>> Counters(Pass pass) const;
-  // The same with fixtures/schema.h's kPeakMemBytes after them.
+  // The same with fixtures/schema/schema.h's kPeakMemBytes after them.
   std::vector<std::pair<std::string, double>> Counters(Pass pass, double peak_mem_bytes) const;
 };
 

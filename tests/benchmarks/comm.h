@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "fixtures/naming.h"
-#include "fixtures/schema.h"
+#include "fixtures/schema/naming.h"
+#include "fixtures/schema/schema.h"
 #include "kernels/nccl/shape.h"
 #include "tests/benchmarks/smoke.h"
 

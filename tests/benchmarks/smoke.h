@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "fixtures/naming.h"
-#include "fixtures/schema.h"
+#include "fixtures/schema/naming.h"
+#include "fixtures/schema/schema.h"
 
 namespace dlb::testing {
 
@@ -60,7 +60,7 @@ inline bool HasGpu(const nlohmann::json& json) {
   return !gpu.empty() && gpu.rfind("no CUDA device", 0) != 0 && gpu.rfind("not built", 0) != 0;
 }
 
-// Every name in the JSON is one of fixtures/schema.h: context keys, entry fields, counters and
+// Every name in the JSON is one of fixtures/schema/schema.h: context keys, entry fields, counters and
 // the "dlbench" object's fields.
 inline void CheckSchemaNames(const nlohmann::json& json) {
   for (const auto& [key, value] : json["context"].items())

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/document.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"

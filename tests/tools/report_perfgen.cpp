@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/history.h"
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 
@@ -280,7 +280,7 @@ TEST(Reader, ReadsWhatComparePyReads) {
   EXPECT_TRUE(s.comparable);
 }
 
-// dlbench's result fields (fixtures/schema.h), spelled here through the schema as the harness does.
+// dlbench's result fields (fixtures/schema/schema.h), spelled here through the schema as the harness does.
 std::string Result(const std::string& fields) {
   return R"(, ")" + std::string(schema::kResult) + R"(": )" + fields;
 }

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/gbench_json.h"
 

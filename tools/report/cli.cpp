@@ -7,7 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/document.h"
 #include "tools/report/gbench_json.h"

@@ -17,7 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/stats.h"
 
 namespace dlb::report {
@@ -74,7 +74,7 @@ enum class Field {
   kFamilyIndex,
   kInstanceIndex,
   kRepetitionIndex,
-  kResult,  // dlbench's object (fixtures/schema.h)
+  kResult,  // dlbench's object (fixtures/schema/schema.h)
 };
 
 Field Classify(const std::string& key) {

@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "fixtures/naming.h"
+#include "fixtures/schema/naming.h"
 
 namespace dlb::report {
 
-// Google Benchmark's own names, which fixtures/schema.h leaves to it: its aggregates, and the
-// keys of dlbench benchmark names (fixtures/naming.h) that the report groups by.
+// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates, and the
+// keys of dlbench benchmark names (fixtures/schema/naming.h) that the report groups by.
 namespace gbench {
 inline constexpr std::string_view kMean = "mean";
 inline constexpr std::string_view kMedian = "median";
@@ -53,7 +53,7 @@ class InputError : public std::runtime_error {
 enum class Status { kMeasured, kUnsupported, kFailed };
 const char* StatusName(Status s);
 
-// The "verification" object of dlbench's result fields (fixtures/schema.h). Everything is
+// The "verification" object of dlbench's result fields (fixtures/schema/schema.h). Everything is
 // optional: JSON written before it existed, or by anyone else, has none of it.
 struct Verification {
   std::string disposition;  // schema::kVerified, kNotVerified, kMistrusted; empty: not known

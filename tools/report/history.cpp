@@ -11,7 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/history_store.h"
 #include "tools/report/stats.h"
 

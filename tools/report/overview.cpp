@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 
 namespace dlb::report {

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 #include "tools/report/stats.h"
 

@@ -3,7 +3,7 @@
 #include <iterator>
 #include <set>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 
 namespace dlb::report {

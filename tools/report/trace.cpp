@@ -10,7 +10,7 @@
 #include <map>
 #include <optional>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/gbench_json.h"
 #include "tools/report/stats.h"
 

@@ -1,5 +1,5 @@
 // The device monitor's trace (a benchmark binary's --dlb_monitor_trace=FILE, the columns of
-// fixtures/schema.h): read, checked line by line, and drawn as the timeline nvtop shows (SM
+// fixtures/schema/schema.h): read, checked line by line, and drawn as the timeline nvtop shows (SM
 // clock, power, temperature, utilisation against time, each case marked where it begins).
 #pragma once
 

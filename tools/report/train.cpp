@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses.h"
 
 namespace dlb::report {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <functional>
 
-#include "fixtures/schema.h"
+#include "fixtures/schema/schema.h"
 #include "kernels/common/autotune_cache.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
