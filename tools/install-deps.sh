@@ -39,7 +39,7 @@ packages=(build-essential cmake ninja-build pkg-config git ca-certificates
           libturbojpeg0-dev libjpeg-dev libpng-dev python3-skimage libopenmpi-dev openmpi-bin)
 if [[ "$mode" != "--build" ]]; then
   # The PostgreSQL history tests start a private server of their own (initdb, pg_ctl).
-  packages+=(postgresql)
+  packages+=(postgresql python3)  # python3: the layers test (tests/layers)
   if [[ "$id" == ubuntu ]]; then
     # Ubuntu's chromium package is a wrapper around a snap, which does not run in containers.
     echo "install-deps: not installing chromium on Ubuntu (a snap); the HTML rendering test will skip"
