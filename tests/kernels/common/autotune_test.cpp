@@ -99,6 +99,13 @@ Fake F(std::string name, std::vector<double> ms, double host_ms = 0) {
   return {std::move(name), std::move(ms), host_ms};
 }
 
+// A candidate whose timer call `at_call` throws (0: the first).
+Fake Failing(std::string name, std::vector<double> ms, int at_call) {
+  Fake f = F(std::move(name), std::move(ms));
+  f.throw_at_call = at_call;
+  return f;
+}
+
 TEST(Autotune, KeepsTheFastestAndSaysWhichItWas) {
   Bench b;
   Tuner<Fake> t(OneDnnConvLike(), b.timer(), b.clock());
@@ -269,10 +276,8 @@ TEST(Autotune, ReportsBuildAndTimingTimeApart) {
 TEST(Autotune, ACandidateThatThrowsIsSkippedWithItsReason) {
   Bench b;
   Tuner<Fake> t(CudnnLike(), b.timer(), b.clock());
-  Fake bad = F("bad", {0.25});
-  bad.throw_at_call = 1;  // its warm probe
   t.Offer("a", F("a", {1}));
-  t.Offer("bad", bad);
+  t.Offer("bad", Failing("bad", {0.25}, 1));  // its warm probe
   t.Offer("c", F("c", {0.5}));
   EXPECT_EQ(t.Finish().name, "c");
   const Report& r = t.report();
@@ -287,11 +292,7 @@ TEST(Autotune, ACandidateThatThrowsIsSkippedWithItsReason) {
 TEST(Autotune, EveryCandidateFailingIsAnErrorNamingThem) {
   Bench b;
   Tuner<Fake> t(OneDnnConvLike(), b.timer(), b.clock());
-  for (const char* name : {"x", "y"}) {
-    Fake f = F(name, {1});
-    f.throw_at_call = 0;
-    t.Offer(name, f);
-  }
+  for (const char* name : {"x", "y"}) t.Offer(name, Failing(name, {1}, 0));
   try {
     t.Finish();
     FAIL() << "no candidate ran, yet one was chosen";
@@ -307,9 +308,7 @@ TEST(Autotune, EveryCandidateFailingIsAnErrorNamingThem) {
 TEST(Autotune, ACandidateFailingOnRetimingLeavesTheNextFastest) {
   Bench b;
   Tuner<Fake> t(CudnnLike(), b.timer(), b.clock());
-  Fake a = F("a", {1});
-  a.throw_at_call = 3;  // first launch, probe, batch, then the re-timing
-  t.Offer("a", a);
+  t.Offer("a", Failing("a", {1}, 3));  // first launch, probe, batch, then the re-timing
   t.Offer("b", F("b", {1.5}));
   EXPECT_EQ(t.Finish().name, "b");
   const Report& r = t.report();
