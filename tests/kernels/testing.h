@@ -64,6 +64,14 @@ inline std::vector<double> ConvReferenceFor(ConvPass pass, const ConvShape& s, u
   return {};
 }
 
+// Names a typed suite's instantiation after its Ops struct's kName (Cudnn/ConvSuite/Cudnn.Name).
+struct OpsName {
+  template <class Ops>
+  static std::string GetName(int) {
+    return Ops::kName;
+  }
+};
+
 // The unsupported rule: Support::No carries the bare reason; the harness adds "unsupported: ".
 inline void ExpectBareReason(const Support& s) {
   EXPECT_FALSE(s.ok);

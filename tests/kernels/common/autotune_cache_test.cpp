@@ -3,7 +3,6 @@
 #include "kernels/common/autotune_cache.h"
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,38 +15,27 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace dlb::autotune {
 namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kCacheFile = "dlbench/autotune.json";
+
 // A fresh folder per test, removed afterwards.
-class AutotuneCache : public ::testing::Test {
+class AutotuneCache : public ::dlb::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dlb_autotune_cache_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, ec);
-    fs::remove_all(dir_, ec);
-  }
-  std::string Path() const { return (dir_ / "dlbench" / "autotune.json").string(); }
+  std::string Path() const { return dir() / kCacheFile; }
+  // Writes the cache file as another process would.
+  void Put(const std::string& text) const { dir().Write(kCacheFile, text); }
   static std::string Slurp(const std::string& path) {
     std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
   }
-  static void Put(const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path) << text;
-  }
-  fs::path dir_;
 };
 
 TEST_F(AutotuneCache, MissingFileIsEmptyAndInsertIsFound) {
@@ -88,7 +76,7 @@ TEST_F(AutotuneCache, PersistsToTheFileAndANewProcessReadsIt) {
 TEST_F(AutotuneCache, FileIsReadOncePerCache) {
   Cache c(Path());
   EXPECT_FALSE(c.Find("a").has_value());
-  Put(Path(), R"({"a": {"winner": "x", "ms": 1, "date": ""}})");
+  Put(R"({"a": {"winner": "x", "ms": 1, "date": ""}})");
   EXPECT_FALSE(c.Find("a").has_value()) << "a lookup never goes back to the disk";
   EXPECT_TRUE(Cache(Path()).Find("a").has_value());
 }
@@ -128,7 +116,7 @@ TEST_F(AutotuneCache, ConcurrentRecordersLoseNoEntry) {
 
 TEST_F(AutotuneCache, CorruptFileIsOneLineAndEmpty) {
   for (const std::string bad : {"{\"a\": {\"winner\": \"x\"", "[1, 2]", "\x01\x02 not json"}) {
-    Put(Path(), bad);
+    Put(bad);
     Cache c(Path());
     ::testing::internal::CaptureStderr();
     EXPECT_FALSE(c.Find("a").has_value()) << bad;
@@ -143,7 +131,7 @@ TEST_F(AutotuneCache, CorruptFileIsOneLineAndEmpty) {
 }
 
 TEST_F(AutotuneCache, MalformedEntriesAreSkippedOthersKept) {
-  Put(Path(), R"({"good": {"winner": "w", "ms": 2.5, "date": "d"},
+  Put(R"({"good": {"winner": "w", "ms": 2.5, "date": "d"},
                   "no_winner": {"ms": 1}, "empty": {"winner": ""}, "number": 3,
                   "bad_ms": {"winner": "v", "ms": "fast"}})");
   Cache c(Path());
@@ -155,9 +143,9 @@ TEST_F(AutotuneCache, MalformedEntriesAreSkippedOthersKept) {
 TEST_F(AutotuneCache, UnwritableFolderIsOneLineAndTheRunGoesOn) {
   // A cache folder under a regular file cannot be made, even by root; a read-only folder can be
   // written by root only, so that case runs for other users.
-  Put((dir_ / "file").string(), "x");
-  std::vector<std::string> paths = {(dir_ / "file" / "dlbench" / "autotune.json").string()};
-  const fs::path ro = dir_ / "ro";
+  dir().Write("file", "x");
+  std::vector<std::string> paths = {dir() / "file/dlbench/autotune.json"};
+  const fs::path ro = dir().path() / "ro";
   fs::create_directories(ro);
   fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
   if (::geteuid() != 0) paths.push_back((ro / "autotune.json").string());

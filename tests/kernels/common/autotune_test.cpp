@@ -54,17 +54,37 @@ struct Bench {
   }
 };
 
-// The cuDNN engine search's rules (kernels/cudnn/conv.cpp).
-Policy CudnnLike() {
+// One warm-up run, then runs scored as `score` within the limits given; the rest as Policy has it.
+Policy Scoring(Policy::Score score, int min_runs, int max_runs, double budget_ms = 0,
+               double drop_ratio = 0) {
   Policy p;
   p.warmup_runs = 1;
+  p.score = score;
+  p.min_runs = min_runs;
+  p.max_runs = max_runs;
+  p.budget_ms = budget_ms;
+  p.drop_ratio = drop_ratio;
+  return p;
+}
+
+// A tuner on a fake clock: each timing advances it by runs x the time `sample` reports.
+template <class T, class SampleFn>
+Tuner<T> OnFakeClock(const Policy& p, double* now, SampleFn sample) {
+  return Tuner<T>(
+      p,
+      [now, sample](T& c, int runs) {
+        const Sample s = sample(c, runs);
+        *now += s.ms * runs;
+        return s;
+      },
+      [now] { return *now; });
+}
+
+// The cuDNN engine search's rules (kernels/cudnn/conv.cpp).
+Policy CudnnLike() {
+  Policy p = Scoring(Policy::Score::kMeanOfBatch, 2, 50, 0.5, 2.0);
   p.first_launch_drop = 3.0;
   p.first_launch_max_host_ms = 0.1;
-  p.score = Policy::Score::kMeanOfBatch;
-  p.budget_ms = 0.5;
-  p.min_runs = 2;
-  p.max_runs = 50;
-  p.drop_ratio = 2.0;
   p.retime_top = 3;
   p.retime_budget_ms = 3.0;
   p.retime_min_runs = 3;
@@ -73,19 +93,17 @@ Policy CudnnLike() {
 }
 
 // The oneDNN convolution search's rules (kernels/onednn/conv.cpp).
-Policy OneDnnConvLike() {
-  Policy p;
-  p.warmup_runs = 1;
-  p.score = Policy::Score::kMinOfRuns;
-  p.budget_ms = 10;
-  p.min_runs = 2;
-  p.max_runs = 50;
-  p.drop_ratio = 1.3;
-  return p;
-}
+Policy OneDnnConvLike() { return Scoring(Policy::Score::kMinOfRuns, 2, 50, 10, 1.3); }
 
 Fake F(std::string name, std::vector<double> ms, double host_ms = 0) {
   return {std::move(name), std::move(ms), host_ms};
+}
+
+// A candidate whose timer call `at_call` throws (0: the first).
+Fake Failing(std::string name, std::vector<double> ms, int at_call) {
+  Fake f = F(std::move(name), std::move(ms));
+  f.throw_at_call = at_call;
+  return f;
 }
 
 TEST(Autotune, KeepsTheFastestAndSaysWhichItWas) {
@@ -233,12 +251,7 @@ TEST(Autotune, MinOfRunsStopsAtItsBudgetOrWhenClearlySlower) {
 
 TEST(Autotune, MeanOfAFixedBatchWithoutABudget) {
   Bench b;
-  Policy p;
-  p.warmup_runs = 1;
-  p.score = Policy::Score::kMeanOfBatch;
-  p.min_runs = 3;
-  p.max_runs = 3;
-  Tuner<Fake> t(p, b.timer(), b.clock());
+  Tuner<Fake> t(Scoring(Policy::Score::kMeanOfBatch, 3, 3), b.timer(), b.clock());
   t.Offer("a", F("a", {2}));
   t.Offer("b", F("b", {1}));
   EXPECT_EQ(t.Finish().name, "b");
@@ -248,12 +261,7 @@ TEST(Autotune, MeanOfAFixedBatchWithoutABudget) {
 
 TEST(Autotune, ReportsBuildAndTimingTimeApart) {
   Bench b;
-  Policy p;
-  p.warmup_runs = 1;
-  p.score = Policy::Score::kMeanOfBatch;
-  p.min_runs = 3;
-  p.max_runs = 3;
-  Tuner<Fake> t(p, b.timer(), b.clock());
+  Tuner<Fake> t(Scoring(Policy::Score::kMeanOfBatch, 3, 3), b.timer(), b.clock());
   b.now += 5;  // building a
   t.Offer("a", F("a", {2}));
   b.now += 3;  // building b; then a (1 + 3 runs of 2 ms) and b (1 + 3 of 1 ms) are timed
@@ -268,10 +276,8 @@ TEST(Autotune, ReportsBuildAndTimingTimeApart) {
 TEST(Autotune, ACandidateThatThrowsIsSkippedWithItsReason) {
   Bench b;
   Tuner<Fake> t(CudnnLike(), b.timer(), b.clock());
-  Fake bad = F("bad", {0.25});
-  bad.throw_at_call = 1;  // its warm probe
   t.Offer("a", F("a", {1}));
-  t.Offer("bad", bad);
+  t.Offer("bad", Failing("bad", {0.25}, 1));  // its warm probe
   t.Offer("c", F("c", {0.5}));
   EXPECT_EQ(t.Finish().name, "c");
   const Report& r = t.report();
@@ -286,11 +292,7 @@ TEST(Autotune, ACandidateThatThrowsIsSkippedWithItsReason) {
 TEST(Autotune, EveryCandidateFailingIsAnErrorNamingThem) {
   Bench b;
   Tuner<Fake> t(OneDnnConvLike(), b.timer(), b.clock());
-  for (const char* name : {"x", "y"}) {
-    Fake f = F(name, {1});
-    f.throw_at_call = 0;
-    t.Offer(name, f);
-  }
+  for (const char* name : {"x", "y"}) t.Offer(name, Failing(name, {1}, 0));
   try {
     t.Finish();
     FAIL() << "no candidate ran, yet one was chosen";
@@ -306,9 +308,7 @@ TEST(Autotune, EveryCandidateFailingIsAnErrorNamingThem) {
 TEST(Autotune, ACandidateFailingOnRetimingLeavesTheNextFastest) {
   Bench b;
   Tuner<Fake> t(CudnnLike(), b.timer(), b.clock());
-  Fake a = F("a", {1});
-  a.throw_at_call = 3;  // first launch, probe, batch, then the re-timing
-  t.Offer("a", a);
+  t.Offer("a", Failing("a", {1}, 3));  // first launch, probe, batch, then the re-timing
   t.Offer("b", F("b", {1.5}));
   EXPECT_EQ(t.Finish().name, "b");
   const Report& r = t.report();
@@ -335,13 +335,7 @@ TEST(Autotune, HoldsOnlyTheCandidatesThatCanStillWin) {
     Policy p = OneDnnConvLike();
     p.retime_top = retime_top;
     p.retime_min_runs = p.retime_max_runs = 1;
-    Tuner<Counted> t(
-        p,
-        [&](Counted& c, int runs) {
-          now += c.ms * runs;
-          return Sample{c.ms, 0};
-        },
-        [&] { return now; });
+    auto t = OnFakeClock<Counted>(p, &now, [](Counted& c, int) { return Sample{c.ms, 0}; });
     const size_t keep = size_t(std::max(retime_top, 1));
     for (double ms : {5.0, 4.0, 6.0, 3.0, 7.0}) {
       t.Offer("c", Counted(&alive, ms));
@@ -496,21 +490,9 @@ size_t CublasLtAsWritten(size_t n, const TimeFn& time) {
 
 // The policies the ops set (kernels/onednn/matmul.cpp, kernels/cublas/gemm.cpp).
 Policy OneDnnMatmulLike() {
-  Policy p;
-  p.warmup_runs = 1;
-  p.score = Policy::Score::kMinOfRuns;
-  p.budget_ms = 50;
-  p.min_runs = 3;
-  p.max_runs = std::numeric_limits<int>::max();
-  return p;
+  return Scoring(Policy::Score::kMinOfRuns, 3, std::numeric_limits<int>::max(), 50);
 }
-Policy CublasLtLike() {
-  Policy p;
-  p.warmup_runs = 1;
-  p.score = Policy::Score::kMeanOfBatch;
-  p.min_runs = p.max_runs = 3;
-  return p;
-}
+Policy CublasLtLike() { return Scoring(Policy::Score::kMeanOfBatch, 3, 3); }
 
 void ExpectSameSearch(const char* what, const Policy& policy,
                       size_t (*as_written)(size_t, const TimeFn&), double lo_ms, double hi_ms,
@@ -523,14 +505,8 @@ void ExpectSameSearch(const char* what, const Policy& policy,
     const auto want_log = set.log;
     set.Reset();
     double now = 0;
-    Tuner<size_t> t(
-        policy,
-        [&](size_t i, int runs) {
-          const Sample s = set.Time(i, runs);
-          now += s.ms * runs;
-          return s;
-        },
-        [&] { return now; });
+    auto t =
+        OnFakeClock<size_t>(policy, &now, [&](size_t i, int runs) { return set.Time(i, runs); });
     for (size_t i = 0; i < set.cost.size(); ++i) t.Offer(std::to_string(i), i);
     ASSERT_EQ(t.Finish(), want) << what << " trial " << trial;
     ASSERT_EQ(set.log, want_log) << what << " trial " << trial;

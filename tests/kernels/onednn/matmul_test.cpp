@@ -5,10 +5,10 @@
 #include <cmath>
 #include <regex>
 #include <string>
+#include <vector>
 
-#include "kernels/common/fill.h"
 #include "kernels/onednn/context.h"
-#include "kernels/reference/gemm.h"
+#include "tests/kernels/gemm_suite.h"
 #include "tests/kernels/testing.h"
 
 namespace dlb::onednn {
@@ -16,45 +16,34 @@ namespace {
 
 using namespace ::dlb::testing;  // NOLINT: test helpers
 
-// Odd sizes catch stride and transpose mix-ups that square powers of two hide.
-constexpr GemmShape kShapes[] = {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
+// A dtype this CPU lacks skips its cases.
+struct OneDnnMatmulOps {
+  using Op = OneDnnMatmul;
+  static RunConfig Config(DType dt) {
+    RunConfig cfg;
+    cfg.dtype = dt;
+    cfg.threads = 2;
+    return cfg;
+  }
+  static Support Available(const RunConfig& cfg) { return OneDnnMatmul::Supports({8, 8, 8}, cfg); }
+  // Odd sizes catch stride and transpose mix-ups that square powers of two hide.
+  static std::vector<GemmShape> Shapes() {
+    return {{127, 65, 33}, {64, 64, 64}, {1, 300, 17}, {96, 40, 256}};
+  }
+  static void CheckLabel(const OneDnnMatmul& op, const RunConfig& cfg) {
+    EXPECT_NE(op.label().find(std::string(Name(cfg.dtype))), std::string::npos) << op.label();
+    EXPECT_NE(op.label().find("threads"), std::string::npos) << op.label();
+  }
+};
 
-class OneDnnMatmulTest : public ::testing::TestWithParam<DType> {};
+using OneDnnMatmulCases = ::testing::Types<GemmCase<OneDnnMatmulOps, DType::kF32>,
+                                           GemmCase<OneDnnMatmulOps, DType::kBF16>,
+                                           GemmCase<OneDnnMatmulOps, DType::kF16>>;
+INSTANTIATE_TYPED_TEST_SUITE_P(OneDnn, GemmSuite, OneDnnMatmulCases, GemmCaseName);
 
-TEST_P(OneDnnMatmulTest, MatchesReferenceForEveryTranspose) {
-  RunConfig cfg;
-  cfg.dtype = GetParam();
-  cfg.threads = 2;
-  Support support = OneDnnMatmul::Supports({8, 8, 8}, cfg);
-  if (!support.ok) GTEST_SKIP() << support.why;
-  for (GemmShape s : kShapes)
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        s.ta = ta, s.tb = tb;
-        SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
-                     " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
-        OneDnnMatmul op(s, cfg);
-        op.Run();
-        HostTensor out = op.Output();
-        ASSERT_EQ(out.shape, (std::vector<int64_t>{s.m, s.n}));
-        auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
-        auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
-        EXPECT_LT(RelativeL2(out.data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype)) << op.label();
-      }
-}
+class OneDnnMatmulSearch : public ::testing::TestWithParam<DType> {};
 
-TEST_P(OneDnnMatmulTest, OutputIsPoisonedUntilRunAndLabelNamesImpl) {
-  RunConfig cfg;
-  cfg.dtype = GetParam();
-  Support support = OneDnnMatmul::Supports({8, 8, 8}, cfg);
-  if (!support.ok) GTEST_SKIP() << support.why;
-  OneDnnMatmul op({16, 8, 4}, cfg);
-  for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));
-  EXPECT_NE(op.label().find(std::string(Name(cfg.dtype))), std::string::npos) << op.label();
-  EXPECT_NE(op.label().find("threads"), std::string::npos) << op.label();
-}
-
-TEST_P(OneDnnMatmulTest, SearchKeepsACorrectImplementationAndSaysSo) {
+TEST_P(OneDnnMatmulSearch, KeepsACorrectImplementationAndSaysSo) {
   RunConfig cfg;
   cfg.dtype = GetParam();
   cfg.algo = "search";
@@ -67,12 +56,11 @@ TEST_P(OneDnnMatmulTest, SearchKeepsACorrectImplementationAndSaysSo) {
   EXPECT_EQ(op.label().find("ref"), std::string::npos) << op.label();
   for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
   op.Run();
-  auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), cfg.dtype);
-  auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), cfg.dtype);
-  EXPECT_LT(RelativeL2(op.Output().data, ReferenceGemm(s, a, b)), Tolerance(cfg.dtype));
+  EXPECT_LT(RelativeL2(op.Output().data, GemmReferenceFor(s, cfg.seed, cfg.dtype)),
+            Tolerance(cfg.dtype));
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, OneDnnMatmulTest,
+INSTANTIATE_TEST_SUITE_P(DTypes, OneDnnMatmulSearch,
                          ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                          [](const auto& info) { return std::string(Name(info.param)); });
 
@@ -99,13 +87,6 @@ TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   ExpectBareReason(OneDnnMatmul::Supports({0, 8, 8}, cfg));
   cfg.algo = "exhaustive";
   ExpectBareReason(OneDnnMatmul::Supports({8, 8, 8}, cfg));
-}
-
-TEST(OneDnnMatmulCost, CountsTwoFlopsPerMacAndStorageBytes) {
-  RunConfig cfg;
-  OneDnnMatmul op({4, 3, 2}, cfg);
-  EXPECT_EQ(op.cost().flops, 2.0 * 4 * 3 * 2);
-  EXPECT_EQ(op.cost().bytes, (4 * 2 + 2 * 3 + 4 * 3) * 4.0);
 }
 
 }  // namespace
