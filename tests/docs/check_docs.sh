@@ -7,7 +7,9 @@
 #       tree. A path in code counts when it starts with a top-level folder (benchmarks/ fixtures/
 #       kernels/ reports/ tools/ tests/ docs/ .ci/ .github/); a link counts when it is relative,
 #       and is resolved from the page's folder. Globs and placeholders (<family>, *, {a,b}, $VAR)
-#       are skipped, and so is reports/latest/, which the main job writes and git ignores.
+#       are skipped, and so is reports/latest/, which the main job writes and git ignores;
+#   (d) the other way round: every flag a built benchmark prints in its --dlb_help is in
+#       docs/flags.md.
 # A binary this build does not have (its backend is off) is skipped, and so are the flags only it
 # defines; a flag whose feature this build lacks is skipped (the BINARIES file names it).
 #
@@ -166,6 +168,13 @@ while IFS=$'\t' read -r file line kind text; do
   paths_checked=$((paths_checked + 1))
   [[ -e "$word" ]] || problem "$file:$line: path $word does not exist in the source tree"
 done < <(candidates "${docs[@]}")
+
+# ---- (d) every flag of the build is documented ------------------------------------------------
+declare -A documented=()
+while read -r name; do documented[$name]=1; done < <(grep -oP -- '--dlb_\K[a-z0-9][a-z0-9_]*' docs/flags.md)
+for name in $(printf '%s\n' "${!help_flags[@]}" | sort); do
+  [[ -n "${documented[$name]:-}" ]] || problem "docs/flags.md: --dlb_$name: printed by --dlb_help, not documented"
+done
 
 # ---- verdict -----------------------------------------------------------------------------------
 echo "docs: ${#docs[@]} files; $flags_checked flag mentions (against --dlb_help of ${helped[*]:-none}),"\
