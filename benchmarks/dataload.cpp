@@ -7,6 +7,7 @@
 #include "benchmarks/dataload/family.h"
 #include "fixtures/harness.h"
 #include "fixtures/main.h"
+#include "kernels/data/dataset_source.h"
 #include "kernels/data/loader.h"
 #ifdef DLBENCH_HAVE_NVJPEG
 #include "kernels/data/nvjpeg_loader.h"
@@ -23,7 +24,7 @@ void Add(const Workload& w, const std::string& dir, int batch, DType dt, Layout 
   s.batch = batch;
   s.workers = workers;
   s.side = w.side;
-  s.depth = RingDepth();
+  s.depth = data::RingDepth();
   s.to_device = WantDevice(true);
   RunConfig cfg;
   cfg.dtype = dt;
@@ -55,7 +56,7 @@ void RegisterCases() {
                               data::TurboJpegVersion());
   std::string datasets;
   const auto batches = BatchSizes({32}, {64, 256}, {16, 32, 64, 128, 256, 512});
-  const std::vector<int> workers = WorkerCounts();
+  const std::vector<int> workers = data::WorkerCounts(Opts().tier == Tier::kSmoke);
   for (const Workload& w : TierWorkloads()) {
     const std::string dir = OpenDatasetOrExit(w, "bench_dataload");
     datasets += (datasets.empty() ? "" : "; ") + Describe(w, dir);

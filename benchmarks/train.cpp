@@ -8,7 +8,7 @@
 #include "fixtures/op_list.h"
 #include "kernels/torch/step.h"
 #ifdef DLBENCH_HAVE_TORCH_FED
-#include "benchmarks/dataload/family.h"
+#include "kernels/data/dataset_source.h"
 #include "kernels/torch/fed_step.h"
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
@@ -35,15 +35,14 @@ using Ops = OpList<libtorch::TorchStepCpu>;
 void RegisterFedCases() {
   if (!WantDevice(true) || Opts().tier == Tier::kSmoke) return;
   const bool full = Opts().tier == Tier::kFull;
-  std::vector<int> workers = dataload::WorkerCounts();
+  std::vector<int> workers = data::WorkerCounts(false);
   if (!full) workers = {workers.back()};
+  data::DatasetWant want;  // an ImageFolder
+  want.images = data::GeneratedImages(false, full);
+  want.cache_dir = UserCacheDir();
   for (const Model& m : TierModels()) {
     if (m.basics.name != "resnet18" && !(full && m.basics.name == "catdog128")) continue;
-    dataload::Workload w;
-    w.basics = m.basics;
-    w.format = "imagefolder";
-    w.side = int(m.shape.image);
-    const std::string dir = dataload::OpenDatasetOrExit(w, "bench_train");
+    const std::string dir = data::OpenDatasetOrExit(want, "bench_train");
     const Config c = AmpNhwcTrain(true);
     const int batch = m.basics.name == "resnet18" ? 256 : 64;
     for (int n : workers)
@@ -54,7 +53,7 @@ void RegisterFedCases() {
         s.loader.dir = dir;
         s.loader.workers = nvjpeg ? 4 : n;
         s.loader.side = int(m.shape.image);
-        s.loader.depth = dataload::RingDepth();
+        s.loader.depth = data::RingDepth();
         s.nvjpeg = nvjpeg;
         const RunConfig cfg = RunConfigOf(c);
         NameKeys keys = KeysOf(m, batch, c, true);
@@ -137,7 +136,9 @@ void RegisterDdpCases() {
 std::vector<FlagSpec> TrainFlags() {
   std::vector<FlagSpec> flags;
 #ifdef DLBENCH_HAVE_TORCH_FED
-  flags = dataload::Flags();  // --dlb_data, --dlb_workers, ... for the fed steps
+  // --dlb_data, --dlb_workers, ... for the fed steps, as the data-loading family has them.
+  for (data::SourceFlag& f : data::SourceFlags())
+    flags.push_back({std::move(f.name), std::move(f.help), std::move(f.set)});
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
   flags.push_back(IntListFlag("train_gpus",

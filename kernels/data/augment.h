@@ -8,38 +8,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/augment_params.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/op.h"
 
 namespace dlb::data {
 
-// Channel statistics of Normalize: ImageNet's (torchvision's reference scripts) and CIFAR-10's.
-struct Stats {
-  float mean[3], std[3];
-};
-inline constexpr Stats kImageNetStats = {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
-inline constexpr Stats kCifarStats = {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
-
-struct Box {
-  int x = 0, y = 0, w = 0, h = 0;
-};
-
-struct Augment {
-  Box crop;  // in the full-size image's pixels
-  bool flip = false;
-};
-
 // torchvision.transforms.RandomResizedCrop.get_params: up to 10 tries of an area share uniform
 // in [0.08, 1) and an aspect ratio log-uniform in [3/4, 4/3) whose box fits; else the central crop
 // with the ratio clamped into the range. Then the flip (uniform < 0.5).
 Augment SampleAugment(int width, int height, uint64_t seed);
-
-// A DCT-domain scaling factor num/denom (TurboJPEG's or nvJPEG's).
-struct Scale {
-  int num = 1, denom = 1;
-};
-// ceil(dim * num / denom), as TJSCALED: the size of a dimension decoded at that scale.
-inline int Scaled(int dim, Scale s) { return (dim * s.num + s.denom - 1) / s.denom; }
 
 // The smallest of `available` under which the crop, decoded at that scale, still has at least
 // `out` pixels in both directions (so the resize that follows only shrinks or keeps), and 1/1
@@ -73,12 +51,7 @@ void CropResizeNormalize(const uint8_t* rgb, int sw, int sh, int full_w, int ful
                          const Augment& a, int out, const Stats& st, DType dt, Layout layout,
                          void* dst, Window held = {});
 
-// CIFAR-10's training augmentation (torchvision's reference recipe): RandomCrop(32, padding=4)
-// and a horizontal flip; dx, dy in [0, 8] are the crop's offsets into the zero-padded 40x40.
-struct CifarAugment {
-  int dx = 4, dy = 4;
-  bool flip = false;
-};
+// CIFAR-10's training augmentation (CifarAugment): its draws from the sample's stream.
 CifarAugment SampleCifarAugment(uint64_t seed);
 // planes: 3 x 32 x 32 (CIFAR's record layout) -> dst: 32 x 32 x 3 interleaved.
 void CifarCropFlip(const uint8_t* planes, const CifarAugment& a, uint8_t* dst);

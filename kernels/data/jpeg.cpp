@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/data/libjpeg_errors.h"
+#include "kernels/common/libjpeg_errors.h"
 
 namespace dlb::data {
 

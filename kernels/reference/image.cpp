@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/data/libjpeg_errors.h"
+#include "kernels/common/libjpeg_errors.h"
 
 namespace dlb {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/data/augment.h"
+#include "kernels/common/augment_params.h"
 
 namespace dlb {
 

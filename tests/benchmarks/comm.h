@@ -14,6 +14,7 @@
 #include "fixtures/schema/schema.h"
 #include "kernels/nccl/shape.h"
 #include "tests/benchmarks/smoke.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 
@@ -45,16 +46,6 @@ inline nlohmann::json ReadJson(const std::filesystem::path& path) {
   if (!in) return nullptr;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
-}
-
-// A fresh folder for one run's output.
-inline std::filesystem::path FreshDir(const std::string& what) {
-  auto dir =
-      std::filesystem::temp_directory_path() /
-      ("dlb_comm_" + what + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 // Checks every case of a bench_comm JSON; returns how many were measured. Measured cases are

@@ -27,7 +27,8 @@ TEST_F(BenchCommGpu, OneProcessMeasuresEveryCaseOnTwoGpus) {
 
 #ifdef DLB_MPIEXEC
 TEST_F(BenchCommGpu, TwoProcessesMeasureEveryCaseOneGpuEach) {
-  const auto dir = FreshDir("mpi_gpu");
+  const TempDir tmp("comm_mpi_gpu");
+  const std::filesystem::path& dir = tmp.path();
   const auto out = dir / "comm.json";
   Result r = RunShell(MpiRun(2) + " '" + DLB_BENCH_COMM + "' --dlb_tier=smoke --benchmark_out='" +
                       out.string() + "' --benchmark_out_format=json");
@@ -37,7 +38,6 @@ TEST_F(BenchCommGpu, TwoProcessesMeasureEveryCaseOneGpuEach) {
   EXPECT_EQ(CheckCommJson(json, 2), int(json["benchmarks"].size())) << r.output;
   const std::string ranks = json["context"].value(std::string(schema::kCtxCommRanks), "");
   EXPECT_NE(ranks.find("rank 1: "), std::string::npos) << ranks;
-  std::filesystem::remove_all(dir);
 }
 #endif
 

@@ -69,7 +69,8 @@ std::string Args(const std::filesystem::path& out) {
 }
 
 TEST_F(BenchComm, TwoProcessesRunTheSameCasesAndOnlyRankZeroWrites) {
-  const auto dir = FreshDir("mpi");
+  const TempDir tmp("comm_mpi");
+  const std::filesystem::path& dir = tmp.path();
   const auto out = dir / "comm.json";
   Result r = RunShell(MpiRun(2) + " -x CUDA_VISIBLE_DEVICES '" + DLB_BENCH_COMM + "'" + Args(out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -95,13 +96,13 @@ TEST_F(BenchComm, TwoProcessesRunTheSameCasesAndOnlyRankZeroWrites) {
       ++seen;
     EXPECT_EQ(seen, 1u) << name << " in:\n" << r.output;
   }
-  std::filesystem::remove_all(dir);
 }
 
 // Open MPI's MPMD form gives rank 0 and rank 1 different sizes: each case is then a failure
 // naming the cause, on every process, and the run ends instead of hanging.
 TEST_F(BenchComm, ProcessesAtDifferentCasesFailThemInsteadOfWaiting) {
-  const auto dir = FreshDir("mpmd");
+  const TempDir tmp("comm_mpmd");
+  const std::filesystem::path& dir = tmp.path();
   const auto out = dir / "comm.json";
   const std::string bin = std::string(" -x CUDA_VISIBLE_DEVICES '") + DLB_BENCH_COMM + "'";
   Result r = RunShell(MpiRun(1) + bin + Args(out) + " --dlb_comm_bytes=8 : -np 1" + bin +
@@ -113,7 +114,6 @@ TEST_F(BenchComm, ProcessesAtDifferentCasesFailThemInsteadOfWaiting) {
   for (const auto& b : json["benchmarks"])
     EXPECT_NE(b.value("error_message", "").find("different cases"), std::string::npos)
         << b.value("error_message", "");
-  std::filesystem::remove_all(dir);
 }
 #endif
 

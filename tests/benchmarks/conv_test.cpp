@@ -10,6 +10,7 @@
 
 #include "benchmarks/conv/family.h"
 #include "tests/benchmarks/smoke.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 namespace {
@@ -129,9 +130,8 @@ TEST(BenchConv, AutotuneCacheSecondRunReusesTheWinners) {
   GTEST_SKIP() << "no CPU backend built";
 #endif
   namespace fs = std::filesystem;
-  const fs::path xdg =
-      fs::temp_directory_path() / ("dlb_autotune_e2e_" + std::to_string(::getpid()));
-  fs::remove_all(xdg);
+  const TempDir tmp("autotune_e2e");
+  const fs::path& xdg = tmp.path();
   const fs::path file = xdg / "dlbench" / "autotune.json";
   const std::string args =
       "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 --dlb_batch_sizes=1 "
@@ -205,7 +205,6 @@ TEST(BenchConv, AutotuneCacheSecondRunReusesTheWinners) {
   for (const auto& [name, c] : cases(corrupt))
     EXPECT_NE(c.first.find("no cached winner; searched "), std::string::npos) << c.first;
   EXPECT_EQ(nlohmann::json::parse(ReadText(file), nullptr, false).size(), 3u);
-  fs::remove_all(xdg);
 }
 
 TEST(BenchConv, OversizedBatchIsOutOfMemoryAndTheRunGoesOn) {

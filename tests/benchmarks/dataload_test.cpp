@@ -1,27 +1,20 @@
 // bench_dataload at the smoke tier on a small generated dataset: names, verification, the
 // family's counters; and what a broken data folder does (one line, exit 2; a corrupt JPEG is
 // skipped and counted, the run goes on).
+#include "kernels/data/generator.h"
 #include "tests/benchmarks/smoke.h"
-#include "tools/dataset/generator.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-class BenchDataload : public ::testing::Test {
+class BenchDataload : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dlb_dataload_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   fs::path Jpegs(const std::string& name, int n) {
     dataset::Options o;
-    o.out = dir_ / name;
+    o.out = dir().path() / name;
     o.images = n;
     o.classes = 2;
     o.mean_width = 160;
@@ -32,10 +25,9 @@ class BenchDataload : public ::testing::Test {
   }
   // The binary with its cache (generated datasets, CPU peak) in the test's folder.
   Result Run(const std::string& args) {
-    ::setenv("XDG_CACHE_HOME", (dir_ / "cache").c_str(), 1);
+    ::setenv("XDG_CACHE_HOME", (dir().path() / "cache").c_str(), 1);
     return RunBinary(DLB_BENCH_DATALOAD, "--benchmark_min_time=0.01 " + args);
   }
-  fs::path dir_;
 };
 
 TEST_F(BenchDataload, SmokeTierGeneratesItsDatasetsOnceAndVerifiesEveryCase) {
@@ -51,8 +43,9 @@ TEST_F(BenchDataload, SmokeTierGeneratesItsDatasetsOnceAndVerifiesEveryCase) {
     ASSERT_TRUE(parsed.has_value()) << name;
     EXPECT_EQ(parsed->family, "dataload");
     const bool gpu = parsed->device == "gpu";
-    EXPECT_EQ(parsed->backend, gpu ? "nvjpeg" : parsed->workload == "cifar10.crop32" ? "raw"
-                                                                                    : "turbojpeg")
+    EXPECT_EQ(parsed->backend, gpu                                    ? "nvjpeg"
+                               : parsed->workload == "cifar10.crop32" ? "raw"
+                                                                      : "turbojpeg")
         << name;
     EXPECT_EQ(BuildName(*parsed) + "/manual_time", name);
     ASSERT_FALSE(b.value("error_occurred", false)) << name << ": " << b.value("error_message", "");
@@ -88,8 +81,8 @@ TEST_F(BenchDataload, SmokeTierGeneratesItsDatasetsOnceAndVerifiesEveryCase) {
 }
 
 TEST_F(BenchDataload, AnEmptyOrMissingDataFolderIsOneLineAndExit2) {
-  fs::create_directories(dir_ / "empty");
-  for (const fs::path& p : {dir_ / "empty", dir_ / "missing"}) {
+  fs::create_directories(dir().path() / "empty");
+  for (const fs::path& p : {dir().path() / "empty", dir().path() / "missing"}) {
     Result r = Run("--dlb_tier=smoke --dlb_data=" + p.string() + " --benchmark_filter=imagenet");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("bench_dataload: " + p.string()), std::string::npos) << r.output;
@@ -145,10 +138,10 @@ TEST_F(BenchDataload, MalformedWorkloadFileExitsOneNamingFileAndLine) {
   };
   int k = 0;
   for (const Case& c : cases) {
-    const fs::path dir = dir_ / ("workloads_" + std::to_string(k++));
-    fs::create_directories(dir);
-    std::ofstream(dir / "dataload_bad.csv") << c.csv;
-    Result r = Run("--dlb_tier=smoke --dlb_workloads=" + dir.string());
+    const fs::path workloads = dir().path() / ("workloads_" + std::to_string(k++));
+    fs::create_directories(workloads);
+    std::ofstream(workloads / "dataload_bad.csv") << c.csv;
+    Result r = Run("--dlb_tier=smoke --dlb_workloads=" + workloads.string());
     EXPECT_EQ(r.exit_code, 1) << c.what << ": " << r.output;
     EXPECT_NE(r.output.find(c.want), std::string::npos) << c.what << ": " << r.output;
     EXPECT_EQ(r.output.find("dataload: generating"), std::string::npos)

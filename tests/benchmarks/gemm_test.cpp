@@ -1,4 +1,5 @@
 #include "tests/benchmarks/smoke.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 namespace {
@@ -71,8 +72,8 @@ TEST(BenchGemm, AnOutputFileThatCannotBeWrittenStopsTheRunBeforeItStarts) {
 }
 
 TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
-  auto dir = std::filesystem::temp_directory_path() / "dlb_bad_workloads";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("bad_workloads");
+  const std::filesystem::path& dir = tmp.path();
   std::ofstream(dir / "gemm_bad.csv")
       << "name,m,n,k,ta,tb,count,tier\nsquare.1,1,1,one,0,0,1,smoke\n";
   Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_workloads=" + dir.string());

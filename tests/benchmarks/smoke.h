@@ -21,6 +21,7 @@
 
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 
@@ -35,8 +36,8 @@ struct Result {
 inline Result RunBinary(const std::string& binary, const std::string& args,
                         bool args_name_the_output = false) {
   Result r;
-  auto out = std::filesystem::temp_directory_path() / ("dlb_smoke_" + std::to_string(::getpid()) +
-                                                       "_" + std::to_string(std::rand()) + ".json");
+  const TempDir tmp("smoke");
+  const std::filesystem::path out = tmp.path() / "out.json";
   std::string cmd = "'" + binary + "' " + args;
   if (!args_name_the_output)
     cmd += " --benchmark_out='" + out.string() + "' --benchmark_out_format=json";
@@ -51,7 +52,6 @@ inline Result RunBinary(const std::string& binary, const std::string& args,
   std::ifstream in(out);
   if (in) r.json = nlohmann::json::parse(in, nullptr, false);
   if (r.json.is_discarded()) r.json = nullptr;
-  std::filesystem::remove(out);
   return r;
 }
 
@@ -60,8 +60,8 @@ inline bool HasGpu(const nlohmann::json& json) {
   return !gpu.empty() && gpu.rfind("no CUDA device", 0) != 0 && gpu.rfind("not built", 0) != 0;
 }
 
-// Every name in the JSON is one of fixtures/schema/schema.h: context keys, entry fields, counters and
-// the "dlbench" object's fields.
+// Every name in the JSON is one of fixtures/schema/schema.h: context keys, entry fields, counters
+// and the "dlbench" object's fields.
 inline void CheckSchemaNames(const nlohmann::json& json) {
   for (const auto& [key, value] : json["context"].items())
     EXPECT_TRUE(schema::In(schema::kDlbenchContext, key) || schema::In(schema::kGbenchContext, key))
@@ -150,9 +150,8 @@ inline constexpr double kPctPeakNoise = 10.0;
 inline Result RunWithFreshPeakCache(const std::string& binary, const std::string& args,
                                     bool* cached) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("dlb_peak_cache_" + std::to_string(::getpid()) +
-                                                    "_" + std::to_string(std::rand()));
-  fs::remove_all(dir);
+  const TempDir tmp("peak_cache");
+  const fs::path& dir = tmp.path();
   std::optional<std::string> old;
   if (const char* v = std::getenv("XDG_CACHE_HOME")) old = v;
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
@@ -162,7 +161,6 @@ inline Result RunWithFreshPeakCache(const std::string& binary, const std::string
   else
     ::unsetenv("XDG_CACHE_HOME");
   *cached = fs::is_regular_file(dir / "dlbench" / "cpu_peak.json");
-  fs::remove_all(dir);
   return r;
 }
 

@@ -1,8 +1,9 @@
 // bench_train's steps fed by the data-loading pipelines (key loader:), on a GPU: each case is
 // verified (the step, the loader's pixels, the step's input equal to the loaded batch), and carries
 // the step-alone rate and the starvation. Skips without a GPU.
+#include "kernels/data/generator.h"
 #include "tests/benchmarks/smoke.h"
-#include "tools/dataset/generator.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 namespace {
@@ -10,18 +11,17 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(BenchTrainFed, LoaderCasesVerifyAndReportStarvation) {
-  const fs::path dir = fs::temp_directory_path() / ("dlb_train_fed_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const TempDir tmp("train_fed");
+  const fs::path& dir = tmp.path();
   dataset::Options o;
   o.out = dir / "data";
   o.images = 600;
   o.procedural = true;
   dataset::Generate(o);
   ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
-  Result r = RunBinary(DLB_BENCH_TRAIN, "--dlb_tier=default --dlb_device=gpu --dlb_data=" +
-                                            o.out.string() +
-                                            " --benchmark_filter=loader: --benchmark_min_time=0.05");
-  fs::remove_all(dir);
+  Result r = RunBinary(DLB_BENCH_TRAIN,
+                       "--dlb_tier=default --dlb_device=gpu --dlb_data=" + o.out.string() +
+                           " --benchmark_filter=loader: --benchmark_min_time=0.05");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   if (!HasGpu(r.json)) GTEST_SKIP() << "no CUDA device";
   CheckSchemaNames(r.json);

@@ -1,4 +1,5 @@
 #include "tests/benchmarks/smoke.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
 namespace {
@@ -68,15 +69,14 @@ TEST(BenchTrain, AnImpossibleBatchFailsItsCaseAndTheSweepGoesOn) {
 }
 
 TEST(BenchTrain, MalformedModelFileExitsOneNamingFileAndLine) {
-  auto dir = std::filesystem::temp_directory_path() / "dlb_bad_train_workloads";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("bad_train_workloads");
+  const std::filesystem::path& dir = tmp.path();
   std::ofstream(dir / "train_bad.csv")
       << "name,count,model,image,classes,widths,dataset,epoch_items,tier\n"
          "mlp,1,mlp,0,3,1000-x-2,synthetic,100,smoke\n";
   Result r = RunBinary(DLB_BENCH_TRAIN, "--dlb_workloads=" + dir.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("train_bad.csv:2: column 'widths'"), std::string::npos) << r.output;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

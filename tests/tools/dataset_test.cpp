@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 #include <turbojpeg.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/dataset/generator.h"
+#include "kernels/data/generator.h"
+#include "tests/support/temp_dir.h"
+#include "tools/dataset/cli.h"
 
 namespace dlb::dataset {
 namespace {
@@ -23,21 +24,12 @@ std::vector<uint8_t> Slurp(const fs::path& p) {
 }
 
 // A fresh folder per test, removed at the end.
-class DatasetTest : public ::testing::Test {
+class DatasetTest : public ::dlb::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    root_ = fs::temp_directory_path() /
-            ("dlb_dataset_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // Small images keep the tests quick; the size test uses the defaults.
   Options Small(const std::string& name, uint64_t seed = 7) {
     Options o;
-    o.out = root_ / name;
+    o.out = dir().path() / name;
     o.images = 24;
     o.classes = 4;
     o.seed = seed;
@@ -46,8 +38,6 @@ class DatasetTest : public ::testing::Test {
     o.threads = 2;
     return o;
   }
-
-  fs::path root_;
 };
 
 TEST(DatasetPrng, SplitMix64MatchesTheReference) {
@@ -148,7 +138,7 @@ TEST_F(DatasetTest, ClassFoldersHoldImageIModC) {
 
 TEST_F(DatasetTest, DefaultsAreImageNetLike) {
   Options o;
-  o.out = root_ / "imagenet";
+  o.out = dir().path() / "imagenet";
   o.images = 200;
   o.threads = 2;
   const Result r = Generate(o);
@@ -204,20 +194,20 @@ TEST_F(DatasetTest, Cifar10HasTheBinaryLayout) {
 
   // The same crop/flip/colour pipeline at 32x32: planar records repeat for the same seed.
   Options again = o;
-  again.out = root_ / "cifar2";
+  again.out = dir().path() / "cifar2";
   Generate(again);
   for (const auto& name : Cifar10BatchNames())
     EXPECT_EQ(Slurp(o.out / name), Slurp(again.out / name)) << name;
 
   o.classes = 5;
-  o.out = root_ / "cifar3";
+  o.out = dir().path() / "cifar3";
   EXPECT_THROW(Generate(o), UsageError);
 }
 
 TEST_F(DatasetTest, ProceduralWhenTheSourceFolderIsEmpty) {
-  fs::create_directories(root_ / "empty");
+  fs::create_directories(dir().path() / "empty");
   Options o = Small("proc");
-  o.sources = root_ / "empty";
+  o.sources = dir().path() / "empty";
   o.mean_width = 200;
   o.mean_height = 160;
   const Result r = Generate(o);
@@ -227,7 +217,7 @@ TEST_F(DatasetTest, ProceduralWhenTheSourceFolderIsEmpty) {
   EXPECT_GT(r.mean_bytes, 3000);  // textured, not flat colour
 
   Options again = o;
-  again.out = root_ / "proc2";
+  again.out = dir().path() / "proc2";
   Generate(again);
   for (const auto& im : r.images)
     EXPECT_EQ(Slurp(o.out / im.path), Slurp(again.out / im.path)) << im.path;
@@ -256,12 +246,13 @@ TEST_F(DatasetTest, NoTemporaryFolderIsLeft) {
   fs::create_directories(o.out);  // an empty folder is taken over
   Generate(o);
   std::set<std::string> left;
-  for (const auto& e : fs::directory_iterator(root_)) left.insert(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir().path()))
+    left.insert(e.path().filename().string());
   EXPECT_EQ(left, (std::set<std::string>{"clean"}));
 }
 
 TEST_F(DatasetTest, CliRejectsBadInputWithExit2) {
-  const std::string out = (root_ / "cli").string();
+  const std::string out = (dir().path() / "cli").string();
   auto run = [&](std::vector<const char*> args) {
     args.insert(args.begin(), {"dlbench-dataset", "--out", out.c_str(), "-q"});
     return RunCli(static_cast<int>(args.size()), args.data());

@@ -1,9 +1,11 @@
 // dlbench-dataset: the generator from the command line.
+#include "tools/dataset/cli.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
-#include "tools/dataset/generator.h"
+#include "kernels/data/generator.h"
 
 namespace dlb::dataset {
 

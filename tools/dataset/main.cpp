@@ -1,3 +1,3 @@
-#include "tools/dataset/generator.h"
+#include "tools/dataset/cli.h"
 
 int main(int argc, char** argv) { return dlb::dataset::RunCli(argc, argv); }

@@ -2,18 +2,17 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
+#include <string>
 
+#include "tests/support/temp_dir.h"
 
 namespace dlb::train {
 namespace {
 
-std::string Write(const std::string& body) {
-  auto p = std::filesystem::temp_directory_path() /
-           ("dlb_train_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()) + ".csv");
-  std::ofstream(p) << "name,count,model,image,classes,widths,dataset,epoch_items,tier\n" << body;
-  return p.string();
+// A models file of the header and `body`, in the test's folder.
+std::string Write(const ::dlb::testing::TempDir& dir, const std::string& body) {
+  return dir.Write("train_models.csv",
+                   "name,count,model,image,classes,widths,dataset,epoch_items,tier\n" + body);
 }
 
 TEST(TrainModels, TheShippedFileLoads) {
@@ -27,8 +26,9 @@ TEST(TrainModels, TheShippedFileLoads) {
 }
 
 TEST(TrainModels, MalformedRowsNameTheirLine) {
-  auto expect_fail = [](const std::string& body, const std::string& what) {
-    const std::string path = Write(body);
+  const ::dlb::testing::TempDir dir("train_models");
+  auto expect_fail = [&dir](const std::string& body, const std::string& what) {
+    const std::string path = Write(dir, body);
     try {
       LoadModels(path);
       ADD_FAILURE() << "no error for " << body;
@@ -36,7 +36,6 @@ TEST(TrainModels, MalformedRowsNameTheirLine) {
       EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
-    std::filesystem::remove(path);
   };
   expect_fail("mlp,1,mlp,0,2,1000-x-2,s,10,smoke\n", "widths");
   expect_fail("mlp,1,mlp,0,3,1000-2,s,10,smoke\n", "last width");

@@ -2,35 +2,26 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "tools/dataset/generator.h"
+#include "kernels/data/generator.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::data::testing {
 
 namespace fs = std::filesystem;
 
-class DataTest : public ::testing::Test {
+class DataTest : public ::dlb::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    root_ = fs::temp_directory_path() / ("dlb_data_test_" + std::to_string(::getpid()) + "_" +
-                                         info->test_suite_name() + "_" + info->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // n procedural JPEGs of about w x h in `classes` class folders (photographs are not needed:
   // these tests check pixels against a reference, not realism).
   fs::path MakeJpegs(const std::string& name, int n, int classes = 3, int w = 160, int h = 120) {
     dataset::Options o;
-    o.out = root_ / name;
+    o.out = dir().path() / name;
     o.images = n;
     o.classes = classes;
     o.mean_width = w;
@@ -42,7 +33,7 @@ class DataTest : public ::testing::Test {
   }
   fs::path MakeCifar(const std::string& name, int n) {
     dataset::Options o;
-    o.out = root_ / name;
+    o.out = dir().path() / name;
     o.format = dataset::Format::kCifar10;
     o.images = n;
     o.procedural = true;
@@ -58,8 +49,6 @@ class DataTest : public ::testing::Test {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   }
-
-  fs::path root_;
 };
 
 }  // namespace dlb::data::testing

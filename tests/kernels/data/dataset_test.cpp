@@ -33,20 +33,20 @@ TEST_F(DataTest, ScanListsJpegsByClassThenNameAndIgnoresTheRest) {
 
 TEST_F(DataTest, AMissingEmptyOrFlatFolderIsADataErrorNamingIt) {
   try {
-    ScanImageFolder(root_ / "nope");
+    ScanImageFolder(dir().path() / "nope");
     FAIL() << "no error";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("nope: no such data directory"), std::string::npos)
         << e.what();
   }
-  fs::create_directories(root_ / "empty");
-  EXPECT_THROW(ScanImageFolder(root_ / "empty"), DataError);
+  fs::create_directories(dir().path() / "empty");
+  EXPECT_THROW(ScanImageFolder(dir().path() / "empty"), DataError);
   // JPEGs directly in the folder are not an ImageFolder (torchvision finds no class either).
-  fs::create_directories(root_ / "flat");
-  Write(root_ / "flat" / "a.jpg", {0xFF, 0xD8, 0xFF});
-  EXPECT_THROW(ScanImageFolder(root_ / "flat"), DataError);
-  Write(root_ / "file", {1});
-  EXPECT_THROW(ScanImageFolder(root_ / "file"), DataError);
+  fs::create_directories(dir().path() / "flat");
+  Write(dir().path() / "flat" / "a.jpg", {0xFF, 0xD8, 0xFF});
+  EXPECT_THROW(ScanImageFolder(dir().path() / "flat"), DataError);
+  Write(dir().path() / "file", {1});
+  EXPECT_THROW(ScanImageFolder(dir().path() / "file"), DataError);
 }
 
 TEST_F(DataTest, Cifar10LoadsTheGeneratedBatchesAndRejectsBrokenOnes) {
@@ -75,21 +75,22 @@ TEST_F(DataTest, Cifar10LoadsTheGeneratedBatchesAndRejectsBrokenOnes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("label 12"), std::string::npos) << e.what();
   }
-  fs::create_directories(root_ / "none");
-  EXPECT_FALSE(LooksLikeCifar10(root_ / "none"));
-  EXPECT_THROW(LoadCifar10(root_ / "none", true), DataError);
+  const fs::path none = DataTest::dir().path() / "none";
+  fs::create_directories(none);
+  EXPECT_FALSE(LooksLikeCifar10(none));
+  EXPECT_THROW(LoadCifar10(none, true), DataError);
 }
 
 TEST_F(DataTest, ReadFileNamesTheFileItCannotRead) {
   std::vector<uint8_t> out;
   try {
-    ReadFile((root_ / "missing.jpg").string(), &out);
+    ReadFile((dir().path() / "missing.jpg").string(), &out);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing.jpg: "), std::string::npos);
   }
-  Write(root_ / "x.bin", {1, 2, 3, 4});
-  ReadFile((root_ / "x.bin").string(), &out);
+  Write(dir().path() / "x.bin", {1, 2, 3, 4});
+  ReadFile((dir().path() / "x.bin").string(), &out);
   EXPECT_EQ(out, (std::vector<uint8_t>{1, 2, 3, 4}));
 }
 

@@ -1,7 +1,6 @@
 #include "kernels/data/nvjpeg_loader.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,8 +13,9 @@
 
 #include "kernels/cuda/device.h"
 #include "kernels/data/dataset.h"
+#include "kernels/data/generator.h"
 #include "kernels/data/pipeline.h"
-#include "tools/dataset/generator.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::data {
 namespace {
@@ -28,16 +28,13 @@ constexpr int kImages = 64;
 // corrupt file ("broken"), made once for the suite and only where there is a GPU.
 class NvJpegLoaderTest : public ::testing::Test {
  protected:
-  static void TearDownTestSuite() {
-    if (!root_.empty()) fs::remove_all(root_);
-  }
+  static void TearDownTestSuite() { tmp_.reset(); }
 
   void SetUp() override {
     if (cuda::DeviceCount() == 0) GTEST_SKIP() << cuda::NoDeviceReason();
-    if (!root_.empty()) return;
-    root_ = fs::temp_directory_path() / ("dlb_nvjpeg_loader_test_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    if (tmp_) return;
+    tmp_ = std::make_unique<::dlb::testing::TempDir>("nvjpeg_loader");
+    root_ = tmp_->path();
     dataset::Options o;
     o.out = root_ / "clean";
     o.images = kImages;
@@ -63,10 +60,12 @@ class NvJpegLoaderTest : public ::testing::Test {
     return s;
   }
 
+  static std::unique_ptr<::dlb::testing::TempDir> tmp_;
   static fs::path root_;
   static std::string truncated_, corrupt_;
 };
 
+std::unique_ptr<::dlb::testing::TempDir> NvJpegLoaderTest::tmp_;
 fs::path NvJpegLoaderTest::root_;
 std::string NvJpegLoaderTest::truncated_, NvJpegLoaderTest::corrupt_;
 

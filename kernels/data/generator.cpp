@@ -1,4 +1,4 @@
-#include "tools/dataset/generator.h"
+#include "kernels/data/generator.h"
 
 #include <png.h>
 #include <turbojpeg.h>

@@ -126,7 +126,4 @@ const std::vector<std::string>& Cifar10BatchNames();
 std::string ImageFileName(int64_t i, int64_t n);
 std::string ClassFolderName(int c, int classes);
 
-// The command line (dlbench-dataset): 0 on success, 2 on a usage error, 1 on a failure.
-int RunCli(int argc, const char* const* argv);
-
 }  // namespace dlb::dataset
