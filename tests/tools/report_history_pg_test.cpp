@@ -12,9 +12,9 @@
 #include <string>
 
 #include "tests/tools/pg_server.h"
-#include "tools/report/gbench_json.h"
-#include "tools/report/history.h"
-#include "tools/report/history_store.h"
+#include "tools/report/history/history.h"
+#include "tools/report/history/store.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
-#include "tools/report/history.h"
-#include "tools/report/history_store.h"
+#include "tools/report/history/history.h"
+#include "tools/report/history/store.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report {
 namespace {

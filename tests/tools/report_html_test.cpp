@@ -11,9 +11,9 @@
 #include <regex>
 #include <sstream>
 
-#include "tools/report/analyses.h"
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report {
 namespace {

@@ -11,8 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "tools/report/gbench_json.h"
-#include "tools/report/trace.h"
+#include "tools/report/analyses/timeline.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/read/trace.h"
 
 namespace dlb::report {
 namespace {
