@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,17 +28,8 @@ std::string Slurp(const fs::path& p) {
   return ss.str();
 }
 
-class Cli : public ::testing::Test {
+class Cli : public dlb::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dlb_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   Result Run(const std::string& args) {
     std::string cmd = std::string(DLB_REPORT_EXE) + " " + args + " >" + (dir_ / "out").string() +
                       " 2>" + (dir_ / "err").string();
@@ -55,7 +48,7 @@ class Cli : public ::testing::Test {
     return static_cast<size_t>(
         std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
-  fs::path dir_;
+  const fs::path dir_ = dir().path();
 };
 
 TEST_F(Cli, CompareExitsThreeOnARegression) {

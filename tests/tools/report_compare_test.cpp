@@ -4,8 +4,11 @@
 #include <string>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/speedup.h"
+#include "tools/report/analyses/sweep.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {

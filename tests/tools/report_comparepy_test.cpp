@@ -17,9 +17,9 @@
 #include <sstream>
 #include <string>
 
-#include "tools/report/analyses.h"
-#include "tools/report/gbench_compare.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/gbench_compare.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,8 +101,8 @@ const Case kCases[] = {
 TEST(Golden, MarkdownAndCsvOfEverySubcommand) {
   const fs::path golden = fs::path(DLB_REPORT_TEST_DATA).parent_path() / "golden";
   const bool update = std::getenv("DLB_UPDATE_GOLDEN") != nullptr;
-  const fs::path tmp = fs::temp_directory_path() / ("dlb_golden_" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
+  const dlb::testing::TempDir dir("golden");
+  const fs::path& tmp = dir.path();
   for (const Case& c : kCases) {
     for (const char* fmt : {"md", "csv"}) {
       SCOPED_TRACE(std::string(c.name) + "." + fmt);
@@ -137,7 +139,6 @@ TEST(Golden, MarkdownAndCsvOfEverySubcommand) {
                     << "\nregenerate with DLB_UPDATE_GOLDEN=1 if intended";
     }
   }
-  fs::remove_all(tmp);
 }
 
 }  // namespace

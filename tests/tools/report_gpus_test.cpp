@@ -10,8 +10,13 @@
 #include <vector>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/summary.h"
+#include "tools/report/analyses/sweep.h"
+#include "tools/report/analyses/train.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {

@@ -1,112 +1,260 @@
+// The history's stores: every semantic test runs against both (a typed suite), SQLite always and
+// PostgreSQL on a real server that the test process starts itself (pg_server.h; the tests skip
+// without the server binaries), then what only one store meets: a corrupt or locked SQLite file,
+// a PostgreSQL connection that fails or dies.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
-#include "tools/report/history.h"
-#include "tools/report/history_store.h"
+#include "tests/support/temp_dir.h"
+#include "tools/report/history/history.h"
+#include "tools/report/history/store.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
+#ifdef DLBENCH_HAVE_LIBPQ
+#include "tests/tools/pg_server.h"
+#endif
 
 namespace dlb::report {
 namespace {
 
 namespace fs = std::filesystem;
+using dlb::testing::TempDir;
 
-class History : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dlb_history_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    db_ = (dir_ / "h.sqlite").string();
+// One run: `n` benchmarks, each at `scale` x its base time, with a little per-run wobble.
+FileData MakeRun(int n, double scale, int run, const std::string& date) {
+  std::string b;
+  for (int i = 0; i < n; ++i) {
+    double t = (100.0 + i) * scale * (1 + 0.002 * ((run * 7 + i) % 5));
+    if (!b.empty()) b += ",";
+    b += R"({"name": "gemm/cpu/onednn/w)" + std::to_string(i) +
+         R"(/dt:f32/manual_time", "run_type": "iteration", "real_time": )" + std::to_string(t) +
+         R"(, "time_unit": "us", "flop_per_s": 1e9})";
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  return ParseBenchmarkJson(
+      R"({"context": {"date": ")" + date + R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
+      "run.json");
+}
 
-  // One run: `n` benchmarks, each at `scale` x its base time, with a little per-run wobble.
-  static FileData Run(int n, double scale, int run, const std::string& date) {
-    std::string b;
-    for (int i = 0; i < n; ++i) {
-      double t = (100.0 + i) * scale * (1 + 0.002 * ((run * 7 + i) % 5));
-      if (!b.empty()) b += ",";
-      b += R"({"name": "gemm/cpu/onednn/w)" + std::to_string(i) +
-           R"(/dt:f32/manual_time", "run_type": "iteration", "real_time": )" + std::to_string(t) +
-           R"(, "time_unit": "us", "flop_per_s": 1e9})";
-    }
-    return ParseBenchmarkJson(R"({"context": {"date": ")" + date +
-                                  R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
-                              "run.json");
-  }
-  static std::string Date(int i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "2026-01-%02dT00:00:00Z", i + 1);
-    return buf;
-  }
-  int64_t Count(const char* table) {
+std::string Date(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "2026-01-%02dT00:00:00Z", i + 1);
+  return buf;
+}
+
+}  // namespace
+
+// The stores the typed suite runs on (outside the anonymous namespace: ctest names the tests after
+// them).
+
+// The SQLite store: a file in the test's folder.
+class SqliteStore {
+ public:
+  static void Start() {}
+  static void Stop() {}
+  static std::string Unavailable() { return ""; }
+  static bool MaySkip() { return false; }
+  // Every store before the version table: version 1, the tables as they were then.
+  static constexpr const char* kVersion1 =
+      "CREATE TABLE runs(id INTEGER PRIMARY KEY, run_key TEXT NOT NULL UNIQUE,"
+      " commit_id TEXT NOT NULL, branch TEXT NOT NULL, machine TEXT NOT NULL, date TEXT"
+      " NOT NULL, added TEXT NOT NULL, context TEXT NOT NULL);"
+      "CREATE INDEX runs_machine_date ON runs(machine, date, id);"
+      "CREATE TABLE results(run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT"
+      " NULL, family TEXT NOT NULL, median_ns REAL, cv REAL, reps INTEGER NOT NULL,"
+      " status TEXT NOT NULL, message TEXT NOT NULL, counters TEXT NOT NULL,"
+      " PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
+      "CREATE INDEX results_name ON results(name, run_id);"
+      "INSERT INTO runs VALUES (1, 'k', 'old', '', 'box', '2025-12-01', '', '{}');"
+      "INSERT INTO results VALUES (1, 'gemm/cpu/onednn/w0/dt:f32/manual_time', 'gemm',"
+      " 100000, 0, 1, 'ok', '', '{}');";
+
+  explicit SqliteStore(const TempDir& dir) : url_(dir / "h.sqlite") {}
+  std::string Create() { return ""; }
+  const std::string& url() const { return url_; }
+
+  // The first value `sql` gives; "ERROR: ..." when it fails (no such table, say).
+  std::string Query(const std::string& sql) const {
     sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2(db_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    std::string out;
     sqlite3_stmt* s = nullptr;
-    std::string sql = std::string("SELECT count(*) FROM ") + table;
-    // No table at all counts as empty: a rolled-back first add leaves no schema either.
-    int64_t n = 0;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
-      EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
-      n = sqlite3_column_int64(s, 0);
+    if (sqlite3_open_v2(url_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+      out = std::string("ERROR: ") + sqlite3_errmsg(db);
+    } else if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
     }
     sqlite3_finalize(s);
     sqlite3_close(db);
-    return n;
+    return out;
+  }
+  // Runs statements that change the store; "" or "ERROR: ...".
+  std::string Exec(const std::string& sql) const {
+    sqlite3* db = nullptr;
+    std::string out;
+    if (sqlite3_open(url_.c_str(), &db) != SQLITE_OK ||
+        sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+      out = std::string("ERROR: ") + sqlite3_errmsg(db);
+    sqlite3_close(db);
+    return out;
   }
 
-  fs::path dir_;
+ private:
+  std::string url_;
+};
+
+#ifdef DLBENCH_HAVE_LIBPQ
+// The PostgreSQL store: a database per test on the process's own server.
+class PostgresStore {
+ public:
+  static void Start() {
+    server_ = new dlb::testing::PgServer;
+    why_ = server_->Start();
+  }
+  static void Stop() {
+    server_->Stop();
+    delete server_;
+    server_ = nullptr;
+  }
+  static const std::string& Unavailable() { return why_; }
+  // No server binaries: skip. Binaries that do not make a server: that is a failure.
+  static bool MaySkip() { return dlb::testing::PgServer::BinDir().empty(); }
+  static constexpr const char* kVersion1 =
+      "CREATE TABLE runs(id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
+      " run_key TEXT NOT NULL UNIQUE, commit_id TEXT NOT NULL, branch TEXT NOT "
+      "NULL, machine TEXT NOT NULL, date TEXT NOT NULL, added TEXT NOT NULL,"
+      " context TEXT NOT NULL);"
+      "CREATE TABLE results(run_id BIGINT NOT NULL REFERENCES runs(id), name "
+      "TEXT NOT NULL, family TEXT NOT NULL, median_ns DOUBLE PRECISION, cv "
+      "DOUBLE PRECISION, reps INTEGER NOT NULL, status TEXT NOT NULL, message "
+      "TEXT NOT NULL, counters TEXT NOT NULL, PRIMARY KEY(run_id, name));"
+      "INSERT INTO runs(run_key, commit_id, branch, machine, date, added, "
+      "context) VALUES ('k', 'old', '', 'box', '2025-01-01', '', '{}');"
+      "INSERT INTO results VALUES (1, 'gemm/cpu/onednn/w0/dt:f32/manual_time', 'gemm',"
+      " 100000, 0, 1, 'ok', '', '{}');";
+
+  explicit PostgresStore(const TempDir&) {
+    db_ = "t_";
+    for (char c : std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      db_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    url_ = server_->Url(db_);
+  }
+  std::string Create() { return server_->Sql("postgres", "CREATE DATABASE " + db_); }
+  const std::string& url() const { return url_; }
+  const std::string& db() const { return db_; }
+  static const dlb::testing::PgServer& server() { return *server_; }
+  std::string Query(const std::string& sql) const { return server_->Sql(db_, sql); }
+  std::string Exec(const std::string& sql) const { return server_->Sql(db_, sql); }
+
+ private:
+  static inline dlb::testing::PgServer* server_ = nullptr;
+  static inline std::string why_;
+  std::string db_, url_;
+};
+#endif
+
+namespace {
+
+template <typename Store>
+class History : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { Store::Start(); }
+  static void TearDownTestSuite() { Store::Stop(); }
+  void SetUp() override {
+    if (!Store::Unavailable().empty() && Store::MaySkip()) GTEST_SKIP() << Store::Unavailable();
+    ASSERT_EQ(Store::Unavailable(), "");
+    store_ = std::make_unique<Store>(dir_);
+    ASSERT_EQ(store_->Create(), "");
+    db_ = store_->url();
+  }
+  int64_t Count(const char* table) const {
+    std::string v = store_->Query(std::string("SELECT count(*) FROM ") + table);
+    // No table at all counts as empty: a rolled-back first add leaves no schema either.
+    return v.rfind("ERROR", 0) == 0 ? 0 : std::stoll(v);
+  }
+  // The one-line error of `f`, checked for what every such error must say.
+  template <typename F>
+  static std::string ErrorOf(F f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      std::string m = e.what();
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+#ifdef DLBENCH_HAVE_LIBPQ
+      EXPECT_EQ(m.find(dlb::testing::PgServer::kPassword), std::string::npos) << m;
+#endif
+      return m;
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  }
+
+  TempDir dir_{"history"};
+  std::unique_ptr<Store> store_;
   std::string db_;
 };
 
-TEST_F(History, AddIsIdempotentForTheSameRun) {
+#ifdef DLBENCH_HAVE_LIBPQ
+using Stores = ::testing::Types<SqliteStore, PostgresStore>;
+#else
+using Stores = ::testing::Types<SqliteStore>;
+#endif
+TYPED_TEST_SUITE(History, Stores);
+
+TYPED_TEST(History, AddIsIdempotentForTheSameRun) {
+  const std::string& db = this->db_;
   RunMeta meta{"abc123", "main", "", ""};
-  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, meta));
-  EXPECT_FALSE(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, meta));
-  EXPECT_EQ(Count("runs"), 1);
-  EXPECT_EQ(Count("results"), 5);
-  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 1, Date(1))}, meta));  // another date: another run
-  EXPECT_EQ(Count("runs"), 2);
+  EXPECT_TRUE(HistoryAdd(db, {MakeRun(5, 1, 0, Date(0))}, meta));
+  EXPECT_FALSE(HistoryAdd(db, {MakeRun(5, 1, 0, Date(0))}, meta));
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 5);
+  EXPECT_TRUE(HistoryAdd(db, {MakeRun(5, 1, 1, Date(1))}, meta));  // another date: another run
+  EXPECT_EQ(this->Count("runs"), 2);
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "2");
 }
 
-TEST_F(History, CheckFindsARegressionAndShowsTheTrend) {
-  for (int i = 0; i < 8; ++i) HistoryAdd(db_, {Run(4, 1, i, Date(i))}, {"c" + std::to_string(i)});
-  CheckResult ok = HistoryCheck(db_, {});
+TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
+  const std::string& db = this->db_;
+  for (int i = 0; i < 8; ++i)
+    HistoryAdd(db, {MakeRun(4, 1, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult ok = HistoryCheck(db, {});
   EXPECT_EQ(ok.exit_code, 0);
   // The newest run: benchmark w0..w3 all 20% slower.
-  HistoryAdd(db_, {Run(4, 1.2, 8, Date(8))}, {"c8"});
-  CheckResult bad = HistoryCheck(db_, {});
+  HistoryAdd(db, {MakeRun(4, 1.2, 8, Date(8))}, {"c8"});
+  CheckResult bad = HistoryCheck(db, {});
   EXPECT_EQ(bad.exit_code, 3);
   EXPECT_EQ(bad.regressions, 4);
-  Document d = HistoryShow(db_, {});
+  Document d = HistoryShow(db, {});
   ASSERT_EQ(d.sections.size(), 2u);
   EXPECT_EQ(d.sections[0].tables[0].rows.size(), 9u);  // last 10 runs: all 9
   EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);  // one row per benchmark
   EXPECT_EQ(d.sections[1].charts.size(), 4u);
   ShowOptions filtered;
   filtered.filter = "w1/";
-  EXPECT_EQ(HistoryShow(db_, filtered).sections[1].tables[0].rows.size(), 1u);
+  EXPECT_EQ(HistoryShow(db, filtered).sections[1].tables[0].rows.size(), 1u);
+  // A benchmark only in an older run still has its row.
+  HistoryAdd(db, {MakeRun(5, 1, 9, Date(9))}, {"c9"});
+  EXPECT_EQ(HistoryShow(db, {}).sections[1].tables[0].rows.size(), 5u);
 }
 
 // Five runs at one level, then six 20% slower: the window's median sits between the levels, so
 // the newest run is "same" to the median/MAD test, and only the step says where the time went.
-TEST_F(History, CheckFindsAStepTheNewestRunTestMisses) {
+TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
+  const std::string& db = this->db_;
   for (int i = 0; i < 11; ++i)
-    HistoryAdd(db_, {Run(4, i < 5 ? 1 : 1.2, i, Date(i))}, {"c" + std::to_string(i)});
-  CheckResult r = HistoryCheck(db_, {});
+    HistoryAdd(db, {MakeRun(4, i < 5 ? 1 : 1.2, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult r = HistoryCheck(db, {});
   EXPECT_EQ(r.regressions, 0);
   EXPECT_EQ(r.step_regressions, 4);
   EXPECT_EQ(r.exit_code, 3);
@@ -157,29 +305,29 @@ TEST_F(History, CheckFindsAStepTheNewestRunTestMisses) {
   // --steps report: shown, but the exit code is the newest-run test's alone.
   CheckOptions report_only;
   report_only.steps_fail = false;
-  CheckResult shown = HistoryCheck(db_, report_only);
+  CheckResult shown = HistoryCheck(db, report_only);
   EXPECT_EQ(shown.step_regressions, 4);
   EXPECT_EQ(shown.exit_code, 0);
 
   // A window too short for two segments of three: no step is looked for.
   CheckOptions short_window;
   short_window.window = 4;
-  CheckResult few = HistoryCheck(db_, short_window);
+  CheckResult few = HistoryCheck(db, short_window);
   EXPECT_EQ(few.step_regressions, 0);
   EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][1].text, "short history");
 }
 
 // A flat history with one slow run in the middle: the step test finds nothing.
-TEST_F(History, CheckFindsNoStepInAnOutlier) {
+TYPED_TEST(History, CheckFindsNoStepInAnOutlier) {
   for (int i = 0; i < 11; ++i)
-    HistoryAdd(db_, {Run(3, i == 5 ? 2 : 1, i, Date(i))}, {"c" + std::to_string(i)});
-  CheckResult r = HistoryCheck(db_, {});
+    HistoryAdd(this->db_, {MakeRun(3, i == 5 ? 2 : 1, i, Date(i))}, {"c" + std::to_string(i)});
+  CheckResult r = HistoryCheck(this->db_, {});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.step_regressions, 0);
   for (const auto& row : r.doc.sections[1].tables.at(0).rows) EXPECT_EQ(row[1].text, "none");
 }
 
-TEST_F(History, TwoProcessesAddingAtOnceLoseNothing) {
+TYPED_TEST(History, TwoProcessesAddingAtOnceLoseNothing) {
   const int kPerProcess = 15;
   pid_t kids[2];
   for (int k = 0; k < 2; ++k) {
@@ -189,8 +337,9 @@ TEST_F(History, TwoProcessesAddingAtOnceLoseNothing) {
       int rc = 0;
       try {
         for (int i = 0; i < kPerProcess; ++i)
-          HistoryAdd(db_, {Run(50, 1, i, Date(i))}, {"p" + std::to_string(k)});
-      } catch (...) {
+          HistoryAdd(this->db_, {MakeRun(50, 1, i, Date(i))}, {"p" + std::to_string(k)});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
         rc = 1;
       }
       ::_exit(rc);
@@ -201,39 +350,42 @@ TEST_F(History, TwoProcessesAddingAtOnceLoseNothing) {
     ::waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
-  EXPECT_EQ(Count("runs"), 2 * kPerProcess);
-  EXPECT_EQ(Count("results"), 2 * kPerProcess * 50);
+  EXPECT_EQ(this->Count("runs"), 2 * kPerProcess);
+  EXPECT_EQ(this->Count("results"), 2 * kPerProcess * 50);
+  EXPECT_EQ(this->Count("dlbench_schema"), 1);
 }
 
-TEST_F(History, AnAddKilledHalfWayLeavesTheDatabaseAsItWas) {
-  HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, {"first"});
+TYPED_TEST(History, AnAddKilledHalfWayLeavesTheDatabaseAsItWas) {
+  const std::string& db = this->db_;
+  HistoryAdd(db, {MakeRun(5, 1, 0, Date(0))}, {"first"});
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    HistoryAdd(db_, {Run(5, 1, 1, Date(1))}, {"killed"}, {}, [] { ::raise(SIGKILL); });
+    HistoryAdd(db, {MakeRun(5, 1, 1, Date(1))}, {"killed"}, {}, [] { ::raise(SIGKILL); });
     ::_exit(0);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(Count("runs"), 1);
-  EXPECT_EQ(Count("results"), 5);
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 5);
   // And the database still takes the next run.
-  EXPECT_TRUE(HistoryAdd(db_, {Run(5, 1, 2, Date(2))}, {"after"}));
-  EXPECT_EQ(Count("runs"), 2);
+  EXPECT_TRUE(HistoryAdd(db, {MakeRun(5, 1, 2, Date(2))}, {"after"}));
+  EXPECT_EQ(this->Count("runs"), 2);
 }
 
-TEST_F(History, AFailedAddRollsBack) {
-  EXPECT_THROW(HistoryAdd(db_, {Run(5, 1, 0, Date(0))}, {"x"}, {},
+TYPED_TEST(History, AFailedAddRollsBack) {
+  EXPECT_THROW(HistoryAdd(this->db_, {MakeRun(5, 1, 0, Date(0))}, {"x"}, {},
                           [] { throw InputError("db", "test", "abort"); }),
                InputError);
-  EXPECT_EQ(Count("runs"), 0);
+  EXPECT_EQ(this->Count("runs"), 0);
 }
 
 // The drift this fixes: the harness writes its revision and branch under schema.h's context keys
 // (dlbench_git_revision, dlbench_git_branch) and `history add` used to read "git_revision", so a
 // run added without --commit was stored as "unknown". Both sides now use the schema's names.
-TEST_F(History, AddTakesCommitAndBranchFromTheHarnessContext) {
+TYPED_TEST(History, AddTakesCommitAndBranchFromTheHarnessContext) {
+  const std::string& db = this->db_;
   auto kv = [](std::string_view k, const std::string& v) {
     return "\"" + std::string(k) + "\": \"" + v + "\"";
   };
@@ -246,13 +398,13 @@ TEST_F(History, AddTakesCommitAndBranchFromTheHarnessContext) {
   };
   const std::string harness =
       ", " + kv(schema::kCtxGitRevision, "0123abcd") + ", " + kv(schema::kCtxGitBranch, "feature");
-  ASSERT_TRUE(HistoryAdd(db_, {run("2026-11-20T10:00:00+00:00", harness)}, {}));
+  ASSERT_TRUE(HistoryAdd(db, {run("2026-11-20T10:00:00+00:00", harness)}, {}));
   // The name the old reader wanted is no revision.
-  ASSERT_TRUE(HistoryAdd(db_, {run("2026-11-21T10:00:00+00:00", R"(, "git_revision": "x")")}, {}));
+  ASSERT_TRUE(HistoryAdd(db, {run("2026-11-21T10:00:00+00:00", R"(, "git_revision": "x")")}, {}));
   // --commit and --branch still win over the context.
   ASSERT_TRUE(
-      HistoryAdd(db_, {run("2026-11-22T10:00:00+00:00", harness)}, {"given", "release", "", ""}));
-  Document d = HistoryShow(db_, {});
+      HistoryAdd(db, {run("2026-11-22T10:00:00+00:00", harness)}, {"given", "release", "", ""}));
+  Document d = HistoryShow(db, {});
   const Table& runs = d.sections.at(0).tables.at(0);  // #, date, commit, branch, machine
   ASSERT_EQ(runs.rows.size(), 3u);
   EXPECT_EQ(runs.rows[0][2].text, "0123abcd");
@@ -263,103 +415,104 @@ TEST_F(History, AddTakesCommitAndBranchFromTheHarnessContext) {
   EXPECT_EQ(runs.rows[2][3].text, "release");
 }
 
-TEST_F(History, CorruptLockedAndMissingDatabases) {
-  {
-    std::ofstream f(db_, std::ios::binary);
-    f << std::string(8192, 'x');
+// A store from before the version table (version 1) is read as it is and upgraded by the next
+// write, in that write's transaction; a store of a newer version is refused by every subcommand.
+TYPED_TEST(History, AnOldStoreIsUpgradedInOneTransactionAndAFutureOneRefused) {
+  const std::string& db = this->db_;
+  ASSERT_EQ(this->store_->Exec(TypeParam::kVersion1), "");
+  EXPECT_EQ(HistoryShow(db, {}).sections.at(0).tables.at(0).rows.size(), 1u);
+  EXPECT_THROW(HistoryAdd(db, {MakeRun(2, 1, 0, Date(0))}, {"x"}, {},
+                          [] { throw InputError("db", "test", "abort"); }),
+               InputError);
+  EXPECT_EQ(this->Count("dlbench_schema"), 0);  // the upgrade went with the failed add
+  EXPECT_TRUE(HistoryAdd(db, {MakeRun(2, 1, 0, Date(0))}, {"new"}));
+  EXPECT_EQ(this->Count("dlbench_schema"), 1);
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "2");
+  EXPECT_EQ(this->Count("runs"), 2);
+  EXPECT_EQ(HistoryShow(db, {}).sections.at(1).tables.at(0).rows.size(), 2u);
+
+  ASSERT_EQ(this->store_->Exec("UPDATE dlbench_schema SET version = 99"), "");
+  for (auto f : {+[](const std::string& u) { HistoryAdd(u, {MakeRun(2, 1, 1, Date(1))}, {}); },
+                 +[](const std::string& u) { HistoryCheck(u, {}); },
+                 +[](const std::string& u) { HistoryShow(u, {}); }}) {
+    std::string m = this->ErrorOf([&] { f(db); });
+    EXPECT_NE(m.find(RedactUrl(db) + ":schema: schema version 99 is newer"), std::string::npos)
+        << m;
   }
-  try {
-    HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {});
-    FAIL() << "corrupt database accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("h.sqlite:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("not a database"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(this->Count("runs"), 2);
+}
+
+// The store's runs into another SQLite file: only those it lacks, and never from no history.
+TYPED_TEST(History, ExportImportCopiesTheRunsTheOtherLacks) {
+  const std::string& db = this->db_;
+  for (int i = 0; i < 4; ++i)
+    HistoryAdd(db, {MakeRun(3, 1, i, Date(i))}, {"c" + std::to_string(i)});
+  std::string other = this->dir_ / "other.sqlite";
+  HistoryAdd(other, {MakeRun(3, 1, 9, Date(9))}, {"theirs"});
+  CopyResult c = HistoryCopy(db, other);
+  EXPECT_EQ(c.copied, 4);
+  EXPECT_EQ(c.present, 0);
+  EXPECT_EQ(c.results, 12);
+  c = HistoryCopy(db, other);
+  EXPECT_EQ(c.copied, 0);
+  EXPECT_EQ(c.present, 4);
+  EXPECT_EQ(HistoryShow(other, {}).sections.at(0).tables.at(0).rows.size(), 5u);
+  EXPECT_THROW(HistoryCopy(this->dir_ / "none.sqlite", other), InputError);
+  EXPECT_FALSE(fs::exists(this->dir_.path() / "none.sqlite"));
+}
+
+// A laptop's SQLite history into the store, and the store into a new SQLite file.
+TYPED_TEST(History, ExportAndImportBetweenTheStores) {
+  const std::string& db = this->db_;
+  std::string laptop = this->dir_ / "laptop.sqlite";
+  for (int i = 0; i < 6; ++i)
+    HistoryAdd(laptop, {MakeRun(3, 1, i, Date(i))}, {"l" + std::to_string(i)});
+  HistoryAdd(db, {MakeRun(3, 1, 0, Date(0))}, {"l0"});  // one of them is there already
+  CopyResult c = HistoryCopy(laptop, db);
+  EXPECT_EQ(c.copied, 5);
+  EXPECT_EQ(c.present, 1);
+  EXPECT_EQ(c.results, 15);
+  EXPECT_EQ(this->Count("runs"), 6);
+  EXPECT_EQ(this->Count("results"), 18);
+  EXPECT_EQ(HistoryCopy(laptop, db).copied, 0);
+  // And back into a new SQLite file: the same trend either way.
+  std::string copy = this->dir_ / "copy.sqlite";
+  EXPECT_EQ(HistoryCopy(db, copy).copied, 6);
+  Document a = HistoryShow(laptop, {}), b = HistoryShow(copy, {});
+  ASSERT_EQ(a.sections.size(), 2u);
+  ASSERT_EQ(b.sections.size(), 2u);
+  const Table &ta = a.sections[1].tables[0], &tb = b.sections[1].tables[0];
+  ASSERT_EQ(ta.rows.size(), tb.rows.size());
+  for (size_t r = 0; r < ta.rows.size(); ++r)
+    for (size_t col = 1; col + 2 < ta.rows[r].size(); ++col)
+      EXPECT_EQ(ta.rows[r][col].text, tb.rows[r][col].text);
+  // A failed copy leaves the destination as it was: a source that is no history.
+  EXPECT_THROW(HistoryCopy(this->dir_ / "none.sqlite", db), InputError);
+  EXPECT_EQ(this->Count("runs"), 6);
+}
+
+using SqliteHistory = History<SqliteStore>;
+
+TEST_F(SqliteHistory, CorruptLockedAndMissingDatabases) {
+  { std::ofstream(db_, std::ios::binary) << std::string(8192, 'x'); }
+  std::string m = ErrorOf([&] { HistoryAdd(db_, {MakeRun(2, 1, 0, Date(0))}, {}); });
+  EXPECT_NE(m.find("h.sqlite:"), std::string::npos) << m;
+  EXPECT_NE(m.find("not a database"), std::string::npos) << m;
   EXPECT_THROW(HistoryCheck(db_, {}), InputError);
-  EXPECT_THROW(HistoryShow((dir_ / "none.sqlite").string(), {}), InputError);
+  EXPECT_THROW(HistoryShow(dir_ / "none.sqlite", {}), InputError);
 
   fs::remove(db_);
-  HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {});
+  HistoryAdd(db_, {MakeRun(2, 1, 0, Date(0))}, {});
   sqlite3* holder = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &holder), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
   HistoryOptions quick;
   quick.busy_timeout_ms = 100;
-  try {
-    HistoryAdd(db_, {Run(2, 1, 1, Date(1))}, {}, quick);
-    FAIL() << "locked database written";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("locked"), std::string::npos) << e.what();
-  }
+  m = ErrorOf([&] { HistoryAdd(db_, {MakeRun(2, 1, 1, Date(1))}, {}, quick); });
+  EXPECT_NE(m.find("locked"), std::string::npos) << m;
   sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(holder);
   EXPECT_EQ(Count("runs"), 1);
-}
-
-// Every store before the version table: version 1, the tables as they were then.
-TEST_F(History, AnOldStoreIsUpgradedInOneTransactionAndAFutureOneRefused) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(
-                db,
-                "CREATE TABLE runs(id INTEGER PRIMARY KEY, run_key TEXT NOT NULL UNIQUE,"
-                " commit_id TEXT NOT NULL, branch TEXT NOT NULL, machine TEXT NOT NULL, date TEXT"
-                " NOT NULL, added TEXT NOT NULL, context TEXT NOT NULL);"
-                "CREATE INDEX runs_machine_date ON runs(machine, date, id);"
-                "CREATE TABLE results(run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT"
-                " NULL, family TEXT NOT NULL, median_ns REAL, cv REAL, reps INTEGER NOT NULL,"
-                " status TEXT NOT NULL, message TEXT NOT NULL, counters TEXT NOT NULL,"
-                " PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
-                "CREATE INDEX results_name ON results(name, run_id);"
-                "INSERT INTO runs VALUES (1, 'k', 'old', '', 'box', '2025-12-01', '', '{}');"
-                "INSERT INTO results VALUES (1, 'gemm/cpu/onednn/w0/dt:f32/manual_time', 'gemm',"
-                " 100000, 0, 1, 'ok', '', '{}');",
-                nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  EXPECT_EQ(HistoryShow(db_, {}).sections.at(0).tables.at(0).rows.size(), 1u);
-  EXPECT_THROW(HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {"x"}, {},
-                          [] { throw InputError("db", "test", "abort"); }),
-               InputError);
-  EXPECT_EQ(Count("dlbench_schema"), 0);  // the upgrade went with the failed add
-  EXPECT_TRUE(HistoryAdd(db_, {Run(2, 1, 0, Date(0))}, {"new"}));
-  EXPECT_EQ(Count("dlbench_schema"), 1);
-  EXPECT_EQ(Count("runs"), 2);
-  EXPECT_EQ(HistoryShow(db_, {}).sections.at(1).tables.at(0).rows.size(), 2u);
-
-  ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE dlbench_schema SET version = 7", nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  for (auto f : {+[](const std::string& p) { HistoryAdd(p, {Run(2, 1, 1, Date(1))}, {}); },
-                 +[](const std::string& p) { HistoryCheck(p, {}); },
-                 +[](const std::string& p) { HistoryShow(p, {}); }}) {
-    try {
-      f(db_);
-      ADD_FAILURE() << "a store from the future accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("h.sqlite:schema: schema version 7 is newer"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-  EXPECT_EQ(Count("runs"), 2);
-}
-
-TEST_F(History, ExportImportCopiesTheRunsTheOtherLacks) {
-  for (int i = 0; i < 4; ++i) HistoryAdd(db_, {Run(3, 1, i, Date(i))}, {"c" + std::to_string(i)});
-  std::string other = (dir_ / "other.sqlite").string();
-  HistoryAdd(other, {Run(3, 1, 9, Date(9))}, {"theirs"});
-  CopyResult c = HistoryCopy(db_, other);
-  EXPECT_EQ(c.copied, 4);
-  EXPECT_EQ(c.present, 0);
-  EXPECT_EQ(c.results, 12);
-  c = HistoryCopy(db_, other);
-  EXPECT_EQ(c.copied, 0);
-  EXPECT_EQ(c.present, 4);
-  EXPECT_EQ(HistoryShow(other, {}).sections.at(0).tables.at(0).rows.size(), 5u);
-  EXPECT_THROW(HistoryCopy((dir_ / "none.sqlite").string(), other), InputError);
-  EXPECT_FALSE(fs::exists(dir_ / "none.sqlite"));
 }
 
 TEST(HistoryStore, UrlsArePostgresAndLoseTheirPassword) {
@@ -374,6 +527,110 @@ TEST(HistoryStore, UrlsArePostgresAndLoseTheirPassword) {
   EXPECT_EQ(RedactUrl("postgresql:///d?password=x"), "postgresql:///d");
   EXPECT_EQ(RedactUrl("postgresql://h:5/d"), "postgresql://h:5/d");  // a port is no password
 }
+
+#ifdef DLBENCH_HAVE_LIBPQ
+using PgHistory = History<PostgresStore>;
+using dlb::testing::PgServer;
+
+// Times come back as they went in (double precision, not float).
+TEST_F(PgHistory, TimesAreStoredInDoublePrecision) {
+  ASSERT_TRUE(HistoryAdd(db_, {MakeRun(2, 1, 0, Date(0))}, {"c0"}));
+  EXPECT_EQ(store_->Query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE "
+                          "attrelid = 'results'::regclass AND attname = 'median_ns'"),
+            "double precision");
+}
+
+TEST_F(PgHistory, AConnectionKilledMidAddIsOneLineAndWritesNothing) {
+  HistoryAdd(db_, {MakeRun(5, 1, 0, Date(0))}, {"first"});
+  std::string m = ErrorOf([&] {
+    HistoryAdd(db_, {MakeRun(5, 1, 1, Date(1))}, {"cut"}, {}, [&] {
+      // With a timeout it waits until the add's server process is gone (PostgreSQL 14 on).
+      EXPECT_EQ(
+          PostgresStore::server().Sql("postgres",
+                                      "SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM "
+                                      "pg_stat_activity WHERE datname = '" +
+                                          store_->db() + "'"),
+          "t");
+    });
+  });
+  EXPECT_NE(m.find(RedactUrl(db_) + ":commit: "), std::string::npos) << m;
+  EXPECT_EQ(Count("runs"), 1);
+  EXPECT_EQ(Count("results"), 5);
+}
+
+TEST_F(PgHistory, BadConnectionsSayWhatAndWhere) {
+  const PgServer& server = PostgresStore::server();
+  // Unreachable: no server on that socket.
+  std::string nowhere = "postgresql://dlb:" + std::string(PgServer::kPassword) + "@/" +
+                        store_->db() + "?host=" + (dir_ / "none");
+  std::string m = ErrorOf([&] { HistoryAdd(nowhere, {MakeRun(2, 1, 0, Date(0))}, {}); });
+  EXPECT_EQ(m.rfind(RedactUrl(nowhere) + ":connect: ", 0), 0u) << m;
+  EXPECT_NE(m.find("No such file or directory"), std::string::npos) << m;
+  // Unreachable over TCP: nothing listens on port 1.
+  m = ErrorOf([&] { HistoryCheck("postgres://dlb@127.0.0.1:1/x", {}); });
+  EXPECT_NE(m.find("postgres://dlb@127.0.0.1:1/x:connect: "), std::string::npos) << m;
+  // Wrong password.
+  m = ErrorOf(
+      [&] { HistoryAdd(server.Url(store_->db(), "wrong"), {MakeRun(2, 1, 0, Date(0))}, {}); });
+  EXPECT_NE(m.find("password authentication failed"), std::string::npos) << m;
+  EXPECT_EQ(m.find("wrong"), std::string::npos) << m;
+  // Missing database: never created by add.
+  m = ErrorOf([&] { HistoryAdd(server.Url("nosuchdb"), {MakeRun(2, 1, 0, Date(0))}, {}); });
+  EXPECT_NE(m.find("\"nosuchdb\" does not exist"), std::string::npos) << m;
+  // A database that is no history.
+  m = ErrorOf([&] { HistoryShow(db_, {}); });
+  EXPECT_NE(m.find(":schema: not a dlbench history database"), std::string::npos) << m;
+  EXPECT_EQ(Count("runs"), 0);
+}
+
+TEST_F(PgHistory, TheToolEndToEnd) {
+  const PgServer& server = PostgresStore::server();
+  std::string json = dir_ / "run.json";
+  auto write = [&](double scale, int run) {
+    std::string b;
+    for (int i = 0; i < 3; ++i) {
+      double t = (100.0 + i) * scale * (1 + 0.002 * ((run * 7 + i) % 5));
+      b += std::string(b.empty() ? "" : ",") + R"({"name": "w)" + std::to_string(i) +
+           R"(", "real_time": )" + std::to_string(t) + R"(, "time_unit": "us"})";
+    }
+    dir_.Write("run.json", R"({"context": {"date": ")" + Date(run) +
+                               R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}");
+  };
+  std::string exe = DLB_REPORT_EXE, err = dir_ / "err.txt";
+  auto tool = [&](const std::string& args) {
+    int st = std::system((exe + " " + args + " > /dev/null 2> '" + err + "'").c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  for (int i = 0; i < 6; ++i) {
+    write(1, i);
+    ASSERT_EQ(tool("history add '" + json + "' --db '" + db_ + "'"), 0);
+  }
+  EXPECT_EQ(tool("history check --db '" + db_ + "'"), 0);
+  write(1.3, 6);
+  ASSERT_EQ(tool("history add '" + json + "' --db '" + db_ + "'"), 0);
+  EXPECT_EQ(tool("history check --db '" + db_ + "'"), 3);
+  // PG* variables fill in what the URL leaves out.
+  std::string env = "PGHOST='" + server.dir() + "' PGUSER=dlb PGPASSWORD='" + PgServer::kPassword +
+                    "' PGDATABASE=" + store_->db() + " ";
+  EXPECT_EQ(std::system((env + exe + " history show --db postgresql:// > /dev/null 2>&1").c_str()),
+            0);
+  // export / import: the team's history into a local file, and a laptop's into the team's.
+  std::string local = dir_ / "local.sqlite", laptop = dir_ / "laptop.sqlite";
+  EXPECT_EQ(tool("history export --db '" + db_ + "' --to '" + local + "'"), 0);
+  EXPECT_EQ(tool("history check --db '" + local + "'"), 3);
+  HistoryAdd(laptop, {MakeRun(2, 1, 0, Date(20))}, {"laptop"});
+  EXPECT_EQ(tool("history import --db '" + db_ + "' --from '" + laptop + "'"), 0);
+  EXPECT_EQ(Count("runs"), 8);
+  EXPECT_EQ(tool("history check --db '" + server.Url(store_->db(), "wrong") + "'"), 1);
+  std::ifstream in(err);
+  std::string line, rest;
+  std::getline(in, line);
+  EXPECT_FALSE(std::getline(in, rest)) << "more than one line: " << rest;
+  EXPECT_EQ(line.rfind("dlbench-report: " + RedactUrl(server.Url(store_->db())) + ":connect: ", 0),
+            0u)
+      << line;
+}
+#endif
 
 }  // namespace
 }  // namespace dlb::report

@@ -11,9 +11,10 @@
 #include <regex>
 #include <sstream>
 
-#include "tools/report/analyses.h"
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
+#include "tests/support/temp_dir.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report {
 namespace {
@@ -59,8 +60,8 @@ std::string SweepJson() {
 TEST(Html, ChartsAreDrawnInChromium) {
   std::string chromium = FindChromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium)";
-  fs::path dir = fs::temp_directory_path() / ("dlb_html_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const dlb::testing::TempDir tmp("html");
+  const fs::path& dir = tmp.path();
   fs::create_directories(dir / "profile");
   MergedRuns m = Merge({ParseBenchmarkJson(SweepJson(), "sweep.json")});
   std::string html = RenderHtml(FullReport(m, {"sweep.json"}));
@@ -97,7 +98,6 @@ TEST(Html, ChartsAreDrawnInChromium) {
                     " >/dev/null 2>&1";
     EXPECT_EQ(std::system(s.c_str()), 0);
   }
-  fs::remove_all(dir);
 }
 
 size_t Count(const std::string& text, const std::string& what, size_t from = 0,

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/gbench_json.h"
-#include "tools/report/history.h"
+#include "tools/report/history/history.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace {
 

@@ -5,8 +5,12 @@
 #include <sstream>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/gbench_compare.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/speedup.h"
+#include "tools/report/analyses/summary.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {
@@ -190,9 +194,8 @@ TEST(Reader, BadInputIsOneLineNamingThePlace) {
   }
 }
 
-// Files over 4 MB are lexed in parallel slices: the same entries in the same order, the same
-// errors.
-TEST(Reader, LargeFilesParseInParallelWithTheSameResult) {
+// A file over 4 MB: every entry in order, and an error deep inside named exactly.
+TEST(Reader, LargeFilesKeepEveryEntryAndNameErrorsExactly) {
   std::string b;
   for (int i = 0; i < 40000; ++i) {
     if (i) b += ",\n";
@@ -211,7 +214,7 @@ TEST(Reader, LargeFilesParseInParallelWithTheSameResult) {
   }
   EXPECT_EQ(f.entries[5].label, "a \"quoted\" {brace} [x]\\");
   EXPECT_EQ(f.context.at("host_name"), "h");
-  // An error deep inside: the exact place, as the sequential parse names it.
+  // An error deep inside: the exact place.
   std::string bad = text;
   size_t at = bad.find("\"real_time\": 30001,");
   bad.replace(at, 19, "\"real_time\": NaN,  ");
@@ -280,7 +283,8 @@ TEST(Reader, ReadsWhatComparePyReads) {
   EXPECT_TRUE(s.comparable);
 }
 
-// dlbench's result fields (fixtures/schema/schema.h), spelled here through the schema as the harness does.
+// dlbench's result fields (fixtures/schema/schema.h), spelled here through the schema as the
+// harness does.
 std::string Result(const std::string& fields) {
   return R"(, ")" + std::string(schema::kResult) + R"(": )" + fields;
 }
@@ -301,10 +305,10 @@ TEST(Reader, DlbenchResultFields) {
       R"({"name": "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:f32/manual_time",)"
       R"( "real_time": 1, "time_unit": "ms")" +
       Result(fields) + R"(, "flop_per_s": 5})";
-  for (size_t parallel : {size_t{0}, SIZE_MAX}) {
+  {
     std::string b;
     for (int i = 0; i < 8; ++i) b += (i ? "," : "") + entry;
-    FileData f = ParseBenchmarkJson(Wrap(b), "in.json", parallel);
+    FileData f = ParseBenchmarkJson(Wrap(b), "in.json");
     ASSERT_EQ(f.entries.size(), 8u);
     const ResultFields& e = f.entries[3].fields();
     EXPECT_EQ(e.network, "resnet18");
@@ -363,10 +367,10 @@ TEST(Reader, BadDlbenchFieldsAreOneLineNamingThePlace) {
        "in.json:/benchmarks/0/dlbench/verification/disposition: expected a string, got a boolean"},
   };
   for (const auto& [text, want] : cases) {
-    for (size_t parallel : {size_t{0}, SIZE_MAX}) {
+    {
       std::string err;
       try {
-        ParseBenchmarkJson(text, "in.json", parallel);
+        ParseBenchmarkJson(text, "in.json");
       } catch (const InputError& e) {
         err = e.what();
       }
@@ -404,18 +408,6 @@ TEST(Reader, ReplaysFuzzCorpus) {
     std::ifstream in(entry.path(), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
-    std::string seq_error, par_error;
-    try {
-      ParseBenchmarkJson(ss.str(), "x", 0);  // the parallel reader, forced
-    } catch (const InputError& e) {
-      par_error = e.what();
-    }
-    try {
-      ParseBenchmarkJson(ss.str(), "x", SIZE_MAX);
-    } catch (const InputError& e) {
-      seq_error = e.what();
-    }
-    EXPECT_EQ(seq_error, par_error) << entry.path();
     try {
       FileData f = ParseBenchmarkJson(ss.str(), entry.path().string());
       MergedRuns m = Merge({f});

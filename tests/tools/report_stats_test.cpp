@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <random>
 
-#include "tools/report/stats.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 namespace {

@@ -11,8 +11,10 @@
 #include <sstream>
 #include <string>
 
-#include "tools/report/gbench_json.h"
-#include "tools/report/trace.h"
+#include "tests/support/temp_dir.h"
+#include "tools/report/analyses/timeline.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/read/trace.h"
 
 namespace dlb::report {
 namespace {
@@ -114,9 +116,8 @@ TEST(Trace, SectionSummarisesEachCaseAndChartsEveryQuantity) {
 // End to end: `summary --format html --trace` plots the samples; a malformed trace is one line,
 // a non-zero exit and no output file.
 TEST(Trace, HtmlSummaryPlotsTheTraceAndAMalformedOneLeavesNoFile) {
-  const fs::path dir = fs::temp_directory_path() / ("dlb_trace_test_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const dlb::testing::TempDir tmp("trace");
+  const fs::path& dir = tmp.path();
   const fs::path html = dir / "summary.html";
   auto run = [&](const std::string& trace) {
     const std::string cmd = std::string(DLB_REPORT_EXE) + " summary " + Data("monitor_new.json") +
@@ -156,7 +157,6 @@ TEST(Trace, HtmlSummaryPlotsTheTraceAndAMalformedOneLeavesNoFile) {
   EXPECT_FALSE(fs::exists(html)) << "no partial output";
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2)
       << "only bad.csv and err: no temporary file left";
-  fs::remove_all(dir);
 }
 
 }  // namespace

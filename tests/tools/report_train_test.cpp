@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/train.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 namespace {

@@ -8,13 +8,19 @@
 #include <stdexcept>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
-#include "tools/report/history.h"
-#include "tools/report/history_store.h"
-#include "tools/report/output.h"
-#include "tools/report/trace.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/speedup.h"
+#include "tools/report/analyses/summary.h"
+#include "tools/report/analyses/sweep.h"
+#include "tools/report/analyses/timeline.h"
+#include "tools/report/analyses/train.h"
+#include "tools/report/history/history.h"
+#include "tools/report/history/store.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/read/trace.h"
+#include "tools/report/render/document.h"
+#include "tools/report/render/output.h"
 
 namespace dlb::report {
 
@@ -69,10 +75,255 @@ double ParseThreshold(const std::string& s) {
   return v >= 1 ? v / 100 : v;
 }
 
-}  // namespace
-
 constexpr const char* kDbHelp =
     "SQLite file, or postgresql://user@host:port/dbname (libpq URL; PG* variables fill the rest)";
+
+// Every subcommand's options, as CLI11 fills them.
+struct Args {
+  std::vector<std::string> files;
+  OutputOpts out;
+  std::vector<std::string> traces;          // summary
+  std::string base, now, threshold = "5%";  // compare
+  CompareOptions copt;
+  bool as_compare_py = false, aggregates_only = false;
+  std::string axis = "bs";  // sweep
+  std::string out_dir;      // report
+  std::string db, other;    // history
+  HistoryOptions hopt;
+  RunMeta meta;
+  ShowOptions sopt;
+  CheckOptions kopt;
+  std::string check_threshold = "5%", steps = "fail";
+};
+
+// The subcommands, to ask which one was given.
+struct Commands {
+  CLI::App *summary = nullptr, *compare = nullptr, *speedup = nullptr, *sweep = nullptr,
+           *train = nullptr, *report = nullptr;
+  CLI::App *hadd = nullptr, *hshow = nullptr, *hcheck = nullptr, *hexport = nullptr,
+           *himport = nullptr;
+};
+
+void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
+  auto* summary = c->summary =
+      app->add_subcommand("summary", "a table per family: median, CV, counters, skips");
+  summary->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
+      ->required();
+  summary->add_option("--trace", a->traces,
+                      "a device monitor trace (--dlb_monitor_trace's CSV): per case clocks and "
+                      "power, and in HTML their timeline; may be given once per binary");
+  AddOutput(summary, &a->out);
+
+  auto* compare = c->compare = app->add_subcommand(
+      "compare", "BASE against NEW: change, U test, verdicts; exit 3 on a significant slowdown");
+  compare->add_option("base", a->base, "baseline JSON, or a folder of them")->required();
+  compare->add_option("new", a->now, "new JSON, or a folder of them")->required();
+  compare->add_option("--threshold,-t", a->threshold, "relative change that matters (default 5%)");
+  compare->add_option("--alpha", a->copt.alpha, "significance level after BH correction (0.05)");
+  compare->add_flag("--only-changes", a->copt.only_changes,
+                    "leave the \"same\" rows out of the tables");
+  compare->add_flag("--as-compare-py", a->as_compare_py,
+                    "also Google Benchmark's compare.py table: per name and pair of runs, time and "
+                    "CPU changes, U test of both");
+  compare->add_flag("--aggregates-only,-a", a->aggregates_only,
+                    "in that table only aggregate rows, as compare.py -a");
+  AddOutput(compare, &a->out);
+}
+
+void AddAnalyses(CLI::App* app, Args* a, Commands* c) {
+  auto* speedup = c->speedup =
+      app->add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");
+  speedup->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
+      ->required();
+  AddOutput(speedup, &a->out);
+
+  auto* sweep = c->sweep = app->add_subcommand(
+      "sweep",
+      "per workload the curve over batch size (with fit), over worker threads or over GPUs");
+  sweep->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
+      ->required();
+  sweep
+      ->add_option("--axis", a->axis,
+                   "bs (default): batch-size curves; workers: loader scaling; gpus: multi-GPU "
+                   "training steps (efficiency, exposed communication) and collectives (busbw "
+                   "over size per GPU count)")
+      ->check(CLI::IsMember({"bs", "workers", "gpus"}));
+  AddOutput(sweep, &a->out);
+
+  auto* train = c->train = app->add_subcommand(
+      "train", "training steps per model: epoch CPU vs GPU, batch size, phases, memory, graph");
+  train->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
+      ->required();
+  AddOutput(train, &a->out);
+
+  auto* report = c->report = app->add_subcommand(
+      "report",
+      "summary + speedups + sweeps + training steps in one report (what the README's main job "
+      "writes)");
+  report->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
+      ->required();
+  report->add_option("--out-dir", a->out_dir,
+                     "write report.md and report.html there and print their paths");
+  AddOutput(report, &a->out);
+}
+
+void AddHistoryAddShow(CLI::App* history, Args* a, Commands* c) {
+  auto* hadd = c->hadd =
+      history->add_subcommand("add", "add one run (idempotent for the same run)");
+  hadd->add_option("files", a->files, "Google Benchmark JSON files of the run")->required();
+  hadd->add_option("--db", a->db, kDbHelp)->required();
+  auto from_context = [](std::string_view key) {
+    return " (default: the context's " + std::string(key) + ")";
+  };
+  hadd->add_option("--commit", a->meta.commit, "commit" + from_context(schema::kCtxGitRevision));
+  hadd->add_option("--branch", a->meta.branch, "branch" + from_context(schema::kCtxGitBranch));
+  hadd->add_option("--machine", a->meta.machine, "machine" + from_context(schema::kCtxHostName));
+  hadd->add_option("--date", a->meta.date, "date" + from_context(schema::kCtxDate));
+  hadd->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
+  auto* hshow = c->hshow = history->add_subcommand("show", "trend table and charts per benchmark");
+  hshow->add_option("--db", a->db, kDbHelp)->required();
+  hshow->add_option("--last", a->sopt.last, "runs to show (10)");
+  hshow->add_option("--filter", a->sopt.filter, "substring of benchmark names");
+  hshow->add_option("--machine", a->sopt.machine, "only runs of this machine");
+  hshow->add_option("--max-charts", a->sopt.max_charts, "HTML charts at most (40)");
+  hshow->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
+  AddOutput(hshow, &a->out);
+}
+
+void AddHistoryCheckCopy(CLI::App* history, Args* a, Commands* c) {
+  auto* hcheck = c->hcheck = history->add_subcommand(
+      "check",
+      "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
+  hcheck->add_option("--db", a->db, kDbHelp)->required();
+  hcheck->add_option("--window", a->kopt.window, "previous runs on the same machine (10)");
+  hcheck->add_option("--threshold,-t", a->check_threshold, "relative change that matters (5%)");
+  hcheck->add_option("--mads", a->kopt.k, "and more than this many scaled MADs (3)");
+  hcheck->add_option("--min-segment", a->kopt.min_segment, "steps: runs on each side at least (3)")
+      ->check(CLI::PositiveNumber);
+  hcheck
+      ->add_option("--steps", a->steps,
+                   "fail: a lasting slower step fails the check (default); report: shown only")
+      ->check(CLI::IsMember({"fail", "report"}));
+  hcheck->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
+  AddOutput(hcheck, &a->out);
+  auto* hexport = c->hexport = history->add_subcommand(
+      "export",
+      "copy every run of --db into --to that it lacks (a laptop's history to the team's)");
+  hexport->add_option("--db", a->db, kDbHelp)->required();
+  hexport->add_option("--to", a->other, "the store to copy into (created or upgraded as by add)")
+      ->required();
+  auto* himport = c->himport =
+      history->add_subcommand("import", "copy every run of --from into --db that it lacks");
+  himport->add_option("--db", a->db, kDbHelp)->required();
+  himport->add_option("--from", a->other, "the store to copy from")->required();
+  for (auto* sub : {hexport, himport}) {
+    sub->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
+  }
+  for (auto* sub : {c->hadd, c->hshow, hcheck, hexport, himport}) {
+    sub->add_option("--connect-timeout", a->hopt.connect_timeout_s,
+                    "PostgreSQL: seconds to wait for the server (10)");
+  }
+}
+
+int RunSummary(const Args& a) {
+  std::vector<Section> timelines;
+  for (const std::string& t : a.traces) timelines.push_back(TraceSection(ReadTrace(t)));
+  Document d = Summary(Merge(ReadBenchmarkFiles(a.files)), a.files);
+  // After the tables, before the labels (the last section).
+  d.sections.insert(d.sections.end() - 1, timelines.begin(), timelines.end());
+  Emit(d, a.out);
+  return 0;
+}
+
+int RunCompare(Args& a) {
+  a.copt.threshold = ParseThreshold(a.threshold);
+  std::vector<std::string> bases = Expand({a.base}), news = Expand({a.now});
+  std::vector<std::string> all = bases;
+  all.insert(all.end(), news.begin(), news.end());
+  auto in = ReadBenchmarkFiles(all);
+  std::vector<FileData> in_base(std::make_move_iterator(in.begin()),
+                                std::make_move_iterator(in.begin() + bases.size()));
+  std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
+                               std::make_move_iterator(in.end()));
+  CompareResult r = Compare(Merge(in_base), Merge(in_new), a.copt);
+  std::vector<GbenchDiff> diff;
+  if (a.as_compare_py) {
+    // compare.py reads one file a side; a folder's files count as one, in order.
+    auto entries = [](const std::vector<FileData>& files) {
+      std::vector<Entry> all;
+      for (const FileData& f : files) all.insert(all.end(), f.entries.begin(), f.entries.end());
+      return SortLikeComparePy(std::move(all));
+    };
+    diff = DifferenceReport(entries(in_base), entries(in_new));
+  }
+  Emit(CompareDocument(r, a.copt, a.base, a.now, a.as_compare_py ? &diff : nullptr,
+                       a.aggregates_only),
+       a.out);
+  return r.exit_code;
+}
+
+int RunReport(const Args& a) {
+  Document d = FullReport(Merge(ReadBenchmarkFiles(a.files)), a.files);
+  if (a.out_dir.empty()) {
+    Emit(d, a.out);
+    return 0;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec) throw InputError(a.out_dir, "", "cannot create the folder: " + ec.message());
+  std::string md = a.out_dir + "/report.md", html = a.out_dir + "/report.html";
+  WriteOutput(md, RenderMarkdown(d));
+  WriteOutput(html, RenderHtml(d));
+  std::printf("%s\n%s\n", md.c_str(), html.c_str());
+  return 0;
+}
+
+int RunHistory(const Commands& c, Args& a) {
+  if (c.hadd->parsed()) {
+    bool added = HistoryAdd(a.db, ReadBenchmarkFiles(a.files), a.meta, a.hopt);
+    std::string where = RedactUrl(a.db);
+    std::fprintf(stderr, "dlbench-report: %s\n",
+                 added ? ("added the run to " + where).c_str()
+                       : ("the run is already in " + where + "; nothing added").c_str());
+  } else if (c.hshow->parsed()) {
+    Emit(HistoryShow(a.db, a.sopt, a.hopt), a.out);
+  } else if (c.hcheck->parsed()) {
+    a.kopt.threshold = ParseThreshold(a.check_threshold);
+    a.kopt.steps_fail = a.steps == "fail";
+    CheckResult r = HistoryCheck(a.db, a.kopt, a.hopt);
+    Emit(r.doc, a.out);
+    return r.exit_code;
+  } else if (c.hexport->parsed() || c.himport->parsed()) {
+    const std::string& from = c.hexport->parsed() ? a.db : a.other;
+    const std::string& to = c.hexport->parsed() ? a.other : a.db;
+    CopyResult r = HistoryCopy(from, to, a.hopt);
+    std::fprintf(stderr,
+                 "dlbench-report: %d runs (%lld results) copied from %s to %s; %d were there "
+                 "already\n",
+                 r.copied, static_cast<long long>(r.results), RedactUrl(from).c_str(),
+                 RedactUrl(to).c_str(), r.present);
+  }
+  return 0;
+}
+
+// The parsed subcommand's work; its exit code.
+int Dispatch(const Commands& c, Args& a) {
+  if (!a.out.format.empty()) ParseFormat(a.out.format);
+  a.files = Expand(a.files);
+  if (c.summary->parsed()) return RunSummary(a);
+  if (c.compare->parsed()) return RunCompare(a);
+  if (c.report->parsed()) return RunReport(a);
+  if (c.speedup->parsed() || c.sweep->parsed() || c.train->parsed()) {
+    MergedRuns runs = Merge(ReadBenchmarkFiles(a.files));
+    if (c.speedup->parsed()) Emit(SpeedupDocument(runs, a.files), a.out);
+    if (c.sweep->parsed()) Emit(SweepDocument(runs, a.files, a.axis), a.out);
+    if (c.train->parsed()) Emit(TrainDocument(runs, a.files), a.out);
+    return 0;
+  }
+  return RunHistory(c, a);
+}
+
+}  // namespace
 
 int RunCli(int argc, const char* const* argv) {
   CLI::App app{
@@ -80,130 +331,15 @@ int RunCli(int argc, const char* const* argv) {
       "steps and history from Google Benchmark JSON"};
   app.name("dlbench-report");
   app.require_subcommand(1);
-
-  std::vector<std::string> files;
-  OutputOpts out;
-
-  auto* summary = app.add_subcommand("summary", "a table per family: median, CV, counters, skips");
-  summary->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
-  std::vector<std::string> traces;
-  summary->add_option("--trace", traces,
-                      "a device monitor trace (--dlb_monitor_trace's CSV): per case clocks and "
-                      "power, and in HTML their timeline; may be given once per binary");
-  AddOutput(summary, &out);
-
-  std::string base, now, threshold = "5%";
-  CompareOptions copt;
-  auto* compare = app.add_subcommand(
-      "compare", "BASE against NEW: change, U test, verdicts; exit 3 on a significant slowdown");
-  compare->add_option("base", base, "baseline JSON, or a folder of them")->required();
-  compare->add_option("new", now, "new JSON, or a folder of them")->required();
-  compare->add_option("--threshold,-t", threshold, "relative change that matters (default 5%)");
-  compare->add_option("--alpha", copt.alpha, "significance level after BH correction (0.05)");
-  compare->add_flag("--only-changes", copt.only_changes,
-                    "leave the \"same\" rows out of the tables");
-  bool as_compare_py = false, aggregates_only = false;
-  compare->add_flag("--as-compare-py", as_compare_py,
-                    "also Google Benchmark's compare.py table: per name and pair of runs, time and "
-                    "CPU changes, U test of both");
-  compare->add_flag("--aggregates-only,-a", aggregates_only,
-                    "in that table only aggregate rows, as compare.py -a");
-  AddOutput(compare, &out);
-
-  auto* speedup = app.add_subcommand("speedup", "CPU vs GPU per family, workload, dtype, batch");
-  speedup->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
-  AddOutput(speedup, &out);
-
-  auto* sweep = app.add_subcommand(
-      "sweep",
-      "per workload the curve over batch size (with fit), over worker threads or over GPUs");
-  sweep->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
-  std::string axis = "bs";
-  sweep
-      ->add_option("--axis", axis,
-                   "bs (default): batch-size curves; workers: loader scaling; gpus: multi-GPU "
-                   "training steps (efficiency, exposed communication) and collectives (busbw "
-                   "over size per GPU count)")
-      ->check(CLI::IsMember({"bs", "workers", "gpus"}));
-  AddOutput(sweep, &out);
-
-  auto* train = app.add_subcommand(
-      "train", "training steps per model: epoch CPU vs GPU, batch size, phases, memory, graph");
-  train->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
-  AddOutput(train, &out);
-
-  std::string out_dir;
-  auto* report = app.add_subcommand(
-      "report",
-      "summary + speedups + sweeps + training steps in one report (what the README's main job "
-      "writes)");
-  report->add_option("files", files, "Google Benchmark JSON files or folders of them")->required();
-  report->add_option("--out-dir", out_dir,
-                     "write report.md and report.html there and print their paths");
-  AddOutput(report, &out);
-
+  Args args;
+  Commands commands;
+  AddSummaryAndCompare(&app, &args, &commands);
+  AddAnalyses(&app, &args, &commands);
   auto* history =
       app.add_subcommand("history", "runs and results in SQLite or PostgreSQL (a team's store)");
   history->require_subcommand(1);
-  std::string db;
-  HistoryOptions hopt;
-  RunMeta meta;
-  auto* hadd = history->add_subcommand("add", "add one run (idempotent for the same run)");
-  hadd->add_option("files", files, "Google Benchmark JSON files of the run")->required();
-  hadd->add_option("--db", db, kDbHelp)->required();
-  auto from_context = [](std::string_view key) {
-    return " (default: the context's " + std::string(key) + ")";
-  };
-  hadd->add_option("--commit", meta.commit, "commit" + from_context(schema::kCtxGitRevision));
-  hadd->add_option("--branch", meta.branch, "branch" + from_context(schema::kCtxGitBranch));
-  hadd->add_option("--machine", meta.machine, "machine" + from_context(schema::kCtxHostName));
-  hadd->add_option("--date", meta.date, "date" + from_context(schema::kCtxDate));
-  hadd->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
-  ShowOptions sopt;
-  auto* hshow = history->add_subcommand("show", "trend table and charts per benchmark");
-  hshow->add_option("--db", db, kDbHelp)->required();
-  hshow->add_option("--last", sopt.last, "runs to show (10)");
-  hshow->add_option("--filter", sopt.filter, "substring of benchmark names");
-  hshow->add_option("--machine", sopt.machine, "only runs of this machine");
-  hshow->add_option("--max-charts", sopt.max_charts, "HTML charts at most (40)");
-  hshow->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
-  AddOutput(hshow, &out);
-  CheckOptions kopt;
-  std::string check_threshold = "5%";
-  auto* hcheck = history->add_subcommand(
-      "check",
-      "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
-  hcheck->add_option("--db", db, kDbHelp)->required();
-  hcheck->add_option("--window", kopt.window, "previous runs on the same machine (10)");
-  hcheck->add_option("--threshold,-t", check_threshold, "relative change that matters (5%)");
-  hcheck->add_option("--mads", kopt.k, "and more than this many scaled MADs (3)");
-  hcheck->add_option("--min-segment", kopt.min_segment, "steps: runs on each side at least (3)")
-      ->check(CLI::PositiveNumber);
-  std::string steps = "fail";
-  hcheck
-      ->add_option("--steps", steps,
-                   "fail: a lasting slower step fails the check (default); report: shown only")
-      ->check(CLI::IsMember({"fail", "report"}));
-  hcheck->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
-  AddOutput(hcheck, &out);
-  std::string other;
-  auto* hexport = history->add_subcommand(
-      "export",
-      "copy every run of --db into --to that it lacks (a laptop's history to the team's)");
-  hexport->add_option("--db", db, kDbHelp)->required();
-  hexport->add_option("--to", other, "the store to copy into (created or upgraded as by add)")
-      ->required();
-  auto* himport =
-      history->add_subcommand("import", "copy every run of --from into --db that it lacks");
-  himport->add_option("--db", db, kDbHelp)->required();
-  himport->add_option("--from", other, "the store to copy from")->required();
-  for (auto* c : {hexport, himport}) {
-    c->add_option("--busy-timeout-ms", hopt.busy_timeout_ms, "wait for a locked database");
-  }
-  for (auto* c : {hadd, hshow, hcheck, hexport, himport}) {
-    c->add_option("--connect-timeout", hopt.connect_timeout_s,
-                  "PostgreSQL: seconds to wait for the server (10)");
-  }
+  AddHistoryAddShow(history, &args, &commands);
+  AddHistoryCheckCopy(history, &args, &commands);
 
   try {
     app.parse(argc, argv);
@@ -214,82 +350,7 @@ int RunCli(int argc, const char* const* argv) {
   }
 
   try {
-    if (!out.format.empty()) ParseFormat(out.format);
-    files = Expand(files);
-    if (summary->parsed()) {
-      std::vector<Section> timelines;
-      for (const std::string& t : traces) timelines.push_back(TraceSection(ReadTrace(t)));
-      Document d = Summary(Merge(ReadBenchmarkFiles(files)), files);
-      // After the tables, before the labels (the last section).
-      d.sections.insert(d.sections.end() - 1, timelines.begin(), timelines.end());
-      Emit(d, out);
-    } else if (compare->parsed()) {
-      copt.threshold = ParseThreshold(threshold);
-      std::vector<std::string> bases = Expand({base}), news = Expand({now});
-      std::vector<std::string> all = bases;
-      all.insert(all.end(), news.begin(), news.end());
-      auto in = ReadBenchmarkFiles(all);
-      std::vector<FileData> in_base(std::make_move_iterator(in.begin()),
-                                    std::make_move_iterator(in.begin() + bases.size()));
-      std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
-                                   std::make_move_iterator(in.end()));
-      CompareResult r = Compare(Merge(in_base), Merge(in_new), copt);
-      std::vector<GbenchDiff> diff;
-      if (as_compare_py) {
-        // compare.py reads one file a side; a folder's files count as one, in order.
-        auto entries = [](const std::vector<FileData>& files) {
-          std::vector<Entry> all;
-          for (const FileData& f : files) all.insert(all.end(), f.entries.begin(), f.entries.end());
-          return SortLikeComparePy(std::move(all));
-        };
-        diff = DifferenceReport(entries(in_base), entries(in_new));
-      }
-      Emit(CompareDocument(r, copt, base, now, as_compare_py ? &diff : nullptr, aggregates_only),
-           out);
-      return r.exit_code;
-    } else if (speedup->parsed()) {
-      Emit(SpeedupDocument(Merge(ReadBenchmarkFiles(files)), files), out);
-    } else if (sweep->parsed()) {
-      Emit(SweepDocument(Merge(ReadBenchmarkFiles(files)), files, axis), out);
-    } else if (train->parsed()) {
-      Emit(TrainDocument(Merge(ReadBenchmarkFiles(files)), files), out);
-    } else if (report->parsed()) {
-      Document d = FullReport(Merge(ReadBenchmarkFiles(files)), files);
-      if (!out_dir.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(out_dir, ec);
-        if (ec) throw InputError(out_dir, "", "cannot create the folder: " + ec.message());
-        std::string md = out_dir + "/report.md", html = out_dir + "/report.html";
-        WriteOutput(md, RenderMarkdown(d));
-        WriteOutput(html, RenderHtml(d));
-        std::printf("%s\n%s\n", md.c_str(), html.c_str());
-      } else {
-        Emit(d, out);
-      }
-    } else if (hadd->parsed()) {
-      bool added = HistoryAdd(db, ReadBenchmarkFiles(files), meta, hopt);
-      std::string where = RedactUrl(db);
-      std::fprintf(stderr, "dlbench-report: %s\n",
-                   added ? ("added the run to " + where).c_str()
-                         : ("the run is already in " + where + "; nothing added").c_str());
-    } else if (hshow->parsed()) {
-      Emit(HistoryShow(db, sopt, hopt), out);
-    } else if (hcheck->parsed()) {
-      kopt.threshold = ParseThreshold(check_threshold);
-      kopt.steps_fail = steps == "fail";
-      CheckResult r = HistoryCheck(db, kopt, hopt);
-      Emit(r.doc, out);
-      return r.exit_code;
-    } else if (hexport->parsed() || himport->parsed()) {
-      const std::string& from = hexport->parsed() ? db : other;
-      const std::string& to = hexport->parsed() ? other : db;
-      CopyResult c = HistoryCopy(from, to, hopt);
-      std::fprintf(stderr,
-                   "dlbench-report: %d runs (%lld results) copied from %s to %s; %d were there "
-                   "already\n",
-                   c.copied, static_cast<long long>(c.results), RedactUrl(from).c_str(),
-                   RedactUrl(to).c_str(), c.present);
-    }
+    return Dispatch(commands, args);
   } catch (const InputError& e) {
     std::fprintf(stderr, "dlbench-report: %s\n", e.what());
     return 1;
@@ -300,7 +361,6 @@ int RunCli(int argc, const char* const* argv) {
     std::fprintf(stderr, "dlbench-report: %s\n", e.what());
     return 1;
   }
-  return 0;
 }
 
 }  // namespace dlb::report

@@ -1,3 +1,5 @@
+#include "tools/report/analyses/compare.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -5,8 +7,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/stats.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 
@@ -232,12 +233,11 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
   return r;
 }
 
-Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
-                         const std::string& base_path, const std::string& new_path,
-                         const std::vector<GbenchDiff>* as_compare_py, bool aggregates_only) {
-  Document d;
-  d.title = "dlbench compare";
-  d.notes.push_back("Base: " + base_path + "; new: " + new_path + ".");
+namespace {
+
+// The verdict counts, the geomean, what the marks mean and how a change counts.
+void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document* doc) {
+  Document& d = *doc;
   std::map<Verdict, int> counts;
   for (const auto& row : r.rows) ++counts[row.verdict];
   std::string tally;
@@ -276,16 +276,22 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     d.notes.push_back(std::to_string(r.not_compared) +
                       " benchmark(s) with a time in neither file (skipped, failed, or only "
                       "aggregates that are not a time).");
+}
 
+// The columns every compare table shares: the rate counters and the marks that any row has.
+struct CompareTableShape {
   bool verification = false, clock = false, timing = false;
   std::set<std::string> rate_names;
-  for (const auto& row : r.rows) {
-    for (const auto& [k, v] : row.rate_deltas) rate_names.insert(k);
-    verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
-    clock |= Monitored(row);
-    timing |= row.base_stalled || row.new_stalled;
+
+  explicit CompareTableShape(const CompareResult& r) {
+    for (const auto& row : r.rows) {
+      for (const auto& [k, v] : row.rate_deltas) rate_names.insert(k);
+      verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
+      clock |= Monitored(row);
+      timing |= row.base_stalled || row.new_stalled;
+    }
   }
-  auto make_table = [&]() {
+  Table Make() const {
     Table t;
     t.columns = {{"benchmark", "name"},
                  {"base", "base_ns"},
@@ -301,8 +307,8 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     if (timing) t.columns.push_back({"timing", "timing"});
     t.columns.push_back({"note", "note"});
     return t;
-  };
-  auto make_row = [&](const CompareRow& row) {
+  }
+  std::vector<Cell> Row(const CompareRow& row) const {
     std::vector<Cell> c;
     c.emplace_back(row.name);
     c.emplace_back(FormatTime(row.base_ns), row.base_ns);
@@ -325,13 +331,37 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     if (timing) c.push_back(TimingCell(row));
     c.emplace_back(row.note);
     return c;
-  };
+  }
+};
+
+Section GeomeanSection(const CompareResult& r) {
+  Section g;
+  g.title = "Geomean";
+  Table t;
+  t.columns = {{"benchmarks", "count"}, {"time ratio new/base", "ratio"}, {"change", "change"}};
+  t.rows.push_back({Cell(std::to_string(r.geomean_count), static_cast<double>(r.geomean_count)),
+                    Cell(FormatNumber(r.geomean_delta + 1, 4), r.geomean_delta + 1),
+                    Cell(FormatSigned(r.geomean_delta), r.geomean_delta)});
+  g.tables.push_back(std::move(t));
+  return g;
+}
+
+}  // namespace
+
+Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
+                         const std::string& base_path, const std::string& new_path,
+                         const std::vector<GbenchDiff>* as_compare_py, bool aggregates_only) {
+  Document d;
+  d.title = "dlbench compare";
+  d.notes.push_back("Base: " + base_path + "; new: " + new_path + ".");
+  AddCompareNotes(r, opt, &d);
+  const CompareTableShape shape(r);
   if (r.regressions) {
     Section s;
     s.title = "Regressions";
-    Table t = make_table();
+    Table t = shape.Make();
     for (const auto& row : r.rows)
-      if (row.verdict == Verdict::kSlower) t.rows.push_back(make_row(row));
+      if (row.verdict == Verdict::kSlower) t.rows.push_back(shape.Row(row));
     s.tables.push_back(std::move(t));
     d.sections.push_back(std::move(s));
   }
@@ -346,9 +376,9 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     auto [it, inserted] = tables.emplace(row.family, Table());
     if (inserted) {
       families.push_back(row.family);
-      it->second = make_table();
+      it->second = shape.Make();
     }
-    it->second.rows.push_back(make_row(row));
+    it->second.rows.push_back(shape.Row(row));
   }
   for (const auto& fam : families) {
     Section s;
@@ -358,15 +388,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
   }
   if (omitted)
     d.notes.push_back(std::to_string(omitted) + " benchmark(s) with verdict \"same\" left out.");
-  Section g;
-  g.title = "Geomean";
-  Table t;
-  t.columns = {{"benchmarks", "count"}, {"time ratio new/base", "ratio"}, {"change", "change"}};
-  t.rows.push_back({Cell(std::to_string(r.geomean_count), static_cast<double>(r.geomean_count)),
-                    Cell(FormatNumber(r.geomean_delta + 1, 4), r.geomean_delta + 1),
-                    Cell(FormatSigned(r.geomean_delta), r.geomean_delta)});
-  g.tables.push_back(std::move(t));
-  d.sections.push_back(std::move(g));
+  d.sections.push_back(GeomeanSection(r));
   if (as_compare_py)
     d.sections.push_back(DifferenceSection(*as_compare_py, aggregates_only, opt.alpha));
   return d;

@@ -1,5 +1,7 @@
 // The report's first screen: per family and network, CPU time, GPU time, speedup and the best
 // batch size, with their charts; every per-benchmark table comes after it.
+#include "tools/report/analyses/report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,20 +10,18 @@
 #include <tuple>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/speedup.h"
+#include "tools/report/analyses/summary.h"
+#include "tools/report/analyses/sweep.h"
+#include "tools/report/analyses/train.h"
 
 namespace dlb::report {
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string OtherKeys(const BenchName& n) {
-  std::string out;
-  for (const auto& [k, v] : n.keys)
-    if (k != name_key::kBs && k != name_key::kDt) out += (out.empty() ? "" : "/") + k + ":" + v;
-  return out;
-}
 
 // "fmt:nchw/pass:fwd" -> "nchw fwd": legends have little room.
 std::string KeyValues(const std::string& config) {
@@ -38,20 +38,7 @@ std::string KeyValues(const std::string& config) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v)
-    if (!s.empty()) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
-
-Cell SpeedupCell(double x, bool doubtful) {
-  if (!std::isfinite(x)) return Cell("-");
-  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
-  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
-}
 
 // Columns of words that say nothing here ("-" in every row) are left out.
 void DropEmptyColumns(Table* t, const std::set<std::string>& keys) {
@@ -74,7 +61,7 @@ std::string Context(const std::map<std::string, std::string>& ctx, std::string_v
 std::string MachineLine(const std::map<std::string, std::string>& ctx) {
   std::string cpu = Context(ctx, schema::kCtxCpuModel), cpus = Context(ctx, schema::kCtxNumCpus);
   if (!cpus.empty()) cpu += (cpu.empty() ? "" : " ") + std::string("(") + cpus + " CPUs)";
-  std::string machine = Join({cpu, Context(ctx, schema::kCtxGpuName)}, ", ");
+  std::string machine = JoinNonEmpty({cpu, Context(ctx, schema::kCtxGpuName)}, ", ");
   std::string host = Context(ctx, schema::kCtxHostName);
   if (!host.empty()) machine = host + (machine.empty() ? "" : ": " + machine);
   std::string date = Context(ctx, schema::kCtxDate);
@@ -82,8 +69,8 @@ std::string MachineLine(const std::map<std::string, std::string>& ctx) {
               rev = Context(ctx, schema::kCtxGitRevision);
   std::string build;
   if (!version.empty() || !rev.empty())
-    build = "dlbench " + Join({version, rev.empty() ? "" : "at " + rev}, " ");
-  return Join({machine, date.empty() ? "" : "run " + date, build}, "; ");
+    build = "dlbench " + JoinNonEmpty({version, rev.empty() ? "" : "at " + rev}, " ");
+  return JoinNonEmpty({machine, date.empty() ? "" : "run " + date, build}, "; ");
 }
 
 Cell RateCell(double per_s, bool best) {
@@ -172,24 +159,18 @@ std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& 
     c.x_label = "batch size";
     c.y_label = "samples/s";
     c.log_x = true;
-    double lo = INFINITY, hi = 0;
     std::vector<std::string> pairs;
     for (const Line& l : ls) {
       std::string name =
-          Join({l.device, by_dt ? "" : l.dt, by_config ? "" : KeyValues(l.config)}, " ");
+          JoinNonEmpty({l.device, by_dt ? "" : l.dt, by_config ? "" : KeyValues(l.config)}, " ");
       // A CPU line and its GPU twin (same dtype and config) take neighbouring palette colours.
       std::string pair = l.dt + "|" + l.config;
       auto at = std::find(pairs.begin(), pairs.end(), pair);
       if (at == pairs.end()) at = pairs.insert(pairs.end(), pair);
       int color = 2 * static_cast<int>(at - pairs.begin()) + (l.device == "cpu" ? 0 : 1);
-      Series s{name, l.points, true, true, color};
-      for (auto [x, y] : l.points) {
-        lo = std::min(lo, y);
-        hi = std::max(hi, y);
-      }
-      c.series.push_back(std::move(s));
+      c.series.push_back(Series{name, l.points, true, true, color});
     }
-    c.log_y = lo > 0 && hi / lo > 20;
+    c.log_y = WideY(c);
     out.push_back(std::move(c));
   }
   return out;
@@ -288,132 +269,155 @@ Overview ComputeOverview(const MergedRuns& runs) {
   return out;
 }
 
-std::vector<Section> OverviewSections(const Overview& ov) {
-  std::vector<Section> out;
-  for (const std::string& fam : ov.families) {
-    std::vector<std::string> subjects;
-    std::map<std::string, std::vector<const OverviewRow*>> by_subject;
-    for (const OverviewRow& r : ov.rows) {
-      if (r.family != fam) continue;
-      if (!by_subject.count(r.subject)) subjects.push_back(r.subject);
-      by_subject[r.subject].push_back(&r);
-    }
-    bool any_bs = false, any_speedup = false, any_doubtful = false;
-    double lo = INFINITY, hi = 0;
-    for (const OverviewRow& r : ov.rows)
-      if (r.family == fam) {
-        any_bs |= r.bs > 0;
-        any_doubtful |= r.doubtful;
-        if (std::isfinite(r.speedup)) {
-          any_speedup = true;
-          lo = std::min(lo, r.speedup);
-          hi = std::max(hi, r.speedup);
-        }
+namespace {
+
+// The overview table's columns: a network's table or the loose workloads', with or without bs.
+std::vector<Column> OverviewColumns(bool network, bool bs) {
+  std::vector<Column> c;
+  if (!network) c.push_back({"workload", "workload"});
+  c.push_back({"dt", "dt"});
+  c.push_back({"config", "config"});
+  if (bs) c.push_back({"bs", "bs"});
+  if (network) c.push_back({"layers", "layers"});
+  c.push_back({"CPU time", "cpu_ns"});
+  c.push_back({"GPU time", "gpu_ns"});
+  c.push_back({"speedup", "speedup"});
+  if (bs) {
+    c.push_back({"CPU samples/s", "cpu_per_s"});
+    c.push_back({"GPU samples/s", "gpu_per_s"});
+  }
+  return c;
+}
+
+std::vector<Cell> OverviewCells(const OverviewRow& r, bool bs) {
+  std::vector<Cell> c;
+  if (!r.network) c.emplace_back(r.subject);
+  c.emplace_back(r.dt.empty() ? "-" : r.dt);
+  c.emplace_back(r.config.empty() ? "-" : r.config);
+  if (bs) c.push_back(r.bs > 0 ? Cell(FormatNumber(r.bs, 6), r.bs) : Cell("-"));
+  if (r.network) {
+    std::string layers =
+        r.cpu_layers == r.gpu_layers || r.gpu_layers == 0 ? std::to_string(r.cpu_layers)
+        : r.cpu_layers == 0
+            ? std::to_string(r.gpu_layers)
+            : std::to_string(r.cpu_layers) + " CPU, " + std::to_string(r.gpu_layers) + " GPU";
+    c.emplace_back(layers, std::max(r.cpu_layers, r.gpu_layers));
+  }
+  c.push_back(TimeCell(r.cpu_ns));
+  c.push_back(TimeCell(r.gpu_ns));
+  c.push_back(SpeedupCell(r.speedup, r.doubtful));
+  if (bs) {
+    c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
+    c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
+  }
+  return c;
+}
+
+// What a family's rows hold, for its note, its bar chart's title and scale.
+struct FamilyRange {
+  bool any_bs = false, any_speedup = false, any_doubtful = false, any_network = false;
+  double lo = INFINITY, hi = 0;  // of the finite speedups
+};
+
+FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
+  FamilyRange f;
+  for (const OverviewRow& r : ov.rows)
+    if (r.family == fam) {
+      f.any_bs |= r.bs > 0;
+      f.any_doubtful |= r.doubtful;
+      f.any_network |= r.network;
+      if (std::isfinite(r.speedup)) {
+        f.any_speedup = true;
+        f.lo = std::min(f.lo, r.speedup);
+        f.hi = std::max(f.hi, r.speedup);
       }
-    Section s;
-    s.title = fam;
-    bool any_network = false;
-    for (const OverviewRow& r : ov.rows) any_network |= r.family == fam && r.network;
-    std::string head = "CPU and GPU time: the fastest backend of each device";
-    head += any_network ? "; a network adds up its measured layers, each times its repeat count "
+    }
+  return f;
+}
+
+std::string FamilyNote(const FamilyRange& f) {
+  std::string head = "CPU and GPU time: the fastest backend of each device";
+  head += f.any_network ? "; a network adds up its measured layers, each times its repeat count "
                           "in the network."
                         : ".";
-    if (any_speedup)
-      head += " Speedup = CPU time / GPU time: " + FormatNumber(lo, 3) + "x to " +
-              FormatNumber(hi, 3) + "x here.";
-    if (any_bs) head += " ★ marks each device's best batch size (most samples/s).";
-    if (any_doubtful)
-      head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
-    s.notes.push_back(head);
+  if (f.any_speedup)
+    head += " Speedup = CPU time / GPU time: " + FormatNumber(f.lo, 3) + "x to " +
+            FormatNumber(f.hi, 3) + "x here.";
+  if (f.any_bs) head += " ★ marks each device's best batch size (most samples/s).";
+  if (f.any_doubtful)
+    head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
+  return head;
+}
 
-    auto columns = [&](bool network, bool bs) {
-      std::vector<Column> c;
-      if (!network) c.push_back({"workload", "workload"});
-      c.push_back({"dt", "dt"});
-      c.push_back({"config", "config"});
-      if (bs) c.push_back({"bs", "bs"});
-      if (network) c.push_back({"layers", "layers"});
-      c.push_back({"CPU time", "cpu_ns"});
-      c.push_back({"GPU time", "gpu_ns"});
-      c.push_back({"speedup", "speedup"});
-      if (bs) {
-        c.push_back({"CPU samples/s", "cpu_per_s"});
-        c.push_back({"GPU samples/s", "gpu_per_s"});
-      }
-      return c;
-    };
-    auto row = [&](const OverviewRow& r, bool bs) {
-      std::vector<Cell> c;
-      if (!r.network) c.emplace_back(r.subject);
-      c.emplace_back(r.dt.empty() ? "-" : r.dt);
-      c.emplace_back(r.config.empty() ? "-" : r.config);
-      if (bs) c.push_back(r.bs > 0 ? Cell(FormatNumber(r.bs, 6), r.bs) : Cell("-"));
-      if (r.network) {
-        std::string layers =
-            r.cpu_layers == r.gpu_layers || r.gpu_layers == 0 ? std::to_string(r.cpu_layers)
-            : r.cpu_layers == 0
-                ? std::to_string(r.gpu_layers)
-                : std::to_string(r.cpu_layers) + " CPU, " + std::to_string(r.gpu_layers) + " GPU";
-        c.emplace_back(layers, std::max(r.cpu_layers, r.gpu_layers));
-      }
-      c.push_back(TimeCell(r.cpu_ns));
-      c.push_back(TimeCell(r.gpu_ns));
-      c.push_back(SpeedupCell(r.speedup, r.doubtful));
-      if (bs) {
-        c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
-        c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
-      }
-      return c;
-    };
-
-    Chart bars;
-    bars.kind = Chart::Kind::kBars;
-    bars.title = fam + ": GPU speedup over CPU" + (any_bs ? " at the GPU's best batch size" : "");
-    bars.x_label = "speedup (CPU time / GPU time)";
-    bars.bar_reference = 1;
-    std::vector<Chart> curves;
-    Table loose;  // workloads that belong to no network
-    loose.title = "Workloads without a network";
-    bool loose_bs = false;
-    for (const auto& subj : subjects)
-      for (const OverviewRow* r : by_subject[subj])
-        if (!r->network) loose_bs |= r->bs > 0;
-    loose.columns = columns(false, loose_bs);
-    for (const auto& subj : subjects) {
-      const auto& rows = by_subject[subj];
-      bool network = rows.front()->network;
-      bool bs = false;
-      for (const OverviewRow* r : rows) bs |= r->bs > 0;
-      std::vector<Group> groups = Groups(rows);
-      if (network) {
-        Table t;
-        t.title = "Network " + subj;
-        t.columns = columns(true, bs);
-        for (const OverviewRow* r : rows) t.rows.push_back(row(*r, bs));
-        DropEmptyColumns(&t, {"dt", "config"});
-        s.tables.push_back(std::move(t));
-      } else {
-        for (const OverviewRow* r : rows) loose.rows.push_back(row(*r, loose_bs));
-      }
-      for (const Group& g : groups)
-        if (const OverviewRow* h = Headline(g))
-          bars.bars.emplace_back(Join({subj, g.dt, KeyValues(g.config),
-                                       h->bs > 0 ? "bs " + FormatNumber(h->bs, 6) : std::string()},
-                                      " "),
-                                 h->speedup);
-      for (Chart& c : Curves(subj, groups)) curves.push_back(std::move(c));
-    }
-    if (!loose.rows.empty()) {
-      DropEmptyColumns(&loose, {"dt", "config"});
-      s.tables.push_back(std::move(loose));
-    }
-    if (!bars.bars.empty()) {
-      bars.log_x = lo > 0 && (hi / lo > 20 || lo < 1);
-      s.charts.push_back(std::move(bars));
-    }
-    for (Chart& c : curves) s.charts.push_back(std::move(c));
-    out.push_back(std::move(s));
+// One family: a table per network and one for the workloads without a network, the speedup bars
+// and the throughput curves.
+Section FamilySection(const Overview& ov, const std::string& fam) {
+  std::vector<std::string> subjects;
+  std::map<std::string, std::vector<const OverviewRow*>> by_subject;
+  for (const OverviewRow& r : ov.rows) {
+    if (r.family != fam) continue;
+    if (!by_subject.count(r.subject)) subjects.push_back(r.subject);
+    by_subject[r.subject].push_back(&r);
   }
+  const FamilyRange f = RangeOf(ov, fam);
+  Section s;
+  s.title = fam;
+  s.notes.push_back(FamilyNote(f));
+  Chart bars;
+  bars.kind = Chart::Kind::kBars;
+  bars.title = fam + ": GPU speedup over CPU" + (f.any_bs ? " at the GPU's best batch size" : "");
+  bars.x_label = "speedup (CPU time / GPU time)";
+  bars.bar_reference = 1;
+  std::vector<Chart> curves;
+  Table loose;  // workloads that belong to no network
+  loose.title = "Workloads without a network";
+  bool loose_bs = false;
+  for (const auto& subj : subjects)
+    for (const OverviewRow* r : by_subject[subj])
+      if (!r->network) loose_bs |= r->bs > 0;
+  loose.columns = OverviewColumns(false, loose_bs);
+  for (const auto& subj : subjects) {
+    const auto& rows = by_subject[subj];
+    bool network = rows.front()->network;
+    bool bs = false;
+    for (const OverviewRow* r : rows) bs |= r->bs > 0;
+    std::vector<Group> groups = Groups(rows);
+    if (network) {
+      Table t;
+      t.title = "Network " + subj;
+      t.columns = OverviewColumns(true, bs);
+      for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(*r, bs));
+      DropEmptyColumns(&t, {"dt", "config"});
+      s.tables.push_back(std::move(t));
+    } else {
+      for (const OverviewRow* r : rows) loose.rows.push_back(OverviewCells(*r, loose_bs));
+    }
+    for (const Group& g : groups)
+      if (const OverviewRow* h = Headline(g))
+        bars.bars.emplace_back(
+            JoinNonEmpty({subj, g.dt, KeyValues(g.config),
+                          h->bs > 0 ? "bs " + FormatNumber(h->bs, 6) : std::string()},
+                         " "),
+            h->speedup);
+    for (Chart& c : Curves(subj, groups)) curves.push_back(std::move(c));
+  }
+  if (!loose.rows.empty()) {
+    DropEmptyColumns(&loose, {"dt", "config"});
+    s.tables.push_back(std::move(loose));
+  }
+  if (!bars.bars.empty()) {
+    bars.log_x = f.lo > 0 && (f.hi / f.lo > 20 || f.lo < 1);
+    s.charts.push_back(std::move(bars));
+  }
+  for (Chart& c : curves) s.charts.push_back(std::move(c));
+  return s;
+}
+
+}  // namespace
+
+std::vector<Section> OverviewSections(const Overview& ov) {
+  std::vector<Section> out;
+  for (const std::string& fam : ov.families) out.push_back(FamilySection(ov, fam));
   return out;
 }
 
@@ -433,7 +437,8 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
       parts.push_back(std::to_string(n) + " " + disp);
       if (disp != schema::kVerified) doubtful += n;
     }
-    counts += " Verification: " + Join(parts, ", ") + (doubtful ? " (⚠ see the summary)." : ".");
+    counts +=
+        " Verification: " + JoinNonEmpty(parts, ", ") + (doubtful ? " (⚠ see the summary)." : ".");
   }
   d.notes.push_back(counts);
   std::string in;

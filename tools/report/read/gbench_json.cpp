@@ -1,24 +1,20 @@
-#include "tools/report/gbench_json.h"
+#include "tools/report/read/gbench_json.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
-#include <unordered_map>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/stats.h"
+#include "tools/report/read/fields.h"
 
 namespace dlb::report {
 
@@ -50,96 +46,11 @@ const ResultFields& Entry::fields() const {
 namespace {
 
 using json = nlohmann::json;
-
-// The fields of one "benchmarks" element that are not user counters.
-enum class Field {
-  kCounter,
-  kIgnoredNumber,
-  kName,
-  kRunName,
-  kRunType,
-  kAggregateName,
-  kAggregateUnit,
-  kTimeUnit,
-  kErrorOccurred,
-  kErrorMessage,
-  kSkipped,
-  kSkipMessage,
-  kLabel,
-  kBigO,
-  kRealTime,
-  kCpuTime,
-  kIterations,
-  kComplexity,
-  kFamilyIndex,
-  kInstanceIndex,
-  kRepetitionIndex,
-  kResult,  // dlbench's object (fixtures/schema/schema.h)
-};
-
-Field Classify(const std::string& key) {
-  static const std::unordered_map<std::string, Field> kFields = {
-      {"name", Field::kName},
-      {"run_name", Field::kRunName},
-      {"run_type", Field::kRunType},
-      {"aggregate_name", Field::kAggregateName},
-      {"aggregate_unit", Field::kAggregateUnit},
-      {"time_unit", Field::kTimeUnit},
-      {"error_occurred", Field::kErrorOccurred},
-      {"error_message", Field::kErrorMessage},
-      {"skipped", Field::kSkipped},
-      {"skip_message", Field::kSkipMessage},
-      {"label", Field::kLabel},
-      {"big_o", Field::kBigO},
-      {"real_time", Field::kRealTime},
-      {"cpu_time", Field::kCpuTime},
-      {"iterations", Field::kIterations},
-      {"cpu_coefficient", Field::kComplexity},
-      {"real_coefficient", Field::kComplexity},
-      {"rms", Field::kComplexity},
-      {"family_index", Field::kFamilyIndex},
-      {"per_family_instance_index", Field::kInstanceIndex},
-      {"repetitions", Field::kIgnoredNumber},
-      {"repetition_index", Field::kRepetitionIndex},
-      {"threads", Field::kIgnoredNumber},
-      {"allocs_per_iter", Field::kIgnoredNumber},
-      {"max_bytes_used", Field::kIgnoredNumber},
-      {"total_allocated_bytes", Field::kIgnoredNumber},
-      {"net_heap_growth", Field::kIgnoredNumber},
-      {"memory_iterations", Field::kIgnoredNumber},
-      {std::string(schema::kResult), Field::kResult},
-  };
-  auto it = kFields.find(key);
-  return it == kFields.end() ? Field::kCounter : it->second;
-}
-
-bool IsStringField(Field f) {
-  switch (f) {
-    case Field::kName:
-    case Field::kRunName:
-    case Field::kRunType:
-    case Field::kAggregateName:
-    case Field::kAggregateUnit:
-    case Field::kTimeUnit:
-    case Field::kErrorMessage:
-    case Field::kSkipMessage:
-    case Field::kLabel:
-    case Field::kBigO:
-      return true;
-    default:
-      return false;
-  }
-}
-
-struct RawEntry {
-  Entry e;
-  bool has_name = false, has_real = false, has_cpu = false, has_unit = false;
-  bool error_occurred = false, skipped = false, complexity = false;
-  std::string run_type, aggregate_unit, error_message, skip_message;
-  bool has_run_name = false;
-  bool has_result = false;
-  ResultFields result;
-};
+using read::BuildEntry;
+using read::Classify;
+using read::Field;
+using read::IsStringField;
+using read::RawEntry;
 
 enum class Kind { kNull, kBoolean, kNumber, kString, kBinary };
 
@@ -340,15 +251,6 @@ class Handler {
     throw InputError(path_, LineCol(position > 0 ? position - 1 : 0), "syntax " + reason);
   }
 
-  // For parsing elements of the benchmarks array one by one: as if inside "benchmarks": [ ... ].
-  void EnterArray() {
-    depth_ = 2;
-    section_ = Section::kBenchmarks;
-    saw_benchmarks_ = true;
-    key_.clear();
-    result_level_ = 0;
-  }
-
   void Finish() {
     if (depth_ != 0) throw InputError(path_, LineCol(text_.size()), "truncated JSON");
     if (!saw_benchmarks_) Fail("/benchmarks", "missing: not Google Benchmark JSON");
@@ -544,70 +446,7 @@ class Handler {
     std::string where = "/benchmarks/" + std::to_string(index_);
     ++index_;
     key_.clear();
-    Entry& e = raw_.e;
-    if (!raw_.has_name) Fail(where, "missing \"name\"");
-    if (raw_.run_type.empty()) {
-      e.run_type = RunType::kAbsent;
-    } else if (raw_.run_type == "iteration") {
-      e.run_type = RunType::kIteration;
-    } else if (raw_.run_type == "aggregate") {
-      e.run_type = RunType::kAggregate;
-    } else {
-      Fail(where + "/run_type", "unknown run_type '" + raw_.run_type + "'");
-    }
-    e.aggregate = e.run_type == RunType::kAggregate;
-    // Complexity fits (BigO, RMS) are not times of one run.
-    if (raw_.complexity || e.aggregate_name == "BigO" || e.aggregate_name == "RMS") return;
-    if (!raw_.has_run_name) {
-      e.run_name = e.name;
-      std::string suffix = "_" + e.aggregate_name;
-      if (e.aggregate && !e.aggregate_name.empty() && e.name.size() > suffix.size() &&
-          e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-        e.run_name.resize(e.name.size() - suffix.size());
-    }
-    double scale = 0;  // 0: unknown unit
-    if (raw_.has_unit) {
-      if (e.time_unit == "ns") {
-        scale = 1;
-      } else if (e.time_unit == "us") {
-        scale = 1e3;
-      } else if (e.time_unit == "ms") {
-        scale = 1e6;
-      } else if (e.time_unit == "s") {
-        scale = 1e9;
-      }
-    }
-    if (raw_.has_result) {
-      if (!last_result_ || !(*last_result_ == raw_.result))
-        last_result_ = std::make_shared<const ResultFields>(std::move(raw_.result));
-      e.result = last_result_;
-    }
-    e.real_time = e.real_ns;
-    e.cpu_time = raw_.has_cpu ? e.cpu_ns : 0;
-    e.comparable = raw_.has_unit && raw_.has_real && raw_.has_cpu && scale > 0;
-    if (raw_.error_occurred || raw_.skipped) {
-      e.message = raw_.error_occurred ? raw_.error_message : raw_.skip_message;
-      if (e.message.empty()) e.message = raw_.error_message + raw_.skip_message;
-      e.status = e.message.rfind(schema::kStatusUnsupported, 0) == 0 ? Status::kUnsupported
-                                                                     : Status::kFailed;
-      e.real_ns = e.cpu_ns = 0;
-      out_->entries.push_back(std::move(e));
-      return;
-    }
-    if (!raw_.has_real) Fail(where, "missing \"real_time\"");
-    if (!raw_.has_unit) Fail(where, "missing \"time_unit\"");
-    e.percentage = raw_.aggregate_unit == "percentage";
-    if (!raw_.aggregate_unit.empty() && raw_.aggregate_unit != "time" && !e.percentage)
-      Fail(where + "/aggregate_unit", "unknown aggregate_unit '" + raw_.aggregate_unit + "'");
-    if (!raw_.has_cpu) e.cpu_ns = e.real_ns;
-    if (scale == 0) Fail(where + "/time_unit", "unknown time unit '" + e.time_unit + "'");
-    // Google Benchmark 1.7/1.8 write the cv aggregate as a fraction without aggregate_unit.
-    if (e.aggregate && e.aggregate_name == gbench::kCv) e.percentage = true;
-    if (!e.percentage) {
-      e.real_ns *= scale;
-      e.cpu_ns *= scale;
-    }
-    out_->entries.push_back(std::move(e));
+    BuildEntry(&raw_, path_, where, &last_result_, &out_->entries);
   }
 
   std::string_view text_;
@@ -624,245 +463,6 @@ class Handler {
   std::string result_key_, verification_key_;
   std::shared_ptr<const ResultFields> last_result_;
 };
-
-}  // namespace
-
-namespace {
-
-FileData ParseSequential(std::string_view text, const std::string& path) {
-  FileData out;
-  out.path = path;
-  Handler h(text, path, &out);
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-    throw InputError(path, "1:1", "empty file");
-  json::sax_parse(text.data(), text.data() + text.size(), &h);
-  h.Finish();
-  return out;
-}
-
-// Where the elements of the top-level "benchmarks" array start, found by a quick structural scan
-// (strings, escapes, nesting) that is much cheaper than lexing. Empty when the text is anything
-// but a plain object with a "benchmarks" array of objects: the sequential parse then reports.
-struct Layout {
-  size_t open = 0, close = 0;  // offsets of '[' and ']'
-  std::vector<size_t> starts;  // offsets of each element's '{'
-  std::vector<size_t> ends;    // one past each element's '}'
-};
-
-std::optional<Layout> Scan(std::string_view t) {
-  Layout l;
-  int depth = 0;
-  bool in_array = false, done = false;
-  int commas = 0;
-  size_t key_begin = 0, key_end = 0;  // the last string seen at depth 1
-  for (size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
-    if (c == '"') {
-      size_t b = ++i;
-      // memchr to the closing quote: one not preceded by an odd number of backslashes.
-      while (true) {
-        const void* q = std::memchr(t.data() + i, '"', t.size() - i);
-        if (!q) return std::nullopt;
-        i = static_cast<size_t>(static_cast<const char*>(q) - t.data());
-        size_t bs = 0;
-        while (i - bs > b && t[i - bs - 1] == '\\') ++bs;
-        if (bs % 2 == 0) break;
-        ++i;
-      }
-      if (depth == 1) {
-        key_begin = b;
-        key_end = i;
-      }
-      continue;
-    }
-    if (c == '{' || c == '[') {
-      if (depth == 1 && c == '[' && !done &&
-          t.substr(key_begin, key_end - key_begin) == "benchmarks") {
-        l.open = i;
-        in_array = true;
-      } else if (depth == 2 && in_array) {
-        // Exactly one comma between elements, none before the first.
-        if (c != '{' || commas != (l.starts.empty() ? 0 : 1)) return std::nullopt;
-        l.starts.push_back(i);
-        commas = 0;
-      }
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth < 0) return std::nullopt;
-      if (depth == 2 && in_array) l.ends.push_back(i + 1);
-      if (depth == 1 && in_array && c == ']') {
-        if (commas != 0) return std::nullopt;
-        l.close = i;
-        in_array = false;
-        done = true;
-      }
-    } else if (depth == 2 && in_array && c == ',') {
-      ++commas;
-    } else if (depth == 2 && in_array && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-      return std::nullopt;  // a scalar element: let the parser name it
-    }
-  }
-  if (depth != 0 || !done || l.starts.empty()) return std::nullopt;
-  return l;
-}
-
-// One element of the benchmarks array, `{"key": scalar, ...}`, lexed directly into the handler.
-// Returns false on anything it does not handle with certainty (escapes, non-ASCII, nesting, odd
-// numbers); the caller then hands the element to nlohmann's parser. Never accepts invalid JSON.
-class FastElement {
- public:
-  FastElement(std::string_view s, Handler* h) : s_(s), h_(h) {}
-
-  bool Parse() {
-    Ws();
-    if (!Object(0)) return false;
-    Ws();
-    return i_ == s_.size();
-  }
-
- private:
-  // dlbench's entries nest two levels ("dlbench": {"verification": {...}}); deeper input goes to
-  // nlohmann, which has its own limits.
-  static constexpr int kMaxDepth = 8;
-
-  bool Object(int depth) {
-    if (!Eat('{')) return false;
-    h_->start_object(0);
-    Ws();
-    if (Eat('}')) return h_->end_object();
-    while (true) {
-      std::string key;
-      if (!String(&key)) return false;
-      h_->key(key);
-      Ws();
-      if (!Eat(':')) return false;
-      Ws();
-      if (!Value(depth)) return false;
-      Ws();
-      if (Eat(',')) {
-        Ws();
-        continue;
-      }
-      if (Eat('}')) return h_->end_object();
-      return false;
-    }
-  }
-  bool Array(int depth) {
-    if (!Eat('[')) return false;
-    h_->start_array(0);
-    Ws();
-    if (Eat(']')) return h_->end_array();
-    while (true) {
-      if (!Value(depth)) return false;
-      Ws();
-      if (Eat(',')) {
-        Ws();
-        continue;
-      }
-      if (Eat(']')) return h_->end_array();
-      return false;
-    }
-  }
-  void Ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
-      ++i_;
-  }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  bool Lit(std::string_view w) {
-    if (s_.substr(i_, w.size()) != w) return false;
-    i_ += w.size();
-    return true;
-  }
-  // Plain ASCII strings without escapes or control characters only.
-  bool String(std::string* out) {
-    if (!Eat('"')) return false;
-    size_t b = i_;
-    while (i_ < s_.size()) {
-      unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') break;
-      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
-      ++i_;
-    }
-    if (i_ >= s_.size()) return false;
-    out->assign(s_.data() + b, i_ - b);
-    ++i_;
-    return true;
-  }
-  bool Digits() {
-    size_t b = i_;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-    return i_ > b;
-  }
-  // JSON's number grammar, then from_chars; out of range goes to nlohmann (which says overflow).
-  bool Number() {
-    size_t b = i_;
-    Eat('-');
-    if (Eat('0')) {
-      if (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') return false;
-    } else if (!Digits()) {
-      return false;
-    }
-    if (Eat('.') && !Digits()) return false;
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (!Eat('+')) Eat('-');
-      if (!Digits()) return false;
-    }
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(s_.data() + b, s_.data() + i_, v);
-    if (ec != std::errc() || ptr != s_.data() + i_ || !std::isfinite(v)) return false;
-    h_->number_float(v, kEmpty);
-    return true;
-  }
-  bool Value(int depth) {
-    if (i_ >= s_.size()) return false;
-    char c = s_[i_];
-    if (c == '"') {
-      std::string v;
-      if (!String(&v)) return false;
-      h_->string(v);
-      return true;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) return Number();
-    if (c == 't' && Lit("true")) return h_->boolean(true);
-    if (c == 'f' && Lit("false")) return h_->boolean(false);
-    if (c == 'n' && Lit("null")) return h_->null();
-    if (c == '{') return depth < kMaxDepth && Object(depth + 1);
-    if (c == '[') return depth < kMaxDepth && Array(depth + 1);
-    return false;
-  }
-
-  static inline const std::string kEmpty;
-  std::string_view s_;
-  Handler* h_;
-  size_t i_ = 0;
-};
-
-FileData ParseElements(std::string_view text, const Layout& l, size_t first, size_t last,
-                       const std::string& path) {
-  FileData out;
-  out.path = path;
-  Handler h(text, path, &out);
-  out.entries.reserve(last - first);
-  for (size_t k = first; k < last; ++k) {
-    std::string_view e = text.substr(l.starts[k], l.ends[k] - l.starts[k]);
-    h.EnterArray();
-    if (FastElement(e, &h).Parse()) continue;
-    h.EnterArray();
-    json::sax_parse(e.data(), e.data() + e.size(), &h);
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
 
 // Google Benchmark writes NaN for a counter's cv aggregate when the counter's mean is 0 (a
 // "throttled" flag that stayed 0, say), and Python's json, which compare.py reads with, accepts
@@ -885,8 +485,8 @@ std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
       i = j + 1;
       continue;
     }
-    for (std::string_view w : {std::string_view("-Infinity"), std::string_view("Infinity"),
-                               std::string_view("NaN")}) {
+    for (std::string_view w :
+         {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
       if (t.substr(i, w.size()) != w || Classify(key) != Field::kCounter) continue;
       out.append(t.substr(copied, i - copied));
       out.append("null");
@@ -903,43 +503,17 @@ std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
 
 }  // namespace
 
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path, size_t parallel_bytes) {
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
   const std::optional<std::string> nulled = NullNonFiniteCounters(text);
   if (nulled) text = *nulled;
-  // Large files: a quick structural scan finds the elements of the benchmarks array; threads lex
-  // slices of them (plain elements directly, others through nlohmann). Any error falls back to the
-  // sequential nlohmann parse of the whole text, which names the place exactly.
-  unsigned threads = std::min(4u, std::max(2u, std::thread::hardware_concurrency()));
-  if (text.size() < parallel_bytes) return ParseSequential(text, path);
-  std::optional<Layout> layout = Scan(text);
-  if (!layout || layout->starts.size() < threads || layout->ends.size() != layout->starts.size())
-    return ParseSequential(text, path);
-  try {
-    const Layout& l = *layout;
-    size_t n = l.starts.size();
-    std::vector<std::future<FileData>> parts;
-    for (unsigned k = 1; k < threads; ++k)
-      parts.push_back(std::async(std::launch::async, ParseElements, text, std::cref(l),
-                                 n * k / threads, n * (k + 1) / threads, std::cref(path)));
-    FileData out = ParseElements(text, l, 0, n / threads, path);
-    for (auto& p : parts) {
-      FileData f = p.get();
-      out.entries.insert(out.entries.end(), std::make_move_iterator(f.entries.begin()),
-                         std::make_move_iterator(f.entries.end()));
-    }
-    // The context (and the document's syntax around the array) from the text without the array.
-    std::string skeleton(text.substr(0, l.open + 1));
-    skeleton.append(text.substr(l.close));
-    FileData skel;
-    skel.path = path;
-    Handler h(skeleton, path, &skel);
-    json::sax_parse(skeleton.data(), skeleton.data() + skeleton.size(), &h);
-    if (out.entries.empty()) throw InputError(path, "/benchmarks", "no benchmarks");
-    out.context = std::move(skel.context);
-    return out;
-  } catch (const InputError&) {
-    return ParseSequential(text, path);
-  }
+  FileData out;
+  out.path = path;
+  Handler h(text, path, &out);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw InputError(path, "1:1", "empty file");
+  json::sax_parse(text.data(), text.data() + text.size(), &h);
+  h.Finish();
+  return out;
 }
 
 FileData ReadBenchmarkFile(const std::string& path) {
@@ -975,103 +549,6 @@ std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths) 
     out[i] = ReadBenchmarkFile(paths[i]);
     if (i + 1 < paths.size())
       out[i + 1] = second.valid() ? second.get() : ReadBenchmarkFile(paths[i + 1]);
-  }
-  return out;
-}
-
-std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed) {
-  if (parsed) return parsed->family;
-  auto slash = name.find('/');
-  std::string first = name.substr(0, slash);
-  if (slash == std::string::npos || first.empty()) return "other";
-  return first;
-}
-
-bool Bench::HasCenter() const {
-  return aggregates.count(gbench::kMedian) || aggregates.count(gbench::kMean);
-}
-
-double Bench::MedianNs() const {
-  if (!real_ns.empty()) return Median(real_ns);
-  if (auto it = aggregates.find(gbench::kMedian); it != aggregates.end()) return it->second;
-  if (auto it = aggregates.find(gbench::kMean); it != aggregates.end()) return it->second;
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-double Bench::Cv() const {
-  if (real_ns.size() >= 2) {
-    double m = Mean(real_ns);
-    return m != 0 ? StdDev(real_ns) / m : std::numeric_limits<double>::quiet_NaN();
-  }
-  if (auto it = aggregates.find(gbench::kCv); it != aggregates.end()) return it->second;
-  auto sd = aggregates.find(gbench::kStddev), mean = aggregates.find(gbench::kMean);
-  if (sd != aggregates.end() && mean != aggregates.end() && mean->second != 0)
-    return sd->second / mean->second;
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-double Bench::Counter(std::string_view name) const {
-  if (auto it = counters.find(name); it != counters.end() && !it->second.empty())
-    return Median(it->second);
-  if (auto it = aggregate_counters.find(name); it != aggregate_counters.end()) return it->second;
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-std::vector<std::string> Bench::CounterNames() const {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : counters) out.push_back(k);
-  for (const auto& [k, v] : aggregate_counters)
-    if (!counters.count(k)) out.push_back(k);
-  return out;
-}
-
-MergedRuns Merge(const std::vector<FileData>& files) {
-  MergedRuns out;
-  std::unordered_map<std::string, size_t> index;
-  std::vector<char> any_measured;
-  for (const FileData& f : files) {
-    for (const auto& [k, v] : f.context) out.context.emplace(k, v);
-    for (const Entry& e : f.entries) {
-      auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
-      if (inserted) {
-        Bench b;
-        b.name = e.run_name;
-        b.parsed = ParseName(e.run_name);
-        b.family = FamilyOf(b.name, b.parsed);
-        out.benches.push_back(std::move(b));
-        any_measured.push_back(0);
-      }
-      Bench& b = out.benches[it->second];
-      if (b.files.empty() || b.files.back() != f.path) b.files.push_back(f.path);
-      if (!e.label.empty()) b.label = e.label;
-      if (e.result) {
-        const ResultFields& r = *e.result;
-        if (!r.network.empty()) b.network = r.network;
-        if (!r.workload.empty()) b.workload = r.workload;
-        if (r.verification.known()) b.verification = r.verification;
-      }
-      if (e.status != Status::kMeasured) {
-        if (!any_measured[it->second]) {
-          b.status = e.status;
-          b.message = e.message;
-        }
-        continue;
-      }
-      any_measured[it->second] = 1;
-      b.status = Status::kMeasured;
-      b.message.clear();
-      if (b.time_unit.empty()) b.time_unit = e.time_unit;
-      if (e.IsSample()) {
-        b.real_ns.push_back(e.real_ns);
-        b.cpu_ns.push_back(e.cpu_ns);
-        for (const auto& [k, v] : e.counters) b.counters[k].push_back(v);
-      } else {
-        b.aggregates[e.aggregate_name] = e.real_ns;
-        if (e.aggregate_name == gbench::kMedian ||
-            (e.aggregate_name == gbench::kMean && !b.aggregates.count(gbench::kMedian)))
-          for (const auto& [k, v] : e.counters) b.aggregate_counters[k] = v;
-      }
-    }
   }
   return out;
 }

@@ -1,10 +1,13 @@
+#include "tools/report/analyses/summary.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <set>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/compare.h"
 
 namespace dlb::report {
 
@@ -72,12 +75,6 @@ Cell DispositionCell(const Verification& v) {
   if (!v.known()) return Cell("-");
   Cell c(v.disposition);
   return v.doubtful() ? c.With(Tone::kWarn) : c;
-}
-
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
 }
 
 }  // namespace
@@ -230,7 +227,7 @@ Section LabelSection(const MergedRuns& runs) {
 Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs) {
   Document d;
   d.title = "dlbench summary";
-  d.notes.push_back("Inputs: " + Join(inputs, ", "));
+  d.notes.push_back(InputsNote(inputs));
   if (auto c = ContextLine(runs.context); !c.empty()) d.notes.push_back("Context: " + c);
   SummaryResult s = ComputeSummary(runs);
   d.notes.push_back(std::to_string(s.total) + " benchmarks, " + std::to_string(s.measured) +

@@ -1,6 +1,6 @@
-#include "tools/report/history_store.h"
+#include "tools/report/history/store.h"
 
-#include "tools/report/gbench_json.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 

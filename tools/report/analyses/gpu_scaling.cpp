@@ -1,5 +1,7 @@
 // Scaling over the GPU count (a name key "gpus"): multi-GPU training steps (throughput, scaling
 // efficiency, exposed communication) and collectives (busbw over size, one series per count).
+#include "tools/report/analyses/gpu_scaling.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,7 +9,8 @@
 #include <set>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/compare.h"
 
 namespace dlb::report {
 
@@ -18,19 +21,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 double Positive(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 double NonNegative(double v) { return std::isfinite(v) && v >= 0 ? v : kNaN; }
 
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v)
-    if (!s.empty()) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 // The name's keys but the given ones, "dt:bf16/inplace:1".
 std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> but) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : n.keys)
     if (std::find(but.begin(), but.end(), k) == but.end()) parts.push_back(k + ":" + v);
-  return Join(parts, "/");
+  return JoinNonEmpty(parts, "/");
 }
 
 const char* SourceName(EfficiencySource s) {
@@ -177,22 +173,15 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
   return out;
 }
 
-std::vector<Section> GpuScalingSections(const GpuScaling& scaling) {
-  std::vector<Section> out;
-  Section head;
-  head.title = "GPU scaling";
-  if (scaling.empty()) {
-    head.notes.push_back(
-        "No GPU scaling: no measured case's name carries a gpus key (train/.../gpus:<n>, "
-        "comm/.../gpus:<n>).");
-    out.push_back(std::move(head));
-    return out;
-  }
+namespace {
+
+// The first section: what the figures mean, and the efficiency of every step curve at each count.
+void AddStepSummary(const GpuScaling& scaling, Section* head) {
   std::set<double> counts;
   for (const GpuCurve& c : scaling.steps)
     for (const GpuPoint& p : c.points) counts.insert(p.gpus);
   if (!scaling.steps.empty()) {
-    head.notes.push_back(
+    head->notes.push_back(
         "Per step (the name without its gpus key; points may come from several files): images/s "
         "over all GPUs, and the scaling efficiency at n GPUs: (thr(n) / n) / thr(1) where the "
         "curve has a gpus:1 point, else the case's own scaling_efficiency (measured in its "
@@ -223,111 +212,132 @@ std::vector<Section> GpuScalingSections(const GpuScaling& scaling) {
       t.rows.push_back(std::move(row));
     }
     if (doubtful)
-      head.notes.push_back("⚠: the case was not verified or was mistrusted (see the summary).");
-    head.tables.push_back(std::move(t));
+      head->notes.push_back("⚠: the case was not verified or was mistrusted (see the summary).");
+    head->tables.push_back(std::move(t));
   }
   if (!scaling.collectives.empty())
-    head.notes.push_back(
+    head->notes.push_back(
         "Collectives: bus bandwidth (nccl-tests' busbw = algbw x 2(n-1)/n for all_reduce, "
         "(n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast) over the message "
         "size, one column and one series per GPU count, in GB/s (1e9 bytes/s).");
-  out.push_back(std::move(head));
+}
 
-  for (const GpuCurve& c : scaling.steps) {
-    Section s;
-    s.title = "GPU scaling: " + c.curve;
-    Table t;
-    t.columns = {{"gpus", "gpus"},
-                 {"time per step", "time_ns"},
-                 {"images/s (all GPUs)", std::string(schema::kItemsPerS)},
-                 {"images/s per GPU", std::string(schema::kPerGpuItemsPerS)},
-                 {"efficiency", "efficiency"},
-                 {"efficiency from", "source"},
-                 {"one-GPU images/s (measured with it)", std::string(schema::kSingleGpuItemsPerS)},
-                 {"exposed comm per step", "exposed_comm_ns"},
-                 {"exposed comm / step", "exposed_comm_share"}};
-    Chart chart;
-    chart.title = c.curve + ": images/s over GPUs";
-    chart.x_label = "GPUs";
-    chart.y_label = "images/s (all GPUs)";
-    chart.log_x = true;
-    Series measured{"measured", {}, true, true, 0}, linear{"linear", {}, true, false, 1};
-    // Linear scaling from the curve's gpus:1 point, else from the one-GPU step a case measured.
-    double one = c.one_gpu ? c.points.front().throughput : kNaN;
-    for (const GpuPoint& p : c.points)
-      if (!std::isfinite(one) && std::isfinite(p.single_gpu)) one = p.single_gpu;
-    for (const GpuPoint& p : c.points) {
-      const double comm_ns = p.exposed_comm_s * 1e9;
-      t.rows.push_back(
-          {Cell(FormatNumber(p.gpus, 6), p.gpus), Cell(FormatTime(p.time_ns), p.time_ns),
-           OrDash(p.throughput, FormatRate(p.throughput)), OrDash(p.per_gpu, FormatRate(p.per_gpu)),
-           EfficiencyCell(p.efficiency, p.doubtful), Cell(SourceName(p.source)),
-           OrDash(p.single_gpu, FormatRate(p.single_gpu)), OrDash(comm_ns, FormatTime(comm_ns)),
-           OrDash(comm_ns / p.time_ns, FormatPercent(comm_ns / p.time_ns))});
-      if (std::isfinite(p.throughput)) measured.points.emplace_back(p.gpus, p.throughput);
-      if (std::isfinite(one)) linear.points.emplace_back(p.gpus, one * p.gpus);
-    }
-    if (std::isfinite(one) && c.points.front().gpus > 1)
-      linear.points.insert(linear.points.begin(), {1.0, one});
-    s.tables.push_back(std::move(t));
-    chart.series.push_back(std::move(measured));
-    if (!linear.points.empty()) chart.series.push_back(std::move(linear));
-    s.charts.push_back(std::move(chart));
-    out.push_back(std::move(s));
+// One step curve: its points (time, throughput, efficiency, exposed communication) and a chart
+// of the throughput against linear scaling.
+Section StepCurveSection(const GpuCurve& c) {
+  Section s;
+  s.title = "GPU scaling: " + c.curve;
+  Table t;
+  t.columns = {{"gpus", "gpus"},
+               {"time per step", "time_ns"},
+               {"images/s (all GPUs)", std::string(schema::kItemsPerS)},
+               {"images/s per GPU", std::string(schema::kPerGpuItemsPerS)},
+               {"efficiency", "efficiency"},
+               {"efficiency from", "source"},
+               {"one-GPU images/s (measured with it)", std::string(schema::kSingleGpuItemsPerS)},
+               {"exposed comm per step", "exposed_comm_ns"},
+               {"exposed comm / step", "exposed_comm_share"}};
+  Chart chart;
+  chart.title = c.curve + ": images/s over GPUs";
+  chart.x_label = "GPUs";
+  chart.y_label = "images/s (all GPUs)";
+  chart.log_x = true;
+  Series measured{"measured", {}, true, true, 0}, linear{"linear", {}, true, false, 1};
+  // Linear scaling from the curve's gpus:1 point, else from the one-GPU step a case measured.
+  double one = c.one_gpu ? c.points.front().throughput : kNaN;
+  for (const GpuPoint& p : c.points)
+    if (!std::isfinite(one) && std::isfinite(p.single_gpu)) one = p.single_gpu;
+  for (const GpuPoint& p : c.points) {
+    const double comm_ns = p.exposed_comm_s * 1e9;
+    t.rows.push_back(
+        {Cell(FormatNumber(p.gpus, 6), p.gpus), Cell(FormatTime(p.time_ns), p.time_ns),
+         OrDash(p.throughput, FormatRate(p.throughput)), OrDash(p.per_gpu, FormatRate(p.per_gpu)),
+         EfficiencyCell(p.efficiency, p.doubtful), Cell(SourceName(p.source)),
+         OrDash(p.single_gpu, FormatRate(p.single_gpu)), OrDash(comm_ns, FormatTime(comm_ns)),
+         OrDash(comm_ns / p.time_ns, FormatPercent(comm_ns / p.time_ns))});
+    if (std::isfinite(p.throughput)) measured.points.emplace_back(p.gpus, p.throughput);
+    if (std::isfinite(one)) linear.points.emplace_back(p.gpus, one * p.gpus);
   }
+  if (std::isfinite(one) && c.points.front().gpus > 1)
+    linear.points.insert(linear.points.begin(), {1.0, one});
+  s.tables.push_back(std::move(t));
+  chart.series.push_back(std::move(measured));
+  if (!linear.points.empty()) chart.series.push_back(std::move(linear));
+  s.charts.push_back(std::move(chart));
+  return s;
+}
 
-  for (const CollectiveCurve& c : scaling.collectives) {
-    Section s;
-    s.title = "Collective: " + c.key;
-    Table bus, alg;
-    bus.title = c.key + ": busbw (GB/s)";
-    alg.title = c.key + ": algbw (GB/s)";
-    bus.columns = alg.columns = {{"size", "bytes"}};
+// One collective: busbw and algbw over size per GPU count, and a chart of busbw.
+Section CollectiveSection(const CollectiveCurve& c) {
+  Section s;
+  s.title = "Collective: " + c.key;
+  Table bus, alg;
+  bus.title = c.key + ": busbw (GB/s)";
+  alg.title = c.key + ": algbw (GB/s)";
+  bus.columns = alg.columns = {{"size", "bytes"}};
+  for (double n : c.gpus) {
+    bus.columns.push_back({Gpus(n), "busbw_gbps_" + FormatNumber(n, 6)});
+    alg.columns.push_back({Gpus(n), "algbw_gbps_" + FormatNumber(n, 6)});
+  }
+  Chart chart;
+  chart.title = c.key + ": busbw over size";
+  chart.x_label = "message size (bytes)";
+  chart.y_label = "busbw (GB/s)";
+  chart.log_x = true;
+  std::map<double, Series> series;
+  int color = 0;
+  for (double n : c.gpus) series[n] = Series{Gpus(n), {}, true, true, color++};
+  bool doubtful = false;
+  for (const CollectivePoint& p : c.points) {
+    std::vector<Cell> brow = {Cell(FormatBytes(p.bytes), p.bytes)};
+    std::vector<Cell> arow = brow;
     for (double n : c.gpus) {
-      bus.columns.push_back({Gpus(n), "busbw_gbps_" + FormatNumber(n, 6)});
-      alg.columns.push_back({Gpus(n), "algbw_gbps_" + FormatNumber(n, 6)});
+      auto cell = [&](const std::map<double, double>& m) {
+        auto it = m.find(n);
+        if (it == m.end()) return Cell("");
+        const double v = it->second / 1e9;
+        if (!std::isfinite(v)) return Cell("-");
+        auto d = p.doubtful.find(n);
+        if (d == p.doubtful.end() || !d->second) return Cell(FormatNumber(v, 4), v);
+        doubtful = true;
+        return Cell("⚠ " + FormatNumber(v, 4), v).With(Tone::kWarn);
+      };
+      brow.push_back(cell(p.busbw));
+      arow.push_back(cell(p.algbw));
+      auto it = p.busbw.find(n);
+      if (it != p.busbw.end() && it->second > 0)
+        series[n].points.emplace_back(p.bytes, it->second / 1e9);
     }
-    Chart chart;
-    chart.title = c.key + ": busbw over size";
-    chart.x_label = "message size (bytes)";
-    chart.y_label = "busbw (GB/s)";
-    chart.log_x = true;
-    std::map<double, Series> series;
-    int color = 0;
-    for (double n : c.gpus) series[n] = Series{Gpus(n), {}, true, true, color++};
-    bool doubtful = false;
-    for (const CollectivePoint& p : c.points) {
-      std::vector<Cell> brow = {Cell(FormatBytes(p.bytes), p.bytes)};
-      std::vector<Cell> arow = brow;
-      for (double n : c.gpus) {
-        auto cell = [&](const std::map<double, double>& m) {
-          auto it = m.find(n);
-          if (it == m.end()) return Cell("");
-          const double v = it->second / 1e9;
-          if (!std::isfinite(v)) return Cell("-");
-          auto d = p.doubtful.find(n);
-          if (d == p.doubtful.end() || !d->second) return Cell(FormatNumber(v, 4), v);
-          doubtful = true;
-          return Cell("⚠ " + FormatNumber(v, 4), v).With(Tone::kWarn);
-        };
-        brow.push_back(cell(p.busbw));
-        arow.push_back(cell(p.algbw));
-        auto it = p.busbw.find(n);
-        if (it != p.busbw.end() && it->second > 0)
-          series[n].points.emplace_back(p.bytes, it->second / 1e9);
-      }
-      bus.rows.push_back(std::move(brow));
-      alg.rows.push_back(std::move(arow));
-    }
-    if (doubtful)
-      s.notes.push_back("⚠: the case was not verified or was mistrusted (see the summary).");
-    s.tables.push_back(std::move(bus));
-    s.tables.push_back(std::move(alg));
-    for (double n : c.gpus)
-      if (!series[n].points.empty()) chart.series.push_back(std::move(series[n]));
-    if (!chart.series.empty()) s.charts.push_back(std::move(chart));
-    out.push_back(std::move(s));
+    bus.rows.push_back(std::move(brow));
+    alg.rows.push_back(std::move(arow));
   }
+  if (doubtful)
+    s.notes.push_back("⚠: the case was not verified or was mistrusted (see the summary).");
+  s.tables.push_back(std::move(bus));
+  s.tables.push_back(std::move(alg));
+  for (double n : c.gpus)
+    if (!series[n].points.empty()) chart.series.push_back(std::move(series[n]));
+  if (!chart.series.empty()) s.charts.push_back(std::move(chart));
+  return s;
+}
+
+}  // namespace
+
+std::vector<Section> GpuScalingSections(const GpuScaling& scaling) {
+  std::vector<Section> out;
+  Section head;
+  head.title = "GPU scaling";
+  if (scaling.empty()) {
+    head.notes.push_back(
+        "No GPU scaling: no measured case's name carries a gpus key (train/.../gpus:<n>, "
+        "comm/.../gpus:<n>).");
+    out.push_back(std::move(head));
+    return out;
+  }
+  AddStepSummary(scaling, &head);
+  out.push_back(std::move(head));
+  for (const GpuCurve& c : scaling.steps) out.push_back(StepCurveSection(c));
+  for (const CollectiveCurve& c : scaling.collectives) out.push_back(CollectiveSection(c));
   return out;
 }
 

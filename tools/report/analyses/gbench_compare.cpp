@@ -1,4 +1,4 @@
-#include "tools/report/gbench_compare.h"
+#include "tools/report/analyses/gbench_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tools/report/stats.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "tools/report/gbench_json.h"
-#include "tools/report/history_store.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/history/store.h"
 
 namespace dlb::report {
 

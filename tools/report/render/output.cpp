@@ -1,4 +1,4 @@
-#include "tools/report/output.h"
+#include "tools/report/render/output.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tools/report/gbench_json.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 

@@ -1,5 +1,7 @@
 // Training steps per model: one epoch on the CPU and on the GPU, the batch-size curve with its
 // fit, where a step goes, peak memory, eager against CUDA graph and backend against backend.
+#include "tools/report/analyses/train.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,7 +9,8 @@
 #include <map>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/summary.h"
 
 namespace dlb::report {
 
@@ -36,23 +39,17 @@ bool HasPhases(const TrainCase& c) {
          c.fwd_s + c.bwd_s + c.opt_s > 0;
 }
 
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v)
-    if (!s.empty()) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 std::string Key(std::string_view k, const std::string& v) {
   return v.empty() ? std::string() : std::string(k) + ":" + v;
 }
 
 // The name's keys of a case; bs, pass and graph as asked.
 std::string Keys(const TrainCase& c, bool bs, bool pass, bool graph) {
-  return Join({bs ? Key(name_key::kBs, FormatNumber(c.bs, 6)) : "", Key(name_key::kDt, c.dt),
-               Key(name_key::kFmt, c.fmt), pass ? Key(name_key::kPass, c.pass) : "",
-               graph ? Key(name_key::kGraph, c.graph) : ""},
-              "/");
+  return JoinNonEmpty(
+      {bs ? Key(name_key::kBs, FormatNumber(c.bs, 6)) : "", Key(name_key::kDt, c.dt),
+       Key(name_key::kFmt, c.fmt), pass ? Key(name_key::kPass, c.pass) : "",
+       graph ? Key(name_key::kGraph, c.graph) : ""},
+      "/");
 }
 
 // Left-out cases, one line per reason: how many, and the first one's name.
@@ -116,69 +113,68 @@ std::vector<TrainPairSummary> Summarize(const std::vector<TrainPair>& pairs) {
 
 std::string TrainCase::Config() const { return backend + " " + Keys(*this, true, false, true); }
 
-TrainResult ComputeTrain(const MergedRuns& runs) {
-  TrainResult out;
-  Reasons left_out;
-  for (const Bench& b : runs.benches) {
-    if (b.family != kTrainFamily || !b.measured()) continue;
-    if (!b.parsed) {
-      left_out.Add("whose name is not train/<cpu|gpu>/<backend>/<model>/<key:value>...: left out",
-                   b.name);
-      continue;
-    }
-    const BenchName& n = *b.parsed;
-    TrainCase c;
-    c.name = b.name;
-    c.model = !b.network.empty() ? b.network : n.workload;
-    c.device = n.device;
-    c.backend = n.backend;
-    c.dt = n.Get(name_key::kDt);
-    c.fmt = n.Get(name_key::kFmt);
-    c.pass = n.Get(name_key::kPass);
-    c.graph = n.Get(name_key::kGraph);
-    c.step_ns = b.MedianNs();
-    c.bs = Positive(std::atof(n.Get(name_key::kBs).c_str()));
-    if (!std::isfinite(c.bs)) c.bs = Positive(b.Counter(schema::kBatch));
-    if (!(c.step_ns > 0) || !std::isfinite(c.step_ns)) {
-      left_out.Add("without a positive time: left out", b.name);
-      continue;
-    }
-    if (!std::isfinite(c.bs)) {
-      left_out.Add("without a batch size (bs key or counter): left out", b.name);
-      continue;
-    }
-    // bs is per GPU there: a step on several GPUs is no one-device figure (the GPU scaling
-    // section shows it).
-    if (std::atof(n.Get(name_key::kGpus).c_str()) > 1) {
-      left_out.Add("on more than one GPU (gpus key): in the GPU scaling section instead", b.name);
-      continue;
-    }
-    c.epoch_items = Positive(b.Counter(schema::kEpochItems));
-    c.epoch_s = Positive(b.Counter(schema::kEpochS));
-    if (!std::isfinite(c.epoch_s) && std::isfinite(c.epoch_items))
-      c.epoch_s = c.epoch_items * c.step_ns / c.bs / 1e9;
-    c.fwd_s = NonNegative(b.Counter(schema::kFwdS));
-    c.bwd_s = NonNegative(b.Counter(schema::kBwdS));
-    c.opt_s = NonNegative(b.Counter(schema::kOptS));
-    c.peak_mem_bytes = Positive(b.Counter(schema::kPeakMemBytes));
-    c.doubtful = b.verification.doubtful();
-    std::string sk = SweepKey(n);
-    c.curve = n.family + "/" + n.device + "/" + n.backend + sk.substr(sk.find('/'));
-    if (Training(c) && !std::isfinite(c.epoch_s))
-      left_out.Add("with neither epoch_s nor epoch_items: not in the epoch figures", b.name);
-    if (Training(c) && !HasPhases(c))
-      left_out.Add("without valid fwd_s, bwd_s and opt_s: no phase bar", b.name);
-    if (!std::isfinite(c.peak_mem_bytes))
-      left_out.Add("without peak_mem_bytes: not in the memory figures", b.name);
-    if (std::find(out.models.begin(), out.models.end(), c.model) == out.models.end())
-      out.models.push_back(c.model);
-    out.cases.push_back(std::move(c));
+namespace {
+
+// One measured case of the train family as a TrainCase; nothing (and the reason in `left_out`)
+// when it cannot be one.
+std::optional<TrainCase> CaseOf(const Bench& b, Reasons* left_out) {
+  if (!b.parsed) {
+    left_out->Add("whose name is not train/<cpu|gpu>/<backend>/<model>/<key:value>...: left out",
+                  b.name);
+    return std::nullopt;
   }
+  const BenchName& n = *b.parsed;
+  TrainCase c;
+  c.name = b.name;
+  c.model = !b.network.empty() ? b.network : n.workload;
+  c.device = n.device;
+  c.backend = n.backend;
+  c.dt = n.Get(name_key::kDt);
+  c.fmt = n.Get(name_key::kFmt);
+  c.pass = n.Get(name_key::kPass);
+  c.graph = n.Get(name_key::kGraph);
+  c.step_ns = b.MedianNs();
+  c.bs = Positive(std::atof(n.Get(name_key::kBs).c_str()));
+  if (!std::isfinite(c.bs)) c.bs = Positive(b.Counter(schema::kBatch));
+  if (!(c.step_ns > 0) || !std::isfinite(c.step_ns)) {
+    left_out->Add("without a positive time: left out", b.name);
+    return std::nullopt;
+  }
+  if (!std::isfinite(c.bs)) {
+    left_out->Add("without a batch size (bs key or counter): left out", b.name);
+    return std::nullopt;
+  }
+  // bs is per GPU there: a step on several GPUs is no one-device figure (the GPU scaling
+  // section shows it).
+  if (std::atof(n.Get(name_key::kGpus).c_str()) > 1) {
+    left_out->Add("on more than one GPU (gpus key): in the GPU scaling section instead", b.name);
+    return std::nullopt;
+  }
+  c.epoch_items = Positive(b.Counter(schema::kEpochItems));
+  c.epoch_s = Positive(b.Counter(schema::kEpochS));
+  if (!std::isfinite(c.epoch_s) && std::isfinite(c.epoch_items))
+    c.epoch_s = c.epoch_items * c.step_ns / c.bs / 1e9;
+  c.fwd_s = NonNegative(b.Counter(schema::kFwdS));
+  c.bwd_s = NonNegative(b.Counter(schema::kBwdS));
+  c.opt_s = NonNegative(b.Counter(schema::kOptS));
+  c.peak_mem_bytes = Positive(b.Counter(schema::kPeakMemBytes));
+  c.doubtful = b.verification.doubtful();
+  std::string sk = SweepKey(n);
+  c.curve = n.family + "/" + n.device + "/" + n.backend + sk.substr(sk.find('/'));
+  if (Training(c) && !std::isfinite(c.epoch_s))
+    left_out->Add("with neither epoch_s nor epoch_items: not in the epoch figures", b.name);
+  if (Training(c) && !HasPhases(c))
+    left_out->Add("without valid fwd_s, bwd_s and opt_s: no phase bar", b.name);
+  if (!std::isfinite(c.peak_mem_bytes))
+    left_out->Add("without peak_mem_bytes: not in the memory figures", b.name);
+  return c;
+}
 
-  std::map<std::string, const SweepCurve*> curve_of;
-  std::vector<SweepCurve> sweeps = SweepCurves(runs);
-  for (const SweepCurve& s : sweeps) curve_of[s.curve] = &s;
-
+// One model: its epoch on each device, and per device the batch-size curve, the phases and the
+// memory of the best configuration.
+void AddModel(const std::string& model, const std::map<std::string, const SweepCurve*>& curve_of,
+              TrainResult* result) {
+  TrainResult& out = *result;
   auto shorter_epoch = [](const TrainCase& a, const TrainCase& b) { return a.epoch_s < b.epoch_s; };
   auto faster = [](const TrainCase& a, const TrainCase& b) {
     return PerImageNs(a) < PerImageNs(b);
@@ -187,65 +183,67 @@ TrainResult ComputeTrain(const MergedRuns& runs) {
     return Training(c) && c.dt == kF32 && (c.fmt.empty() || c.fmt == kNchw) &&
            (c.graph.empty() || c.graph == kEager) && std::isfinite(c.epoch_s);
   };
-  for (const std::string& model : out.models) {
-    std::map<std::string, std::vector<const TrainCase*>> on;  // by device
-    for (const TrainCase& c : out.cases)
-      if (c.model == model) on[c.device].push_back(&c);
-    TrainEpoch e;
-    e.model = model;
-    e.epoch_items = kNaN;
-    for (const auto& [device, cases] : on)
-      for (const TrainCase* c : cases)
-        if (!std::isfinite(e.epoch_items)) e.epoch_items = c->epoch_items;
-    auto has_epoch = [](const TrainCase& c) { return Training(c) && std::isfinite(c.epoch_s); };
-    e.cpu = Pick(on["cpu"], has_epoch, shorter_epoch);
-    e.gpu = Pick(on["gpu"], has_epoch, shorter_epoch);
-    e.speedup = e.cpu && e.gpu ? e.cpu->epoch_s / e.gpu->epoch_s : kNaN;
-    double common = 0;
-    for (const TrainCase* c : on["cpu"])
-      if (same_config(*c))
-        for (const TrainCase* g : on["gpu"])
-          if (same_config(*g) && g->bs == c->bs) common = std::max(common, c->bs);
-    auto at_common = [&](const TrainCase& c) { return same_config(c) && c.bs == common; };
-    if (common > 0) {
-      e.same_cpu = Pick(on["cpu"], at_common, shorter_epoch);
-      e.same_gpu = Pick(on["gpu"], at_common, shorter_epoch);
-    }
-    e.same_speedup = e.same_cpu && e.same_gpu ? e.same_cpu->epoch_s / e.same_gpu->epoch_s : kNaN;
-    if (e.cpu || e.gpu) out.epochs.push_back(e);
+  std::map<std::string, std::vector<const TrainCase*>> on;  // by device
+  for (const TrainCase& c : out.cases)
+    if (c.model == model) on[c.device].push_back(&c);
+  TrainEpoch e;
+  e.model = model;
+  e.epoch_items = kNaN;
+  for (const auto& [device, cases] : on)
+    for (const TrainCase* c : cases)
+      if (!std::isfinite(e.epoch_items)) e.epoch_items = c->epoch_items;
+  auto has_epoch = [](const TrainCase& c) { return Training(c) && std::isfinite(c.epoch_s); };
+  e.cpu = Pick(on["cpu"], has_epoch, shorter_epoch);
+  e.gpu = Pick(on["gpu"], has_epoch, shorter_epoch);
+  e.speedup = e.cpu && e.gpu ? e.cpu->epoch_s / e.gpu->epoch_s : kNaN;
+  double common = 0;
+  for (const TrainCase* c : on["cpu"])
+    if (same_config(*c))
+      for (const TrainCase* g : on["gpu"])
+        if (same_config(*g) && g->bs == c->bs) common = std::max(common, c->bs);
+  auto at_common = [&](const TrainCase& c) { return same_config(c) && c.bs == common; };
+  if (common > 0) {
+    e.same_cpu = Pick(on["cpu"], at_common, shorter_epoch);
+    e.same_gpu = Pick(on["gpu"], at_common, shorter_epoch);
+  }
+  e.same_speedup = e.same_cpu && e.same_gpu ? e.same_cpu->epoch_s / e.same_gpu->epoch_s : kNaN;
+  if (e.cpu || e.gpu) out.epochs.push_back(e);
 
-    for (const char* device : {"cpu", "gpu"}) {
-      const std::optional<TrainCase>& best = std::string(device) == "cpu" ? e.cpu : e.gpu;
-      if (best) {
-        auto it = curve_of.find(best->curve);
-        if (it != curve_of.end()) out.curves.push_back({model, device, *best, *it->second});
-      }
-      if (auto p = Pick(
-              on[device], [](const TrainCase& c) { return Training(c) && HasPhases(c); }, faster)) {
-        TrainPhases ph{model, device, *p};
-        double step_s = p->step_ns / 1e9, sum = p->fwd_s + p->bwd_s + p->opt_s;
-        double total = std::max(step_s, sum);
-        ph.fwd = p->fwd_s / total;
-        ph.bwd = p->bwd_s / total;
-        ph.opt = p->opt_s / total;
-        ph.other = (total - sum) / total;
-        ph.over_step = sum > step_s;
-        out.phases.push_back(ph);
-      }
-      auto with_mem = [](const TrainCase& c) {
-        return Training(c) && std::isfinite(c.peak_mem_bytes);
-      };
-      if (auto m = Pick(on[device], with_mem, faster)) {
-        TrainMemory mem{model, device, *m, {}};
-        for (const TrainCase* c : on[device])
-          if (c->curve == m->curve && std::isfinite(c->peak_mem_bytes))
-            mem.points.emplace_back(c->bs, c->peak_mem_bytes);
-        std::sort(mem.points.begin(), mem.points.end());
-        out.memory.push_back(std::move(mem));
-      }
+  for (const char* device : {"cpu", "gpu"}) {
+    const std::optional<TrainCase>& best = std::string(device) == "cpu" ? e.cpu : e.gpu;
+    if (best) {
+      auto it = curve_of.find(best->curve);
+      if (it != curve_of.end()) out.curves.push_back({model, device, *best, *it->second});
+    }
+    if (auto p = Pick(
+            on[device], [](const TrainCase& c) { return Training(c) && HasPhases(c); }, faster)) {
+      TrainPhases ph{model, device, *p};
+      double step_s = p->step_ns / 1e9, sum = p->fwd_s + p->bwd_s + p->opt_s;
+      double total = std::max(step_s, sum);
+      ph.fwd = p->fwd_s / total;
+      ph.bwd = p->bwd_s / total;
+      ph.opt = p->opt_s / total;
+      ph.other = (total - sum) / total;
+      ph.over_step = sum > step_s;
+      out.phases.push_back(ph);
+    }
+    auto with_mem = [](const TrainCase& c) {
+      return Training(c) && std::isfinite(c.peak_mem_bytes);
+    };
+    if (auto m = Pick(on[device], with_mem, faster)) {
+      TrainMemory mem{model, device, *m, {}};
+      for (const TrainCase* c : on[device])
+        if (c->curve == m->curve && std::isfinite(c->peak_mem_bytes))
+          mem.points.emplace_back(c->bs, c->peak_mem_bytes);
+      std::sort(mem.points.begin(), mem.points.end());
+      out.memory.push_back(std::move(mem));
     }
   }
+}
 
+// The graph pairs and the backend pairs of every case.
+void AddPairs(TrainResult* result) {
+  TrainResult& out = *result;
   // Twins: every key of the name but the one the pair is about.
   auto twin_key = [](const TrainCase& c, const std::string& backend, const std::string& graph) {
     return c.model + "|" + c.device + "|" + backend + "|" + Keys(c, true, true, false) + "|" +
@@ -269,6 +267,26 @@ TrainResult ComputeTrain(const MergedRuns& runs) {
       if (it != by_key.end()) out.backends.push_back(pair(c, *it->second));
     }
   }
+}
+
+}  // namespace
+
+TrainResult ComputeTrain(const MergedRuns& runs) {
+  TrainResult out;
+  Reasons left_out;
+  for (const Bench& b : runs.benches) {
+    if (b.family != kTrainFamily || !b.measured()) continue;
+    std::optional<TrainCase> c = CaseOf(b, &left_out);
+    if (!c) continue;
+    if (std::find(out.models.begin(), out.models.end(), c->model) == out.models.end())
+      out.models.push_back(c->model);
+    out.cases.push_back(std::move(*c));
+  }
+  std::map<std::string, const SweepCurve*> curve_of;
+  std::vector<SweepCurve> sweeps = SweepCurves(runs);
+  for (const SweepCurve& s : sweeps) curve_of[s.curve] = &s;
+  for (const std::string& model : out.models) AddModel(model, curve_of, &out);
+  AddPairs(&out);
   out.graph_summary = Summarize(out.graphs);
   out.backend_summary = Summarize(out.backends);
   out.notes = left_out.Lines();
@@ -299,11 +317,6 @@ Cell DurationCell(double s) { return std::isfinite(s) ? Cell(FormatDuration(s), 
 Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
 Cell NumberCell(double v, int digits = 6) {
   return std::isfinite(v) ? Cell(FormatNumber(v, digits), v) : Cell("-");
-}
-Cell SpeedupCell(double x, bool doubtful) {
-  if (!std::isfinite(x)) return Cell("-");
-  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
-  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
 }
 Cell ShareCell(double f) { return Cell(FormatPercent(f), f); }
 
@@ -393,14 +406,11 @@ Section EpochSection(const TrainResult& t) {
   return s;
 }
 
-Section StepSection(const TrainResult& t) {
-  Section s;
-  s.title = "train: batch size, phases, memory";
-  s.notes.push_back(
-      "Batch size: the curve of each device's best configuration (every curve: the details or "
-      "`dlbench-report sweep`), fitted as the time per image t(b) = c/b^α + t_min over three or "
-      "more batch sizes; the epoch time is T(b) = epoch items x t(b), its floor T_min = epoch "
-      "items x t_min. Best bs: the most images/s.");
+// CPU and GPU in their overview colours.
+int DeviceColor(const std::string& device) { return device == "cpu" ? 0 : 1; }
+
+// The batch-size table; per model a chart of each device's best curve and its fit.
+void AddBatchSizes(const TrainResult& t, Section* s, std::map<std::string, Chart>* charts) {
   Table fits;
   fits.title = "Batch size";
   fits.columns = {{"model", "model"},
@@ -414,9 +424,6 @@ Section StepSection(const TrainResult& t) {
                   {"t_min per image", "t_min_ns"},
                   {"T_min epoch", "t_min_epoch_s"},
                   {"R²", "r2"}};
-  // Per model its epoch curve, then its memory curve; CPU and GPU in their overview colours.
-  std::map<std::string, Chart> epoch_charts, memory_charts;
-  auto color = [](const std::string& device) { return device == "cpu" ? 0 : 1; };
   for (const TrainCurve& c : t.curves) {
     const SweepCurve& sw = c.sweep;
     double items = c.at.epoch_items;
@@ -433,7 +440,7 @@ Section StepSection(const TrainResult& t) {
     // epoch items), with its fit.
     bool epoch = std::isfinite(items);
     double scale = epoch ? items / 1e9 : 1;
-    Chart& ch = epoch_charts[c.model];
+    Chart& ch = (*charts)[c.model];
     if (ch.series.empty()) {
       ch.width = 560;
       ch.title = c.model + (epoch ? ": epoch time over batch size" : ": time per image");
@@ -441,11 +448,11 @@ Section StepSection(const TrainResult& t) {
       ch.y_label = epoch ? "epoch (s)" : "time per image (ns)";
       ch.log_x = true;
     }
-    Series pts{DeviceName(c.device) + " " + c.at.backend, {}, true, true, color(c.device)};
+    Series pts{DeviceName(c.device) + " " + c.at.backend, {}, true, true, DeviceColor(c.device)};
     for (const SweepPoint& p : sw.points) pts.points.emplace_back(p.bs, p.per_sample_ns * scale);
     ch.series.push_back(std::move(pts));
     if (sw.fit_ok) {
-      Series fit{DeviceName(c.device) + " fit", {}, true, false, color(c.device)};
+      Series fit{DeviceName(c.device) + " fit", {}, true, false, DeviceColor(c.device)};
       double b0 = sw.points.front().bs, b1 = sw.points.back().bs;
       for (int i = 0; i <= 40; ++i) {
         double b = b0 * std::pow(b1 / b0, i / 40.0);
@@ -455,10 +462,13 @@ Section StepSection(const TrainResult& t) {
     }
   }
   if (fits.rows.empty())
-    s.notes.push_back("No batch-size curve: a curve needs a configuration at two or more bs.");
+    s->notes.push_back("No batch-size curve: a curve needs a configuration at two or more bs.");
   else
-    s.tables.push_back(std::move(fits));
+    s->tables.push_back(std::move(fits));
+}
 
+// The phase table; the stacked bars it returns go after the model charts.
+Chart AddPhases(const TrainResult& t, Section* s) {
   Table ph;
   ph.title = "Where a step goes";
   ph.columns = {{"model", "model"},  {"device", "device"}, {"configuration", "config"},
@@ -479,18 +489,23 @@ Section StepSection(const TrainResult& t) {
                               {100 * p.fwd, 100 * p.bwd, 100 * p.opt, 100 * p.other}});
   }
   if (ph.rows.empty()) {
-    s.notes.push_back("No phase bars: no training case carries fwd_s, bwd_s and opt_s.");
+    s->notes.push_back("No phase bars: no training case carries fwd_s, bwd_s and opt_s.");
   } else {
-    s.notes.push_back(
+    s->notes.push_back(
         "Where a step goes: forward, backward and optimizer (timed in a separate un-graphed pass) "
         "as shares of the step time, at each device's fastest configuration that has them; "
         "other: the rest of the step (loss, zero_grad, launch gaps)." +
         std::string(over ? " †: the phases add up to more than the (graphed) step; shares of "
                            "their sum."
                          : ""));
-    s.tables.push_back(std::move(ph));
+    s->tables.push_back(std::move(ph));
   }
 
+  return stacked;
+}
+
+// The peak memory table; per model a chart of each device's curve.
+void AddMemory(const TrainResult& t, Section* s, std::map<std::string, Chart>* charts) {
   Table mem;
   mem.title = "Peak memory over batch size";
   mem.columns = {{"model", "model"},
@@ -504,7 +519,7 @@ Section StepSection(const TrainResult& t) {
                           Cell(m.at.backend + " " + Keys(m.at, false, false, true)), NumberCell(bs),
                           Cell(FormatBytes(bytes), bytes)});
     if (m.points.size() < 2) continue;
-    Chart& ch = memory_charts[m.model];
+    Chart& ch = (*charts)[m.model];
     if (ch.series.empty()) {
       ch.width = 560;
       ch.title = m.model + ": peak memory over batch size";
@@ -512,32 +527,46 @@ Section StepSection(const TrainResult& t) {
       ch.y_label = "GiB";
       ch.log_x = true;
     }
-    Series se{DeviceName(m.device) + " " + m.at.backend, {}, true, true, color(m.device)};
+    Series se{DeviceName(m.device) + " " + m.at.backend, {}, true, true, DeviceColor(m.device)};
     for (auto [bs, bytes] : m.points) se.points.emplace_back(bs, bytes / (1024.0 * 1024 * 1024));
     ch.series.push_back(std::move(se));
   }
   if (mem.rows.empty()) {
-    s.notes.push_back("No peak memory: no training case carries peak_mem_bytes.");
+    s->notes.push_back("No peak memory: no training case carries peak_mem_bytes.");
   } else {
-    s.notes.push_back(
+    s->notes.push_back(
         "Peak memory: GPU, the device's peak (caching allocator); CPU, the process's peak host "
         "RSS, which only grows over a run, so a case's figure may hold an earlier case's peak.");
-    s.tables.push_back(std::move(mem));
+    s->tables.push_back(std::move(mem));
   }
+}
+
+// Per model its epoch chart, then its memory chart, log-scaled where the values span much.
+void AddModelCharts(const TrainResult& t, std::map<std::string, Chart>* epoch_charts,
+                    std::map<std::string, Chart>* memory_charts, Section* s) {
   for (const std::string& model : t.models)
-    for (auto* charts : {&epoch_charts, &memory_charts}) {
+    for (auto* charts : {epoch_charts, memory_charts}) {
       auto it = charts->find(model);
       if (it == charts->end()) continue;
       Chart& ch = it->second;
-      double lo = INFINITY, hi = 0;
-      for (const Series& se : ch.series)
-        for (auto [x, y] : se.points) {
-          lo = std::min(lo, y);
-          hi = std::max(hi, y);
-        }
-      ch.log_y = lo > 0 && hi / lo > 20;
-      s.charts.push_back(std::move(ch));
+      ch.log_y = WideY(ch);
+      s->charts.push_back(std::move(ch));
     }
+}
+
+Section StepSection(const TrainResult& t) {
+  Section s;
+  s.title = "train: batch size, phases, memory";
+  s.notes.push_back(
+      "Batch size: the curve of each device's best configuration (every curve: the details or "
+      "`dlbench-report sweep`), fitted as the time per image t(b) = c/b^α + t_min over three or "
+      "more batch sizes; the epoch time is T(b) = epoch items x t(b), its floor T_min = epoch "
+      "items x t_min. Best bs: the most images/s.");
+  std::map<std::string, Chart> epoch_charts, memory_charts;
+  AddBatchSizes(t, &s, &epoch_charts);
+  Chart stacked = AddPhases(t, &s);
+  AddMemory(t, &s, &memory_charts);
+  AddModelCharts(t, &epoch_charts, &memory_charts, &s);
   if (!stacked.stacks.empty()) s.charts.push_back(std::move(stacked));
   return s;
 }
@@ -657,7 +686,7 @@ std::vector<Section> TrainSections(const TrainResult& train) {
 Document TrainDocument(const MergedRuns& runs, const std::vector<std::string>& inputs) {
   Document d;
   d.title = "dlbench training steps";
-  d.notes.push_back("Inputs: " + Join(inputs, ", "));
+  d.notes.push_back(InputsNote(inputs));
   if (auto c = ContextLine(runs.context); !c.empty()) d.notes.push_back("Context: " + c);
   d.sections = TrainSections(ComputeTrain(runs));
   return d;

@@ -1,4 +1,4 @@
-#include "tools/report/stats.h"
+#include "tools/report/analyses/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/report/document.h"
-#include "tools/report/gbench_json.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report {
 

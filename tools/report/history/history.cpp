@@ -1,4 +1,4 @@
-#include "tools/report/history.h"
+#include "tools/report/history/history.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +12,8 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/history_store.h"
-#include "tools/report/stats.h"
+#include "tools/report/history/store.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 

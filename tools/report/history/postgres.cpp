@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "tools/report/gbench_json.h"
-#include "tools/report/history_store.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/history/store.h"
 
 namespace dlb::report {
 

@@ -1,223 +1,18 @@
-// CPU-vs-GPU speedups (pairs by dlb::PairKey) and batch-size sweeps (groups by dlb::SweepKey).
+// Batch-size sweeps (groups by dlb::SweepKey) with the fit of the time per sample, and
+// worker-thread sweeps.
+#include "tools/report/analyses/sweep.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include "fixtures/schema/schema.h"
-#include "tools/report/analyses.h"
-#include "tools/report/stats.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
-
-namespace {
-
-Cell SpeedupCell(double x, bool doubtful) {
-  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
-  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
-}
-
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
-// Keys other than bs and dt, "fmt:nhwc/pass:fwd".
-std::string OtherKeys(const BenchName& n) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : n.keys)
-    if (k != name_key::kBs && k != name_key::kDt) parts.push_back(k + ":" + v);
-  return Join(parts, "/");
-}
-
-// Repetitions when there are some, else the single center value.
-std::vector<double> Samples(const Bench& b) {
-  if (!b.real_ns.empty()) return b.real_ns;
-  return {b.MedianNs()};
-}
-
-std::string Inputs(const std::vector<std::string>& inputs) {
-  return "Inputs: " + Join(inputs, ", ");
-}
-
-}  // namespace
-
-SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
-  struct Group {
-    std::vector<const Bench*> cpu, gpu;
-  };
-  std::vector<std::string> order;
-  std::map<std::string, Group> groups;
-  for (const Bench& b : runs.benches) {
-    if (!b.parsed || !b.measured() || !(b.MedianNs() > 0)) continue;
-    std::string key = PairKey(*b.parsed);
-    auto [it, inserted] = groups.emplace(key, Group());
-    if (inserted) order.push_back(key);
-    (b.parsed->device == "cpu" ? it->second.cpu : it->second.gpu).push_back(&b);
-  }
-  std::vector<SpeedupRow> rows;
-  for (const auto& key : order) {
-    const Group& g = groups[key];
-    if (g.cpu.empty() || g.gpu.empty()) continue;
-    auto make = [&](const Bench* c, const Bench* gp, bool best) {
-      SpeedupRow r;
-      const BenchName& n = *c->parsed;
-      r.family = n.family;
-      r.pair_key = key;
-      r.workload = n.workload;
-      r.network = !c->network.empty() ? c->network : gp->network;
-      r.dt = n.Get(name_key::kDt);
-      r.bs = n.Get(name_key::kBs);
-      r.config = OtherKeys(n);
-      r.cpu_backend = c->parsed->backend;
-      r.gpu_backend = gp->parsed->backend;
-      r.best = best;
-      r.cpu_ns = c->MedianNs();
-      r.gpu_ns = gp->MedianNs();
-      r.doubtful = c->verification.doubtful() || gp->verification.doubtful();
-      r.speedup = r.cpu_ns / r.gpu_ns;
-      double count = c->Counter(schema::kCount);
-      r.count = std::isfinite(count) && count > 0 ? count : 0;
-      if (c->real_ns.size() >= 2 && gp->real_ns.size() >= 2) {
-        RatioInterval ri = RatioOfSamples(Samples(*c), Samples(*gp));
-        r.has_interval = ri.has_interval;
-        r.lo = ri.lo;
-        r.hi = ri.hi;
-      }
-      return r;
-    };
-    for (const Bench* c : g.cpu)
-      for (const Bench* gp : g.gpu) rows.push_back(make(c, gp, false));
-    if (g.cpu.size() > 1 || g.gpu.size() > 1) {
-      auto by_time = [](const Bench* a, const Bench* b) { return a->MedianNs() < b->MedianNs(); };
-      rows.push_back(make(*std::min_element(g.cpu.begin(), g.cpu.end(), by_time),
-                          *std::min_element(g.gpu.begin(), g.gpu.end(), by_time), true));
-    }
-  }
-  SpeedupResult out;
-  out.rows = std::move(rows);
-  // Network sums over each pair key's best row (the only one when there is no choice). Only the
-  // network field of the results decides: a workload without one is never summed into one.
-  std::map<std::string, const SpeedupRow*> best;
-  std::vector<std::string> best_order;
-  for (const SpeedupRow& r : out.rows) {
-    if (!best.count(r.pair_key)) best_order.push_back(r.pair_key);
-    if (r.best || !best.count(r.pair_key)) best[r.pair_key] = &r;
-  }
-  std::map<std::string, size_t> index;
-  for (const auto& k : best_order) {
-    const SpeedupRow* r = best[k];
-    if (r->network.empty()) continue;
-    double weight = r->count > 0 ? r->count : 1;
-    std::string key = r->family + "|" + r->network + "|" + r->dt + "|" + r->bs + "|" + r->config;
-    auto [it, inserted] = index.emplace(key, out.networks.size());
-    if (inserted) out.networks.push_back({r->family, r->network, r->dt, r->bs, r->config});
-    NetworkRow& n = out.networks[it->second];
-    n.layers += 1;
-    n.doubtful = n.doubtful || r->doubtful;
-    n.cpu_ns += weight * r->cpu_ns;
-    n.gpu_ns += weight * r->gpu_ns;
-  }
-  for (NetworkRow& n : out.networks) n.speedup = n.cpu_ns / n.gpu_ns;
-  return out;
-}
-
-std::vector<SpeedupRow> SpeedupRows(const MergedRuns& runs) { return ComputeSpeedup(runs).rows; }
-
-std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
-  const std::vector<SpeedupRow>& rows = speedup.rows;
-  std::vector<Section> out;
-  if (rows.empty()) {
-    Section s;
-    s.title = "CPU vs GPU speedups";
-    s.notes.push_back(
-        "No CPU/GPU pairs: speedups need results whose names differ only in <device>/<backend>.");
-    out.push_back(std::move(s));
-    return out;
-  }
-  std::vector<std::string> families;
-  std::map<std::string, std::vector<const SpeedupRow*>> by_family;
-  for (const auto& r : rows) {
-    if (!by_family.count(r.family)) families.push_back(r.family);
-    by_family[r.family].push_back(&r);
-  }
-  for (const auto& fam : families) {
-    Section s;
-    s.title = "CPU vs GPU speedups: " + fam;
-    s.notes.push_back(
-        "Speedup = CPU median time / GPU median time; \"best\" pairs the fastest CPU backend with "
-        "the fastest GPU backend. The 95% interval (with repetitions) is the Hodges-Lehmann ratio "
-        "interval.");
-    Table t;
-    t.columns = {{"workload", "workload"},    {"dt", "dt"},           {"bs", "bs"},
-                 {"config", "config"},        {"CPU", "cpu_backend"}, {"GPU", "gpu_backend"},
-                 {"CPU time", "cpu_ns"},      {"GPU time", "gpu_ns"}, {"speedup", "speedup"},
-                 {"95% interval", "interval"}};
-    Chart chart;
-    chart.kind = Chart::Kind::kBars;
-    chart.title = fam + ": GPU speedup over CPU (best backends, x)";
-    chart.x_label = "speedup (CPU time / GPU time)";
-    chart.bar_reference = 1;
-    double lo = INFINITY, hi = 0;
-    bool doubtful = false;
-    // Per pair key the best row (or the only one) goes into the chart.
-    std::map<std::string, const SpeedupRow*> chart_rows;
-    std::vector<std::string> chart_order;
-    for (const SpeedupRow* r : by_family[fam]) {
-      std::string interval =
-          r->has_interval ? "[" + FormatNumber(r->lo, 3) + ", " + FormatNumber(r->hi, 3) + "]"
-                          : "-";
-      t.rows.push_back({Cell(r->workload), Cell(r->dt.empty() ? "-" : r->dt),
-                        r->bs.empty() ? Cell("-") : Cell(r->bs, std::atof(r->bs.c_str())),
-                        Cell(r->config.empty() ? "-" : r->config),
-                        Cell(r->best ? "best: " + r->cpu_backend : r->cpu_backend),
-                        Cell(r->best ? "best: " + r->gpu_backend : r->gpu_backend),
-                        Cell(FormatTime(r->cpu_ns), r->cpu_ns),
-                        Cell(FormatTime(r->gpu_ns), r->gpu_ns),
-                        SpeedupCell(r->speedup, r->doubtful), Cell(interval)});
-      doubtful = doubtful || r->doubtful;
-      if (!chart_rows.count(r->pair_key)) chart_order.push_back(r->pair_key);
-      if (r->best || !chart_rows.count(r->pair_key)) chart_rows[r->pair_key] = r;
-    }
-    for (const auto& k : chart_order) {
-      const SpeedupRow* r = chart_rows[k];
-      std::string label = k.substr(k.find('/') + 1);
-      chart.bars.emplace_back(label, r->speedup);
-      lo = std::min(lo, r->speedup);
-      hi = std::max(hi, r->speedup);
-    }
-    chart.log_x = lo > 0 && (hi / lo > 20 || lo < 1);
-    s.tables.push_back(std::move(t));
-    s.charts.push_back(std::move(chart));
-    Table nt;
-    nt.title = "Networks: layers weighted by their repeat count (best backends)";
-    nt.columns = {{"network", "network"}, {"dt", "dt"},          {"bs", "bs"},
-                  {"config", "config"},   {"layers", "layers"},  {"CPU time", "cpu_ns"},
-                  {"GPU time", "gpu_ns"}, {"speedup", "speedup"}};
-    for (const NetworkRow& n : speedup.networks) {
-      if (n.family != fam) continue;
-      nt.rows.push_back({Cell(n.network), Cell(n.dt.empty() ? "-" : n.dt),
-                         n.bs.empty() ? Cell("-") : Cell(n.bs, std::atof(n.bs.c_str())),
-                         Cell(n.config.empty() ? "-" : n.config),
-                         Cell(std::to_string(n.layers), n.layers),
-                         Cell(FormatTime(n.cpu_ns), n.cpu_ns), Cell(FormatTime(n.gpu_ns), n.gpu_ns),
-                         SpeedupCell(n.speedup, n.doubtful)});
-    }
-    if (doubtful)
-      s.notes.push_back(
-          "⚠: the CPU or the GPU result was not verified or was mistrusted (see the summary).");
-    if (!nt.rows.empty()) {
-      s.tables.push_back(std::move(nt));
-    } else {
-      s.notes.push_back(
-          "No network sums: no result of this family names its network (the workload files "
-          "say which network a layer belongs to; a name is never parsed for it).");
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 std::vector<SweepCurve> SweepCurves(const MergedRuns& runs) {
   std::vector<std::string> order;
@@ -374,27 +169,13 @@ std::vector<Section> SweepSections(const std::vector<SweepCurve>& all, size_t mi
       if (c->fit_ok) ts.series.push_back(std::move(fit));
     }
     tp.log_y = ts.log_y = lo > 0 && hi / lo > 20;
-    double tlo = INFINITY, thi = 0;
-    for (const auto& se : tp.series)
-      for (auto [x, y] : se.points) {
-        tlo = std::min(tlo, y);
-        thi = std::max(thi, y);
-      }
-    tp.log_y = tlo > 0 && thi / tlo > 20;
+    tp.log_y = WideY(tp);
     s.charts.push_back(std::move(tp));
     s.charts.push_back(std::move(ts));
     s.tables.push_back(std::move(t));
     out.push_back(std::move(s));
   }
   return out;
-}
-
-Document SpeedupDocument(const MergedRuns& runs, const std::vector<std::string>& inputs) {
-  Document d;
-  d.title = "dlbench CPU vs GPU speedups";
-  d.notes.push_back(Inputs(inputs));
-  d.sections = SpeedupSections(ComputeSpeedup(runs));
-  return d;
 }
 
 std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
@@ -408,8 +189,8 @@ std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
     std::string key = b.parsed->family + "/" + b.parsed->workload;
     for (const auto& [k, v] : b.parsed->keys)
       if (k != name_key::kWorkers) key += "/" + k + ":" + v;
-    const std::string curve = b.parsed->family + "/" + b.parsed->device + "/" +
-                              b.parsed->backend + key.substr(key.find('/'));
+    const std::string curve = b.parsed->family + "/" + b.parsed->device + "/" + b.parsed->backend +
+                              key.substr(key.find('/'));
     auto [it, inserted] = curves.emplace(curve, WorkerCurve());
     WorkerCurve& c = it->second;
     if (inserted) {
@@ -432,9 +213,8 @@ std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
     if (c.points.size() < 2) continue;
     const WorkerPoint base = c.points.front();
     for (auto& p : c.points) {
-      p.efficiency = base.throughput > 0 ? (p.throughput / base.throughput) /
-                                               (p.workers / base.workers)
-                                         : 0;
+      p.efficiency =
+          base.throughput > 0 ? (p.throughput / base.throughput) / (p.workers / base.workers) : 0;
       if (p.throughput > c.best_throughput) {
         c.best_throughput = p.throughput;
         c.best_workers = p.workers;
@@ -465,12 +245,11 @@ std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
                   {"best throughput /s", "best_throughput"},
                   {"efficiency at the most workers", "efficiency"}};
   for (const auto& c : curves)
-    best.rows.push_back({Cell(c.curve),
-                         Cell(std::to_string(c.points.size()), double(c.points.size())),
-                         Cell(FormatNumber(c.best_workers, 6), c.best_workers),
-                         Cell(FormatRate(c.best_throughput), c.best_throughput),
-                         Cell(FormatNumber(c.points.back().efficiency, 3),
-                              c.points.back().efficiency)});
+    best.rows.push_back(
+        {Cell(c.curve), Cell(std::to_string(c.points.size()), double(c.points.size())),
+         Cell(FormatNumber(c.best_workers, 6), c.best_workers),
+         Cell(FormatRate(c.best_throughput), c.best_throughput),
+         Cell(FormatNumber(c.points.back().efficiency, 3), c.points.back().efficiency)});
   head.tables.push_back(std::move(best));
   out.push_back(std::move(head));
   std::vector<std::string> keys;
@@ -515,7 +294,7 @@ std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
 Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
                        const std::string& axis) {
   Document d;
-  d.notes.push_back(Inputs(inputs));
+  d.notes.push_back(InputsNote(inputs));
   if (axis == "gpus") {
     d.title = "dlbench GPU scaling";
     d.sections = GpuScalingSections(ComputeGpuScaling(runs));

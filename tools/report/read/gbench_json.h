@@ -16,8 +16,8 @@
 
 namespace dlb::report {
 
-// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates, and the
-// keys of dlbench benchmark names (fixtures/schema/naming.h) that the report groups by.
+// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates, and
+// the keys of dlbench benchmark names (fixtures/schema/naming.h) that the report groups by.
 namespace gbench {
 inline constexpr std::string_view kMean = "mean";
 inline constexpr std::string_view kMedian = "median";
@@ -119,10 +119,8 @@ struct FileData {
   std::vector<Entry> entries;
 };
 
-// Parses JSON text; `path` only names the input in errors. Throws InputError. Texts of at least
-// `parallel_bytes` are lexed on several threads (same result; tests and the fuzzer lower it).
-FileData ParseBenchmarkJson(std::string_view text, const std::string& path,
-                            size_t parallel_bytes = size_t{1} << 20);
+// Parses JSON text; `path` only names the input in errors. Throws InputError.
+FileData ParseBenchmarkJson(std::string_view text, const std::string& path);
 // Reads and parses a file ("-" is stdin). Throws InputError.
 FileData ReadBenchmarkFile(const std::string& path);
 // Reads several files, two at a time (the machine has two cores); results in argument order.

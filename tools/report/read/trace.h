@@ -1,14 +1,11 @@
 // The device monitor's trace (a benchmark binary's --dlb_monitor_trace=FILE, the columns of
-// fixtures/schema/schema.h): read, checked line by line, and drawn as the timeline nvtop shows (SM
-// clock, power, temperature, utilisation against time, each case marked where it begins).
+// fixtures/schema/schema.h), read and checked line by line; analyses/timeline.h draws it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "tools/report/document.h"
 
 namespace dlb::report {
 
@@ -30,10 +27,5 @@ struct Trace {
 Trace ParseTrace(std::string_view text, const std::string& path);
 // Reads and parses a file. Throws InputError.
 Trace ReadTrace(const std::string& path);
-
-// Per case (in the order the trace first meets it): its samples, span, median SM clock, mean
-// power, highest temperature, mean utilisation and the throttle reasons seen; then one chart per
-// quantity over time (HTML draws them), each case's start marked.
-Section TraceSection(const Trace& trace);
 
 }  // namespace dlb::report

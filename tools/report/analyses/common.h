@@ -1,0 +1,25 @@
+// What several analyses build their rows and notes from.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+
+// "a, b, c": every element, empty ones too.
+std::string Join(const std::vector<std::string>& v, const std::string& sep);
+// The same without the empty elements.
+std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& sep);
+// A name's keys other than bs and dt, "fmt:nhwc/pass:fwd".
+std::string OtherKeys(const BenchName& n);
+// "1.23x", marked where a result behind it was not verified or was mistrusted; "-" when unknown.
+Cell SpeedupCell(double x, bool doubtful);
+// Whether the y values of a chart's series span more than 20x, so that a log axis shows them.
+bool WideY(const Chart& chart);
+// The note that names the input files.
+std::string InputsNote(const std::vector<std::string>& inputs);
+
+}  // namespace dlb::report

@@ -1,0 +1,73 @@
+// compare: BASE against NEW per benchmark, as compare.py's get_difference_report (computing) and
+// print_difference_report (rendering) split the work.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/report/analyses/gbench_compare.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+
+// ---- the device monitor's counters ----
+// Whether any repetition ran throttled (counter throttled; false where the JSON has none).
+bool AnyThrottled(const Bench& b);
+// Whether any repetition's timing pass stalled and was re-timed (counter stalled).
+bool AnyStalled(const Bench& b);
+
+// ---- compare ----
+struct CompareOptions {
+  double threshold = 0.05;    // relative change in time that matters
+  double alpha = 0.05;        // significance level for the BH-adjusted p-value
+  bool only_changes = false;  // rendering: tables leave out the "same" rows (short CI summaries)
+};
+
+enum class Verdict { kFaster, kSlower, kSame, kNoisy, kNew, kMissing };
+const char* VerdictName(Verdict v);
+
+struct CompareRow {
+  std::string name, family;
+  double base_ns = 0, new_ns = 0;
+  double delta = 0;  // (new - base) / |base| of the median real times, as compare.py's median row
+  double cpu_delta = 0;  // the same of the median CPU times
+  double p = 0, q = 0;   // two-sided Mann-Whitney U over real_time repetitions; NaN without test
+  double cpu_p = 0;      // the same over cpu_time (compare.py's second p-value)
+  size_t base_reps = 0, new_reps = 0;
+  Verdict verdict = Verdict::kSame;
+  std::map<std::string, double> rate_deltas;      // counters ending in _per_s: (new-base)/|base|
+  std::string base_disposition, new_disposition;  // empty when the side does not say
+  bool doubtful = false;  // either side not verified or mistrusted: the change may not be speed
+  // The device monitor's view: each side's median SM clock (NaN where not monitored), whether it
+  // throttled; clock_flag when either side throttled or the clocks differ by more than
+  // kClockDiffers: the change may come from the GPU's clock rather than from the code.
+  double base_clock = 0, new_clock = 0;
+  bool base_throttled = false, new_throttled = false, clock_flag = false;
+  // The harness's timing fidelity: a side whose timing pass stalled (counter stalled) was re-timed;
+  // its time may still carry the stall.
+  bool base_stalled = false, new_stalled = false;
+  std::string note;
+};
+inline constexpr double kClockDiffers = 0.05;
+
+struct CompareResult {
+  std::vector<CompareRow> rows;
+  double geomean_delta = 0;  // geomean of new/base median ratios, minus 1
+  size_t geomean_count = 0;
+  int regressions = 0;
+  int doubtful = 0;         // rows marked: either side not verified or mistrusted
+  int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
+  int stalled = 0;          // rows marked: either side's timing pass stalled
+  size_t not_compared = 0;  // benchmarks with a time in neither file
+  int exit_code = 0;        // 0, or 3 when a row is "slower"
+};
+CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& options);
+// `as_compare_py`: compare.py's own table on the same files, appended as a details section.
+Document CompareDocument(const CompareResult& result, const CompareOptions& options,
+                         const std::string& base_path, const std::string& new_path,
+                         const std::vector<GbenchDiff>* as_compare_py = nullptr,
+                         bool aggregates_only = false);
+
+}  // namespace dlb::report

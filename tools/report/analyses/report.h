@@ -1,0 +1,42 @@
+// report: the first screen (per network CPU and GPU time, speedup, samples/s over batch size), then
+// every other subcommand's sections as the details.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+
+// ---- the first screen of the report ----
+// One network (or one workload that belongs to none) at one dtype, config and batch size:
+// CPU and GPU time (fastest backend of each, layers weighted by their count), speedup,
+// throughput, and whether this batch size is the device's best.
+struct OverviewRow {
+  std::string family, subject;  // subject: the network, else the workload
+  bool network = false;
+  std::string dt, config;
+  double bs = 0;  // 0: the workload has no batch size
+  int cpu_layers = 0, gpu_layers = 0;
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;  // NaN where a device has nothing
+  double cpu_per_s = 0, gpu_per_s = 0;         // samples/s; NaN without a batch size
+  bool cpu_best = false, gpu_best = false;     // highest samples/s over bs, per device
+  bool doubtful = false;  // a result it adds up was not verified or was mistrusted
+};
+struct Overview {
+  std::vector<std::string> families;  // in first-seen order
+  std::vector<OverviewRow> rows;      // by family, subject, dt, config, bs
+};
+Overview ComputeOverview(const MergedRuns& runs);
+// Per family: a short table per network (and one for workloads without a network), speedup bars
+// at each row's best GPU batch size, throughput-over-batch-size curves per network.
+std::vector<Section> OverviewSections(const Overview& overview);
+
+// What the README's main job writes: the overview first (train results: the train sections in
+// place of the family's overview), then (collapsed in HTML) the summary, speedup, sweep and train
+// details, labels last.
+Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs);
+
+}  // namespace dlb::report

@@ -1,0 +1,111 @@
+// Several files' entries into one result per benchmark (the merge rule of gbench_json.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "tools/report/analyses/stats.h"
+#include "tools/report/read/gbench_json.h"
+
+namespace dlb::report {
+
+std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed) {
+  if (parsed) return parsed->family;
+  auto slash = name.find('/');
+  std::string first = name.substr(0, slash);
+  if (slash == std::string::npos || first.empty()) return "other";
+  return first;
+}
+
+bool Bench::HasCenter() const {
+  return aggregates.count(gbench::kMedian) || aggregates.count(gbench::kMean);
+}
+
+double Bench::MedianNs() const {
+  if (!real_ns.empty()) return Median(real_ns);
+  if (auto it = aggregates.find(gbench::kMedian); it != aggregates.end()) return it->second;
+  if (auto it = aggregates.find(gbench::kMean); it != aggregates.end()) return it->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double Bench::Cv() const {
+  if (real_ns.size() >= 2) {
+    double m = Mean(real_ns);
+    return m != 0 ? StdDev(real_ns) / m : std::numeric_limits<double>::quiet_NaN();
+  }
+  if (auto it = aggregates.find(gbench::kCv); it != aggregates.end()) return it->second;
+  auto sd = aggregates.find(gbench::kStddev), mean = aggregates.find(gbench::kMean);
+  if (sd != aggregates.end() && mean != aggregates.end() && mean->second != 0)
+    return sd->second / mean->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+double Bench::Counter(std::string_view name) const {
+  if (auto it = counters.find(name); it != counters.end() && !it->second.empty())
+    return Median(it->second);
+  if (auto it = aggregate_counters.find(name); it != aggregate_counters.end()) return it->second;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<std::string> Bench::CounterNames() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : counters) out.push_back(k);
+  for (const auto& [k, v] : aggregate_counters)
+    if (!counters.count(k)) out.push_back(k);
+  return out;
+}
+
+MergedRuns Merge(const std::vector<FileData>& files) {
+  MergedRuns out;
+  std::unordered_map<std::string, size_t> index;
+  std::vector<char> any_measured;
+  for (const FileData& f : files) {
+    for (const auto& [k, v] : f.context) out.context.emplace(k, v);
+    for (const Entry& e : f.entries) {
+      auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
+      if (inserted) {
+        Bench b;
+        b.name = e.run_name;
+        b.parsed = ParseName(e.run_name);
+        b.family = FamilyOf(b.name, b.parsed);
+        out.benches.push_back(std::move(b));
+        any_measured.push_back(0);
+      }
+      Bench& b = out.benches[it->second];
+      if (b.files.empty() || b.files.back() != f.path) b.files.push_back(f.path);
+      if (!e.label.empty()) b.label = e.label;
+      if (e.result) {
+        const ResultFields& r = *e.result;
+        if (!r.network.empty()) b.network = r.network;
+        if (!r.workload.empty()) b.workload = r.workload;
+        if (r.verification.known()) b.verification = r.verification;
+      }
+      if (e.status != Status::kMeasured) {
+        if (!any_measured[it->second]) {
+          b.status = e.status;
+          b.message = e.message;
+        }
+        continue;
+      }
+      any_measured[it->second] = 1;
+      b.status = Status::kMeasured;
+      b.message.clear();
+      if (b.time_unit.empty()) b.time_unit = e.time_unit;
+      if (e.IsSample()) {
+        b.real_ns.push_back(e.real_ns);
+        b.cpu_ns.push_back(e.cpu_ns);
+        for (const auto& [k, v] : e.counters) b.counters[k].push_back(v);
+      } else {
+        b.aggregates[e.aggregate_name] = e.real_ns;
+        if (e.aggregate_name == gbench::kMedian ||
+            (e.aggregate_name == gbench::kMean && !b.aggregates.count(gbench::kMedian)))
+          for (const auto& [k, v] : e.counters) b.aggregate_counters[k] = v;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace dlb::report
