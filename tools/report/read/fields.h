@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report/read/gbench_json.h"
+#include "tools/report/read/entry.h"
 
 namespace dlb::report::read {
 

@@ -3,121 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
-#include <map>
-#include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "fixtures/schema/naming.h"
+#include "tools/report/read/entry.h"
 
 namespace dlb::report {
-
-// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates, and
-// the keys of dlbench benchmark names (fixtures/schema/naming.h) that the report groups by.
-namespace gbench {
-inline constexpr std::string_view kMean = "mean";
-inline constexpr std::string_view kMedian = "median";
-inline constexpr std::string_view kStddev = "stddev";
-inline constexpr std::string_view kCv = "cv";
-}  // namespace gbench
-namespace name_key {
-inline constexpr std::string_view kBs = "bs";
-inline constexpr std::string_view kDt = "dt";
-inline constexpr std::string_view kFmt = "fmt";
-inline constexpr std::string_view kPass = "pass";
-inline constexpr std::string_view kGraph = "graph";
-inline constexpr std::string_view kWorkers = "workers";
-inline constexpr std::string_view kGpus = "gpus";
-inline constexpr std::string_view kInplace = "inplace";
-}  // namespace name_key
-
-// Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.
-class InputError : public std::runtime_error {
- public:
-  InputError(std::string file, std::string where, std::string what)
-      : std::runtime_error(file + (where.empty() ? "" : ":" + where) + ": " + what),
-        file_(std::move(file)),
-        where_(std::move(where)),
-        what_(std::move(what)) {}
-  const std::string& file() const { return file_; }
-  const std::string& where() const { return where_; }
-
- private:
-  std::string file_, where_, what_;
-};
-
-enum class Status { kMeasured, kUnsupported, kFailed };
-const char* StatusName(Status s);
-
-// The "verification" object of dlbench's result fields (fixtures/schema/schema.h). Everything is
-// optional: JSON written before it existed, or by anyone else, has none of it.
-struct Verification {
-  std::string disposition;  // schema::kVerified, kNotVerified, kMistrusted; empty: not known
-  double error = std::numeric_limits<double>::quiet_NaN();  // in `metric`
-  double tolerance = std::numeric_limits<double>::quiet_NaN();
-  std::string metric;
-  double checked = std::numeric_limits<double>::quiet_NaN();  // positions compared
-  double of = std::numeric_limits<double>::quiet_NaN();       // positions in the output
-  std::string detail;
-
-  bool known() const { return !disposition.empty(); }
-  // Known and anything but verified: not_verified, mistrusted (or a disposition this build does
-  // not know, which it cannot vouch for either).
-  bool doubtful() const;
-  bool operator==(const Verification& o) const;
-};
-
-// dlbench's object in an entry: where the result comes from and how it was checked.
-struct ResultFields {
-  std::string network, workload;  // the network comes from the workload file, never from a name
-  Verification verification;
-  bool operator==(const ResultFields& o) const {
-    return network == o.network && workload == o.workload && verification == o.verification;
-  }
-};
-
-// compare.py keeps run_type as written: absent, "iteration" or "aggregate".
-enum class RunType { kAbsent, kIteration, kAggregate };
-
-// One object of the "benchmarks" array.
-struct Entry {
-  std::string name;      // as written, e.g. "BM_x/8_median"
-  std::string run_name;  // without the aggregate suffix; name when absent (old JSON)
-  RunType run_type = RunType::kAbsent;
-  bool aggregate = false;      // run_type "aggregate"
-  std::string aggregate_name;  // mean, median, stddev, cv, min, max, a user statistic, or empty
-  bool percentage = false;     // aggregate_unit "percentage" (cv): real_time is a fraction
-  double real_ns = 0, cpu_ns = 0;
-  double iterations = 0;
-  // As written, for compare.py's view: it compares times in their own unit and only entries that
-  // have time_unit, real_time and cpu_time (is_potentially_comparable_benchmark).
-  std::string time_unit;
-  double real_time = 0, cpu_time = 0;
-  bool comparable = false;
-  // Google Benchmark 1.6+; -1 when absent. compare.py sorts by them (sort_benchmark_results).
-  double family_index = -1, per_family_instance_index = -1, repetition_index = -1;
-  std::vector<std::pair<std::string, double>> counters;  // user counters, in file order
-  std::string label;
-  Status status = Status::kMeasured;
-  std::string message;  // error_message / skip_message
-  // dlbench's result fields; null when the entry has none. The repetitions of a case share one.
-  std::shared_ptr<const ResultFields> result;
-  const ResultFields& fields() const;
-
-  // An aggregate that names no statistic (Google Benchmark's test3_run0.json has them) is one
-  // more measurement of its benchmark, as compare.py pools it with the runs of the same name.
-  bool IsSample() const { return !aggregate || aggregate_name.empty(); }
-};
-
-struct FileData {
-  std::string path;
-  std::map<std::string, std::string> context;  // scalar context fields, as text
-  std::vector<Entry> entries;
-};
 
 // Parses JSON text; `path` only names the input in errors. Throws InputError.
 FileData ParseBenchmarkJson(std::string_view text, const std::string& path);
