@@ -15,7 +15,8 @@ enum class DType { kF32, kTF32, kF16, kBF16 };
 std::string_view Name(DType dt);                    // "f32", "tf32", "f16", "bf16"
 std::optional<DType> ParseDType(std::string_view);  // inverse of Name
 size_t StorageBytes(DType dt);                      // 4, 4, 2, 2
-// Relative-L2 tolerance for a result in this dtype (DESIGN.md): f32 1e-5, tf32 1e-3, 16-bit 1e-2.
+// Relative-L2 tolerance for a result in this dtype (docs/architecture.md): f32 1e-5, tf32 1e-3,
+// 16-bit 1e-2.
 double Tolerance(DType dt);
 
 // Bit-exact host conversions (round to nearest even); no CUDA header needed.

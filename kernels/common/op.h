@@ -1,15 +1,36 @@
-// The small shape every op in kernels/ shares (DESIGN.md, "The harness contract"):
+// The op contract: the one shape every op in kernels/ has, so that the harness (fixtures/) can
+// support-check, build, verify, time and record any of them the same way (docs/architecture.md
+// shows where it sits). The harness checks it at compile time (fixtures/op_traits.h); a backend's
+// header says only what is particular to its ops.
+//
+// Every op has:
+//   static constexpr bool kGpu;                 // where it runs: the name's <device>
+//   static constexpr const char* kBackend;      // the name's <backend>
 //   static Support Supports(const Shape&, const RunConfig&);  // cheap, no allocation
-//   Op(const Shape&, const RunConfig&);  // plans, buffers, seeded inputs; poisons the output
-//   void Run();                          // enqueue one pass; no sync, no allocation
-//   HostTensor Output() const;           // sync + copy out, for verification only
+//   Op(const Shape&, const RunConfig&);  // plans, buffers, seeded inputs; poisons the output;
+//                                        // throws dlb::Unsupported for a case found unsupported
+//   void Run();                          // one pass: enqueued on the GPU, no sync, no allocation
+//   HostTensor Output() const;           // sync + copy out, for verification only (an op with
+//                                        // Verify() below may do without)
 //   Cost cost() const;                   // flops and bytes of one Run()
 //   std::string label() const;           // chosen algorithm/engine
-// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on. An op may also have
+// GPU ops also have `StreamRef stream() const`, the stream Run() enqueues on (the harness times
+// it with CUDA events there).
+//
+// An op may also have:
 //   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
-// which reads only the elements at these flat logical indices (shape: the whole output's; data
-// empty when an index is out of range): the verifier then reads its samples without copying a
-// batch-256 output out whole (gathered on the GPU, picked after one reorder on the CPU).
+//       only the elements at these flat logical indices (shape: the whole output's; data empty
+//       when an index is out of range): the verifier then reads its samples without copying a
+//       batch-256 output out whole (gathered on the GPU, picked after one reorder on the CPU)
+//   Verdict Verify();      checks itself (one run against its own reference) instead of Output()
+//                          against the family's float64 reference
+//   std::vector<std::pair<std::string, double>> Counters() const;   per-case extra counters
+//   void Start(); void Stop();   a measurement window, for ops that keep working between
+//                          iterations (a prefetching pipeline): every Run() happens inside it, and
+//                          the harness times the window's wall clock, so nothing runs off the clock
+//   void WarmUp();         warms itself (fills its queue) before the harness's warm-up runs
+//   static constexpr int kWarmupRuns; static constexpr double kWarmupSeconds;
+//                          replace the warm-up's 2 runs and 10 ms (0 and 0: WarmUp() alone)
 #pragma once
 
 #include <algorithm>

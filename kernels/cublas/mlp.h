@@ -34,7 +34,7 @@ class NativeMlpStep {
   // Allocates everything, picks the algorithms, runs one warm-up step and captures the graph;
   // leaves the seeded state behind.
   NativeMlpStep(const TrainShape& s, const RunConfig& cfg);
-  // Enqueues one step (or forward) on stream(): no allocation, no synchronization.
+  // One step (or forward): with a graph, one replay.
   void Run();
   // One eager step from the seeded state against ReferenceMlpStep; with a graph, also that a
   // replay equals the eager step and that a second replay updates again. Leaves the seeded state.

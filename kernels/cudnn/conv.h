@@ -35,8 +35,8 @@ class CudnnConv {
   // No for an invalid shape, an unknown algo, no CUDA device, or no cuDNN engine for the
   // combination (asked once per combination through the process's shared handle, then cached).
   static Support Supports(const ConvShape& shape, const RunConfig& cfg);
-  // Allocates and seeds the tensors, poisons the output, picks an engine configuration
-  // (heuristic: cuDNN's first usable one; search: the fastest of all usable candidates).
+  // Picks an engine configuration (heuristic: cuDNN's first usable one; search: the fastest of
+  // all usable candidates).
   CudnnConv(const ConvShape& shape, const RunConfig& cfg);
   ~CudnnConv();
   CudnnConv(CudnnConv&&) noexcept;
@@ -46,7 +46,7 @@ class CudnnConv {
 
   void Run();
   HostTensor Output() const;
-  // The output at flat logical indices, gathered on the device (op.h).
+  // Gathered on the device.
   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const;

@@ -24,7 +24,7 @@ class CollectiveOp {
   // f32, bf16, f16; a size that leaves every rank at least one element; no in-place all_to_all
   // (a peer's chunk would be overwritten before it is sent).
   static Support Supports(const CommShape& shape, const RunConfig& cfg);
-  // Buffers on every member's GPU, inputs seeded, outputs poisoned. `comm` must outlive the op.
+  // Buffers on every member's GPU. `comm` must outlive the op.
   CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm);
 
   // One collective on every member's stream (a group call when this process drives several).

@@ -32,7 +32,7 @@ class OneDnnConv {
 
   void Run();
   HostTensor Output() const;
-  // The output at flat logical indices, read after one reorder to plain f32 (op.h).
+  // Read after one reorder to plain f32.
   HostTensor OutputAt(const std::vector<int64_t>& flat) const;
   Cost cost() const;
   std::string label() const { return label_; }

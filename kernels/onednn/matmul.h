@@ -27,7 +27,7 @@ class OneDnnMatmul {
   DType dtype_;
   dnnl::matmul matmul_;
   dnnl::memory a_, b_, c_, scratchpad_;
-  std::unordered_map<int, dnnl::memory> args_;  // built once: Run() must not allocate
+  std::unordered_map<int, dnnl::memory> args_;  // built once, in the constructor
   std::string label_;
 };
 
