@@ -20,202 +20,16 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/data/augment.h"
+#include "kernels/data/augment_kernel.h"
 #include "kernels/data/dataset.h"
 #include "kernels/data/jpeg.h"
+#include "kernels/data/nvjpeg_check.h"
 #include "kernels/data/nvjpeg_loader.h"
 #include "kernels/data/pipeline.h"
-
-namespace dlb {
-
-// nvJPEG has no status-to-string function.
-inline const char* NvJpegStatusName(nvjpegStatus_t s) {
-  switch (s) {
-    case NVJPEG_STATUS_SUCCESS:
-      return "NVJPEG_STATUS_SUCCESS";
-    case NVJPEG_STATUS_NOT_INITIALIZED:
-      return "NVJPEG_STATUS_NOT_INITIALIZED";
-    case NVJPEG_STATUS_INVALID_PARAMETER:
-      return "NVJPEG_STATUS_INVALID_PARAMETER";
-    case NVJPEG_STATUS_BAD_JPEG:
-      return "NVJPEG_STATUS_BAD_JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
-      return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
-      return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
-    case NVJPEG_STATUS_EXECUTION_FAILED:
-      return "NVJPEG_STATUS_EXECUTION_FAILED";
-    case NVJPEG_STATUS_ARCH_MISMATCH:
-      return "NVJPEG_STATUS_ARCH_MISMATCH";
-    case NVJPEG_STATUS_INTERNAL_ERROR:
-      return "NVJPEG_STATUS_INTERNAL_ERROR";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
-      return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
-      return "NVJPEG_STATUS_INCOMPLETE_BITSTREAM";
-  }
-  return "nvJPEG status (unknown)";
-}
-
-// DLB_CHECK overload for nvJPEG. It must be declared before its first DLB_CHECK: nvjpegStatus_t is
-// a global-namespace enum, so argument-dependent lookup does not find it in dlb.
-inline void Check(nvjpegStatus_t status, const char* expr, const char* file, int line) {
-  if (status != NVJPEG_STATUS_SUCCESS)
-    Fail(file, line, expr,
-         std::string(NvJpegStatusName(status)) + " (" + std::to_string(int(status)) + ")");
-}
-
-}  // namespace dlb
 
 namespace dlb::data {
 
 namespace {
-
-// ---- RAII for nvJPEG objects ---------------------------------------------------------------
-
-struct NvJpegHandleDeleter {
-  void operator()(nvjpegHandle_t h) const noexcept { DLB_CHECK_NOEXCEPT(nvjpegDestroy(h)); }
-};
-struct NvJpegStateDeleter {
-  void operator()(nvjpegJpegState_t s) const noexcept {
-    DLB_CHECK_NOEXCEPT(nvjpegJpegStateDestroy(s));
-  }
-};
-struct NvJpegStreamDeleter {
-  void operator()(nvjpegJpegStream_t s) const noexcept {
-    DLB_CHECK_NOEXCEPT(nvjpegJpegStreamDestroy(s));
-  }
-};
-using NvJpegHandle = std::unique_ptr<nvjpegHandle, NvJpegHandleDeleter>;
-using NvJpegState = std::unique_ptr<nvjpegJpegState, NvJpegStateDeleter>;
-using NvJpegStream = std::unique_ptr<nvjpegJpegStream, NvJpegStreamDeleter>;
-
-NvJpegState MakeState(nvjpegHandle_t h) {
-  nvjpegJpegState_t s = nullptr;
-  DLB_CHECK(nvjpegJpegStateCreate(h, &s));
-  return NvJpegState(s);
-}
-
-NvJpegStream MakeJpegStream(nvjpegHandle_t h) {
-  nvjpegJpegStream_t s = nullptr;
-  DLB_CHECK(nvjpegJpegStreamCreate(h, &s));
-  return NvJpegStream(s);
-}
-
-// A status that one file can cause (a bad or unsupported bitstream): the image is skipped. The
-// others (allocation, initialisation, internal errors) are the op's failure.
-bool IsFileError(nvjpegStatus_t s) {
-  return s == NVJPEG_STATUS_BAD_JPEG || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
-         s == NVJPEG_STATUS_INCOMPLETE_BITSTREAM || s == NVJPEG_STATUS_EXECUTION_FAILED ||
-         s == NVJPEG_STATUS_INVALID_PARAMETER || s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
-}
-
-std::string NvJpegVersion() {
-  int v[3] = {};
-  const libraryPropertyType p[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
-  for (int i = 0; i < 3; ++i) DLB_CHECK(nvjpegGetProperty(p[i], &v[i]));
-  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
-}
-
-// ---- The GPU kernel: crop + bilinear resize + flip + normalise, one launch per batch --------
-
-// One decoded image of the batch and its draws. The image is RGB interleaved, w x h, at `src`
-// bytes into the decode arena; the crop box is in its pixels (decoded at full size).
-struct SampleDesc {
-  unsigned long long src;
-  int w, h;
-  int cx, cy, cw, ch;
-  int flip;
-};
-
-// out = x * scale + bias per channel, as Normalize computes them on the host.
-struct Affine {
-  float scale[3], bias[3];
-};
-
-struct Tap {
-  int i0, i1;
-  float w1;
-};
-
-// AxisTaps of kernels/data/augment.cpp for one output coordinate, operation for operation (the
-// _rn intrinsics keep nvcc from contracting into FMAs, which the host code does not use): the same
-// taps as the host. The blend is in float here and in fixed point on the host, so a value on a
-// rounding boundary may land on the other 8-bit neighbour (Verify allows one step).
-__device__ __forceinline__ Tap AxisTap(int r0, int len, int out, int size, int i) {
-  const double step = __ddiv_rn(double(len), double(out));
-  double src = __dadd_rn(__dadd_rn(double(r0), __dmul_rn(double(i) + 0.5, step)), -0.5);
-  src = fmin(fmax(src, 0.0), double(size - 1));
-  Tap t;
-  t.i0 = min(int(src), size - 1);
-  t.i1 = min(t.i0 + 1, size - 1);
-  t.w1 = __double2float_rn(__dsub_rn(src, double(t.i0)));
-  return t;
-}
-
-__device__ __forceinline__ float Lerp(float a, float b, float w) {
-  return __fadd_rn(a, __fmul_rn(w, __fsub_rn(b, a)));
-}
-
-// FloatToBf16 of kernels/common/dtype.cpp (round to nearest even; no NaN can occur here).
-__device__ __forceinline__ uint16_t ToBf16(float f) {
-  unsigned int u = __float_as_uint(f);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
-constexpr int kThreads = 256;
-
-// grid: (ceil(out * out / kThreads), samples). One thread per output pixel, three channels.
-template <bool kBf16, bool kNhwc>
-__global__ void __launch_bounds__(kThreads)
-    CropResizeNormalize(const uint8_t* __restrict__ arena, const SampleDesc* __restrict__ descs,
-                        int out, Affine aff, void* __restrict__ dst) {
-  const int k = blockIdx.y;
-  const int plane = out * out;
-  const int idx = blockIdx.x * kThreads + threadIdx.x;
-  if (idx >= plane) return;
-  const SampleDesc d = descs[k];
-  const int oy = idx / out, ox = idx - oy * out;
-  const int sx = d.flip ? out - 1 - ox : ox;
-  const Tap tx = AxisTap(d.cx, d.cw, out, d.w, sx);
-  const Tap ty = AxisTap(d.cy, d.ch, out, d.h, oy);
-  const size_t row = size_t(d.w) * 3;
-  const uint8_t* r0 = arena + d.src + size_t(ty.i0) * row;
-  const uint8_t* r1 = arena + d.src + size_t(ty.i1) * row;
-  const int x0 = tx.i0 * 3, x1 = tx.i1 * 3;
-#pragma unroll
-  for (int c = 0; c < 3; ++c) {
-    const float top = Lerp(float(__ldg(r0 + x0 + c)), float(__ldg(r0 + x1 + c)), tx.w1);
-    const float bot = Lerp(float(__ldg(r1 + x0 + c)), float(__ldg(r1 + x1 + c)), tx.w1);
-    const float v = Lerp(top, bot, ty.w1);
-    const int u8 = int(fminf(255.0f, fmaxf(0.0f, __fadd_rn(v, 0.5f))));  // truncates, as the host
-    const float y = __fadd_rn(__fmul_rn(float(u8), aff.scale[c]), aff.bias[c]);
-    const size_t at = kNhwc ? (size_t(k) * plane + idx) * 3 + c : (size_t(k) * 3 + c) * plane + idx;
-    if constexpr (kBf16) {
-      static_cast<uint16_t*>(dst)[at] = ToBf16(y);
-    } else {
-      static_cast<float*>(dst)[at] = y;
-    }
-  }
-}
-
-template <bool kBf16, bool kNhwc>
-void LaunchAugment(const uint8_t* arena, const SampleDesc* descs, int n, int out, const Affine& aff,
-                   void* dst, cudaStream_t stream) {
-  const dim3 grid(unsigned((out * out + kThreads - 1) / kThreads), unsigned(n));
-  CropResizeNormalize<kBf16, kNhwc><<<grid, kThreads, 0, stream>>>(arena, descs, out, aff, dst);
-  DLB_CHECK(cudaGetLastError());
-}
-
-// Normalize's scale and bias (kernels/data/augment.cpp), computed the same way.
-Affine AffineOf(const Stats& st) {
-  Affine a;
-  for (int c = 0; c < 3; ++c) {
-    a.scale[c] = 1.0f / (255.0f * st.std[c]);
-    a.bias[c] = -st.mean[c] / st.std[c];
-  }
-  return a;
-}
 
 constexpr size_t kArenaAlign = 256;
 size_t AlignUp(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
@@ -612,11 +426,8 @@ void NvJpegLoader::Impl::RunBatch() {
     DLB_CHECK(cudaMemcpyAsync(descs_dev.get(), descs_host.get(), sizeof(SampleDesc) * size_t(n),
                               cudaMemcpyHostToDevice, stream.get()));
     const bool bf16 = cfg.dtype == DType::kBF16, nhwc = cfg.layout == Layout::kNHWC;
-    void (*launch)(const uint8_t*, const SampleDesc*, int, int, const Affine&, void*,
-                   cudaStream_t) =
-        bf16 ? (nhwc ? LaunchAugment<true, true> : LaunchAugment<true, false>)
-             : (nhwc ? LaunchAugment<false, true> : LaunchAugment<false, false>);
-    launch(arena.get(), descs_dev.get(), n, shape.side, affine, output.get(), stream.get());
+    LaunchCropResizeNormalize(arena.get(), descs_dev.get(), n, shape.side, affine, bf16, nhwc,
+                              output.get(), stream.get());
   }
   DLB_CHECK(cudaEventRecord(ev_done.get(), stream.get()));
   DLB_CHECK(cudaStreamSynchronize(stream.get()));
