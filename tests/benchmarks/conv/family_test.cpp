@@ -14,27 +14,26 @@
 #include "kernels/common/fill.h"
 #include "kernels/reference/conv.h"
 #include "tests/fixtures/testing.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::conv {
 namespace {
 
-std::string Write(const std::string& name, const std::string& text) {
-  return dlb::testing::WriteTempFile("dlb_conv_family_test", name, text);
-}
 using dlb::testing::ErrorOf;
 
 TEST(ConvFamily, RowsTheirNetworkAndImpossibleShapes) {
+  const dlb::testing::TempDir dir("conv_family");
   const std::string header = "name,count,c,h,w,k,r,s,stride,pad,dilation,groups,tier\n";
-  auto ok = Write("conv_resnet18.csv", header + "l1,2,64,56,56,64,3,3,1,1,1,1,default\n");
+  auto ok = dir.Write("conv_resnet18.csv", header + "l1,2,64,56,56,64,3,3,1,1,1,1,default\n");
   auto rows = LoadWorkloads(ok);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].shape.P(), 56);
   EXPECT_EQ(rows[0].basics.count, 2);
   EXPECT_EQ(rows[0].basics.network, "resnet18") << "from the file name";
-  auto bad = Write("conv_bad.csv", header + "l1,1,64,5,5,64,7,7,1,0,1,1,default\n");
+  auto bad = dir.Write("conv_bad.csv", header + "l1,1,64,5,5,64,7,7,1,0,1,1,default\n");
   EXPECT_NE(ErrorOf([&] { LoadWorkloads(bad); }).find("conv_bad.csv:2: impossible convolution"),
             std::string::npos);
-  auto groups = Write("conv_groups.csv", header + "l1,1,64,5,5,64,3,3,1,1,1,3,default\n");
+  auto groups = dir.Write("conv_groups.csv", header + "l1,1,64,5,5,64,3,3,1,1,1,3,default\n");
   EXPECT_NE(ErrorOf([&] { LoadWorkloads(groups); }).find("impossible"), std::string::npos);
 }
 

@@ -11,19 +11,18 @@
 #include "kernels/common/fill.h"
 #include "kernels/reference/gemm.h"
 #include "tests/fixtures/testing.h"
+#include "tests/support/temp_dir.h"
 
 namespace dlb::gemm {
 namespace {
 
-std::string Write(const std::string& name, const std::string& text) {
-  return dlb::testing::WriteTempFile("dlb_gemm_family_test", name, text);
-}
 using dlb::testing::ErrorOf;
 
 TEST(GemmFamily, ReadsRowsWithBatchAsM) {
-  auto path = Write("gemm_ok.csv",
-                    "# comment\nname,m,n,k,ta,tb,count,tier,network\n\n"
-                    "square.256,256,256,256,0,0,1,smoke,\nfc.x,bs,1000,512,0,1,2,full,mlp\n");
+  const dlb::testing::TempDir dir("gemm_family");
+  auto path = dir.Write("gemm_ok.csv",
+                        "# comment\nname,m,n,k,ta,tb,count,tier,network\n\n"
+                        "square.256,256,256,256,0,0,1,smoke,\nfc.x,bs,1000,512,0,1,2,full,mlp\n");
   auto rows = LoadWorkloads(path);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].basics.name, "square.256");
@@ -38,6 +37,7 @@ TEST(GemmFamily, ReadsRowsWithBatchAsM) {
 }
 
 TEST(GemmFamily, MalformedRowsNameFileAndLine) {
+  const dlb::testing::TempDir dir("gemm_family");
   const std::string header = "name,m,n,k,ta,tb,count,tier\n";
   struct Case {
     std::string body, expect;
@@ -52,7 +52,7 @@ TEST(GemmFamily, MalformedRowsNameFileAndLine) {
       {"a,1,2,3,0,0,1,smoke\na,1,2,3,0,0,1,smoke\n", "gemm_bad.csv:3: column 'name': 'a' repeats"},
   };
   for (const auto& c : cases) {
-    auto path = Write("gemm_bad.csv", header + c.body);
+    auto path = dir.Write("gemm_bad.csv", header + c.body);
     std::string err = ErrorOf([&] { LoadWorkloads(path); });
     EXPECT_NE(err.find(c.expect), std::string::npos) << "got: " << err << "\nwant: " << c.expect;
   }
