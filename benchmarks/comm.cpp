@@ -9,6 +9,7 @@ namespace {
 
 void RegisterCases() {
   AddCommContext();
+  if (!WantDevice(true)) return;  // every collective runs on GPUs
   for (Collective c : nccl::kCollectives)
     for (DType dt : DTypesFor(c))
       for (int64_t bytes : Sizes())

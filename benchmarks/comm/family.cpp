@@ -354,7 +354,10 @@ int Main(int argc, char** argv, const Family& family) {
     }
   }
   args.push_back(nullptr);
-  const int rc = BenchMain(int(args.size()) - 1, args.data(), family);
+  // Rank 0 speaks for the run: the others show no progress and no summary.
+  Family mine = family;
+  mine.quiet = launch->rank() != 0;
+  const int rc = BenchMain(int(args.size()) - 1, args.data(), mine);
   ReleaseWorld();
   S().launch = nullptr;
   return rc;

@@ -1,8 +1,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "kernels/common/fill.h"
@@ -16,23 +18,63 @@
 
 namespace dlb::cuda {
 
-int DeviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
+namespace {
+
+std::string VersionText(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
 
-std::string NoDeviceReason() {
-  int n = 0;
-  cudaError_t st = cudaGetDeviceCount(&n);
-  if (st == cudaSuccess && n > 0) return "";
-  cudaGetLastError();
-  if (st == cudaErrorNoDevice || (st == cudaSuccess && n == 0)) return "no CUDA device";
-  return std::string("no CUDA device (") + cudaGetErrorString(st) + ")";
+// Why cudaGetDeviceCount found no device, in words that fit the cause. The runtime reports a
+// missing driver as "driver version is insufficient", so the driver library is looked for first.
+std::string Explain(cudaError_t st) {
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) cudaGetLastError();
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return "no NVIDIA driver (libcuda.so.1 not found)";
+  int driver = 0;
+  using GetVersion = int (*)(int*);
+  if (auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"))) get(&driver);
+  ::dlclose(lib);  // the runtime holds its own reference when it loaded the library
+  if (st == cudaErrorInsufficientDriver)
+    return "NVIDIA driver too old: it supports CUDA " + VersionText(driver) +
+           ", this build's CUDA runtime is " + VersionText(runtime) + " (update the driver)";
+  if (st == cudaErrorStubLibrary)
+    return "no NVIDIA driver (libcuda.so.1 is the CUDA toolkit's stub, not a driver)";
+  if (st == cudaErrorNoDevice || st == cudaSuccess) {
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+      return std::string("no CUDA device visible (CUDA_VISIBLE_DEVICES=") + visible +
+             " hides every GPU)";
+    return "no CUDA device (the NVIDIA driver, CUDA " + VersionText(driver) +
+           ", is installed but sees no GPU)";
+  }
+  return std::string("CUDA unusable: ") + cudaGetErrorString(st);
 }
+
+struct Probe {
+  int count = 0;
+  std::string reason;  // "" when count > 0
+};
+
+// Once per process: the answer cannot change while it runs, and asking again costs a driver call.
+const Probe& Devices() {
+  static const Probe probe = [] {
+    Probe p;
+    const cudaError_t st = cudaGetDeviceCount(&p.count);
+    if (st != cudaSuccess) {
+      cudaGetLastError();
+      p.count = 0;
+    }
+    if (p.count == 0) p.reason = Explain(st);
+    return p;
+  }();
+  return probe;
+}
+
+}  // namespace
+
+int DeviceCount() { return Devices().count; }
+
+std::string NoDeviceReason() { return Devices().reason; }
 
 DeviceInfo QueryDevice(int device) {
   DeviceInfo info;

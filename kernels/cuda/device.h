@@ -14,9 +14,12 @@
 
 namespace dlb::cuda {
 
-// Number of usable CUDA devices; 0 when there is no driver or no device (never throws).
+// Number of usable CUDA devices; 0 when there is no driver or no device (never throws). Asked
+// once per process.
 int DeviceCount();
-// Why there is no device ("no CUDA device", "CUDA driver ...") for the unsupported message.
+// Why there is no device, by cause: "no NVIDIA driver (libcuda.so.1 not found)", "NVIDIA driver
+// too old: it supports CUDA 12.2, this build's CUDA runtime is 13.0 (update the driver)", "no
+// CUDA device visible (CUDA_VISIBLE_DEVICES=-1 hides every GPU)", ...; "" when there is one.
 std::string NoDeviceReason();
 
 struct DeviceInfo {

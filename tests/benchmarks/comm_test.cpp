@@ -19,8 +19,7 @@ class BenchComm : public ::testing::Test {
 void ExpectEveryCaseUnsupportedWithoutADevice(const nlohmann::json& json) {
   for (const auto& b : json["benchmarks"]) {
     EXPECT_TRUE(b.value("error_occurred", false)) << b["name"];
-    EXPECT_EQ(b.value("error_message", "").rfind("unsupported: no CUDA device", 0), 0u)
-        << b["name"] << ": " << b.value("error_message", "");
+    EXPECT_EQ(b.value("error_message", ""), NoGpuMessage(json)) << b["name"];
   }
 }
 
@@ -39,8 +38,22 @@ TEST(CommNames, RoundTrip) {
             "comm/broadcast.8/dt:bf16/gpus:2");
 }
 
-TEST_F(BenchComm, WithoutAGpuEveryCaseIsUnsupportedAndTheRunSucceeds) {
+// --dlb_device=all (the default) without a GPU: no case at all, said once, and still a valid JSON
+// file with the context.
+TEST_F(BenchComm, WithoutAGpuTheRunHasNoCaseSaysWhyAndWritesValidJson) {
   Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  EXPECT_TRUE(r.json["benchmarks"].empty());
+  const std::string why = r.json["context"].value(std::string(schema::kCtxGpuLeftOut), "");
+  EXPECT_FALSE(why.empty());
+  EXPECT_NE(r.output.find("bench_comm: GPU cases left out: " + why), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bench_comm: no case to run here"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Failed to match"), std::string::npos) << r.output;
+}
+
+TEST_F(BenchComm, WithoutAGpuEveryCaseIsUnsupportedAndTheRunSucceeds) {
+  Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_device=gpu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   CheckCommJson(r.json, 2);
   ExpectEveryCaseUnsupportedWithoutADevice(r.json);
@@ -50,7 +63,7 @@ TEST_F(BenchComm, WithoutAGpuEveryCaseIsUnsupportedAndTheRunSucceeds) {
 }
 
 TEST_F(BenchComm, BytesFlagChoosesTheSizes) {
-  Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_comm_bytes=8,4096");
+  Result r = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_device=gpu --dlb_comm_bytes=8,4096");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.json.is_object());
   for (const auto& b : r.json["benchmarks"]) {
@@ -65,7 +78,8 @@ TEST_F(BenchComm, BytesFlagChoosesTheSizes) {
 #ifdef DLB_MPIEXEC
 // The JSON path and the smoke tier, for each process of an mpirun line.
 std::string Args(const std::filesystem::path& out) {
-  return " --dlb_tier=smoke --benchmark_out='" + out.string() + "' --benchmark_out_format=json";
+  return " --dlb_tier=smoke --dlb_device=gpu --benchmark_out='" + out.string() +
+         "' --benchmark_out_format=json";
 }
 
 TEST_F(BenchComm, TwoProcessesRunTheSameCasesAndOnlyRankZeroWrites) {
@@ -84,18 +98,15 @@ TEST_F(BenchComm, TwoProcessesRunTheSameCasesAndOnlyRankZeroWrites) {
   EXPECT_NE(ranks.find("rank 0: "), std::string::npos) << ranks;
   EXPECT_NE(ranks.find("rank 1: "), std::string::npos) << ranks;
   // Nothing but rank 0's file in the folder (no second writer, no temporary left), and one
-  // console table: each case's line once.
+  // console: the cases that cannot run here summed up once.
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1);
-  for (const auto& b : json["benchmarks"]) {
-    const std::string name = b["name"];
-    size_t seen = 0;
-    for (size_t p = r.output.find(name + " "); p != std::string::npos;
-         p = r.output.find(name + " ", p + 1))
-      ++seen;
-    EXPECT_EQ(seen, 1u) << name << " in:\n" << r.output;
-  }
+  const std::string summed = "24 x " + NoGpuMessage(json);
+  size_t seen = 0;
+  for (size_t p = r.output.find(summed); p != std::string::npos; p = r.output.find(summed, p + 1))
+    ++seen;
+  EXPECT_EQ(seen, 1u) << summed << " in:\n" << r.output;
 }
 
 // Open MPI's MPMD form gives rank 0 and rank 1 different sizes: each case is then a failure

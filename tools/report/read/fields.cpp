@@ -115,8 +115,10 @@ void BuildEntry(RawEntry* raw_entry, const std::string& path, const std::string&
   if (raw.error_occurred || raw.skipped) {
     e.message = raw.error_occurred ? raw.error_message : raw.skip_message;
     if (e.message.empty()) e.message = raw.error_message + raw.skip_message;
-    e.status = e.message.rfind(schema::kStatusUnsupported, 0) == 0 ? Status::kUnsupported
-                                                                   : Status::kFailed;
+    // A case --dlb_budget dropped was not run, like one that cannot run here: neither failed.
+    const bool not_run = e.message.rfind(schema::kStatusUnsupported, 0) == 0 ||
+                         e.message.rfind(schema::kStatusDropped, 0) == 0;
+    e.status = not_run ? Status::kUnsupported : Status::kFailed;
     e.real_ns = e.cpu_ns = 0;
     out->push_back(std::move(e));
     return;
