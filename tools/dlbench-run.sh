@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job: builds dlbench, runs every benchmark family at the default tier on this machine's
 # CPU and, if present, its GPU, writes reports/latest/<family>.json, then reports/latest/report.md
-# and report.html (summary, CPU-vs-GPU speedups, batch-size sweeps), and prints their paths.
+# and report.html (findings first, then each family's tables), and prints their paths.
 #   tools/dlbench-run.sh [--dlb_* and --benchmark_* flags passed to every binary]
 # DLB_TIER=smoke|default|full (and every other DLB_* variable) works as the flags do.
+# DLB_BUDGET=MIN (or --dlb_budget=MIN): the minutes the whole job's benchmarks may take, shared
+# among the families (what one leaves goes to the next); the default tier's is 15, off for none.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -14,23 +16,60 @@ cmake --preset release | awk '/^-- dlbench /{p=1} /^-- Configuring done/{p=0} p'
 # tools/dlbench-test.sh's.
 cmake --build --preset release -j "$(nproc)" --target dlbench-main
 
+tier=${DLB_TIER:-default}
+budget=${DLB_BUDGET:-}
+for a in "$@"; do
+  case $a in
+    --dlb_tier=*) tier=${a#--dlb_tier=} ;;
+    --dlb_budget=*) budget=${a#--dlb_budget=} ;;
+  esac
+done
+if [[ -z $budget ]]; then
+  if [[ $tier == default ]]; then budget=15; else budget=off; fi
+fi
+if [[ $budget != off && $budget != 0 ]] &&
+   ! awk -v b="$budget" 'BEGIN { exit !(b + 0 > 0 && b ~ /^[0-9.]+$/) }'; then
+  echo "dlbench: DLB_BUDGET/--dlb_budget=$budget: expects a positive number of minutes, or off" >&2
+  exit 2
+fi
+
 out=reports/latest
 mkdir -p "$out"
 bin=build/release/benchmarks
 # train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
 # comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
 # dataload: input pipelines on a dataset generated once into ~/.cache/dlbench (DLB_DATA=DIR for yours).
-for family in gemm conv train train_native dataload comm; do
+families=(gemm conv train train_native dataload comm)
+# Each family's share of the budget, by what its default tier takes on a CPU-only machine and on
+# a GPU host (docs/flags.md).
+declare -A weight=([gemm]=1 [conv]=3 [train]=6 [train_native]=1 [dataload]=2 [comm]=1)
+start=$(date +%s)
+times=""
+for i in "${!families[@]}"; do
+  family=${families[$i]}
   [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
+  extra=()
+  if [[ $budget != off && $budget != 0 ]]; then
+    left_weights=0
+    for f in "${families[@]:$i}"; do left_weights=$((left_weights + weight[$f])); done
+    share=$(awk -v b="$budget" -v s="$(($(date +%s) - start))" -v w="${weight[$family]}" \
+      -v all="$left_weights" 'BEGIN { m = (b * 60 - s) / 60 * w / all; printf "%.3f", m > 0.01 ? m : 0.01 }')
+    extra=(--dlb_budget="$share")
+  fi
   # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
   tmp=$(mktemp "$out/.$family.XXXXXX")
   trap 'rm -f "$tmp"' EXIT
-  echo "dlbench: running bench_$family (tier ${DLB_TIER:-default})"
-  "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@"
+  echo "dlbench: running bench_$family (tier $tier${extra:+, budget ${extra[0]#--dlb_budget=} min})"
+  t0=$(date +%s)
+  "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@" "${extra[@]}"
+  t=$(($(date +%s) - t0))
+  times+="${times:+, }$family $((t / 60)):$(printf %02d $((t % 60)))"
   chmod 644 "$tmp"  # mktemp makes it private; results are for sharing
   mv "$tmp" "$out/$family.json"
   trap - EXIT
 done
+total=$(($(date +%s) - start))
+echo "dlbench: benchmark time $((total / 60)):$(printf %02d $((total % 60))) ($times)"
 
 jsons=("$out"/*.json)
 build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out" >/dev/null
