@@ -10,9 +10,11 @@ namespace dlb::backends {
 
 // Readies the CPU backends of this build, once per process before any case is built (the thread
 // pools keep what it sets), and returns the thread count:
-// - OpenMP threads that wait sleep at once (OMP_WAIT_POLICY=passive) unless the user chose a
-//   policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set). libgomp's default spins a waiting thread for
-//   milliseconds, which on cores that other processes share made small steps 10 to 100x slower
+// - where other processes keep the CPUs busy (half a CPU or more over 0.25 s) and the user chose
+//   no OpenMP wait policy (OMP_WAIT_POLICY, GOMP_SPINCOUNT), OpenMP threads that wait sleep at once
+//   (OMP_WAIT_POLICY=passive). libgomp's default spins a waiting thread for milliseconds, which on
+//   shared cores made CPU cases 4 to 800x slower; on idle cores the spin is what makes small
+//   parallel regions cheap (2 us against 13 us with passive waiting), so it stays there
 //   (docs/families/train.md). The runtime reads the variable only when it loads, so the process
 //   sets it and runs itself again, same arguments, once (where /proc/self/exe can be run).
 // - every CPU backend (oneDNN, and the OpenMP loops beside it) runs n threads, or, for n <= 0,
@@ -21,8 +23,9 @@ namespace dlb::backends {
 int SetCpuThreads(int n);
 // The count SetCpuThreads() set; before it is called, the default it would set.
 int CpuThreads();
-// How OpenMP threads wait in this process: "OMP_WAIT_POLICY=passive" (set by SetCpuThreads), the
-// user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT, or "OpenMP's default wait" (spin, then sleep).
+// How OpenMP threads wait in this process: "OMP_WAIT_POLICY=passive: other processes kept 1.9 of
+// 2 CPUs busy at the start" (set by SetCpuThreads), the user's own OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT, or "OpenMP's default wait" (spin, then sleep).
 std::string OpenMpWait();
 
 // Context entries, key -> value: each backend's version and threads, and "not built" for a

@@ -1,4 +1,4 @@
-// The default CPU thread count: the physical cores this process may run on.
+// The default CPU thread count, the physical cores this process may run on, and the load on them.
 #include "kernels/common/cpu.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +25,13 @@ TEST(Cpu, TheDefaultThreadsAreThePhysicalCoresTheProcessMayRunOn) {
   } else if (AllowedPhysicalCores() < cpu.physical) {
     EXPECT_EQ(AllowedPhysicalCoresWhy(), "physical cores in the CPU affinity");
   }
+}
+
+// The load on the CPUs this process may run on, in CPUs: between none and all of them.
+TEST(Cpu, BusyAllowedCpusIsAShareOfTheAllowedCpus) {
+  const double busy = BusyAllowedCpus(0.05);
+  ASSERT_GE(busy, 0.0) << "/proc/stat unreadable";
+  EXPECT_LE(busy, AllowedCpus() + 1e-9);
 }
 
 }  // namespace
