@@ -6,6 +6,7 @@
 #include "benchmarks/train/family.h"
 #include "fixtures/main.h"
 #include "fixtures/op_list.h"
+#include "kernels/backends.h"
 #include "kernels/torch/step.h"
 #ifdef DLBENCH_HAVE_TORCH_FED
 #include "kernels/data/dataset_source.h"
@@ -153,7 +154,9 @@ void RegisterCases() {
   benchmark::AddCustomContext(std::string(schema::kCtxTorchVersion), libtorch::TorchVersion());
   benchmark::AddCustomContext(std::string(schema::kCtxTorchCuda),
                               libtorch::TorchHasCuda() ? "yes" : "no");
-  libtorch::SetTorchThreads(dlb::Opts().threads);
+  // The count oneDNN was given before any case (fixtures/main.cpp): the same cores for both, and
+  // not LibTorch's own default, which cpuinfo can make fewer.
+  libtorch::SetTorchThreads(backends::CpuThreads());
   benchmark::AddCustomContext(std::string(schema::kCtxTorchThreads),
                               std::to_string(libtorch::TorchThreads()));
   for (const Model& m : TierModels())

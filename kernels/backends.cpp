@@ -1,16 +1,86 @@
 #include "kernels/backends.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "kernels/common/cpu.h"
+
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/context.h"
 #endif
 
 namespace dlb::backends {
 
-void SetCpuThreads([[maybe_unused]] int n) {
-#ifdef DLBENCH_HAVE_ONEDNN
-  onednn::SetThreads(n);
-#endif
+namespace {
+int g_threads = 0;
+
+constexpr const char* kWaitVariables[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"};
+// Why this process set OMP_WAIT_POLICY before it ran itself again (for the context).
+constexpr const char* kWaitWhy = "DLBENCH_OPENMP_WAIT_WHY";
+// Other processes' load, in CPUs, from which OpenMP threads that wait sleep at once: half a CPU
+// already makes one of the threads share its core.
+constexpr double kBusyCpus = 0.5;
+// How long the CPUs are watched before the first case, once per process.
+constexpr double kWatchSeconds = 0.25;
+
+// Runs this program again with the same arguments and OMP_WAIT_POLICY=passive; returns only where
+// that cannot be done, with the variable unset again (the runtime loaded without it).
+void RunAgainWithPassiveWait(const std::string& why) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (all.empty()) return;
+  std::vector<std::string> args;
+  for (size_t begin = 0; begin < all.size();) {
+    const size_t end = all.find('\0', begin);
+    args.push_back(all.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (::setenv("OMP_WAIT_POLICY", "passive", 0) != 0 || ::setenv(kWaitWhy, why.c_str(), 1) != 0)
+    return;
+  std::fflush(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv(kWaitWhy);
 }
+}  // namespace
+
+std::string OpenMpWait() {
+  for (const char* v : kWaitVariables) {
+    if (const char* s = std::getenv(v)) {
+      const char* why = std::getenv(kWaitWhy);
+      return std::string(v) + "=" + s + (why && *why ? std::string(": ") + why : "");
+    }
+  }
+  return "OpenMP's default wait";
+}
+
+int SetCpuThreads(int n, bool may_run_again) {
+  if (may_run_again && OpenMpWait() == "OpenMP's default wait") {
+    const double busy = BusyAllowedCpus(kWatchSeconds);
+    if (busy >= kBusyCpus) {
+      char why[96];
+      std::snprintf(why, sizeof why, "other processes kept %.1f of %d CPUs busy at the start", busy,
+                    AllowedCpus());
+      RunAgainWithPassiveWait(why);
+    }
+  }
+  g_threads = n > 0 ? n : AllowedPhysicalCores();
+#ifdef DLBENCH_HAVE_ONEDNN
+  onednn::SetThreads(g_threads);
+#endif
+  return g_threads;
+}
+
+int CpuThreads() { return g_threads > 0 ? g_threads : AllowedPhysicalCores(); }
 
 std::map<std::string, std::string> ContextEntries() {
   std::map<std::string, std::string> c;

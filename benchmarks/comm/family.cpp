@@ -357,6 +357,7 @@ int Main(int argc, char** argv, const Family& family) {
   // Rank 0 speaks for the run: the others show no progress and no summary.
   Family mine = family;
   mine.quiet = launch->rank() != 0;
+  mine.may_run_again = false;  // the launch may have started MPI; the collectives use no OpenMP
   const int rc = BenchMain(int(args.size()) - 1, args.data(), mine);
   ReleaseWorld();
   S().launch = nullptr;

@@ -46,6 +46,12 @@ memory::desc Matrix(int64_t rows, int64_t cols, bool transposed = false) {
   return memory::desc({rows, cols}, memory::data_type::f32, strides);
 }
 
+// Elements below which a loop of the step runs on the calling thread, as LibTorch's
+// at::parallel_for does below its grain (32768): at batch 2 a loop holds 2 to 1024 elements, and
+// waking the OpenMP team for it costs more than the loop, most of all on cores other processes
+// share, where every barrier can wait for a descheduled thread (docs/families/train.md).
+constexpr int64_t kMinParallel = 32768;
+
 // 64-byte aligned offsets: every weight and bias starts on its own cache line.
 size_t RoundUp(size_t n) { return (n + 15) / 16 * 16; }
 
@@ -55,7 +61,7 @@ size_t RoundUp(size_t n) { return (n + 15) / 16 * 16; }
 void MaskAndColumnSums(const float* act, float* m, int64_t rows, int64_t cols, float* out) {
   constexpr int64_t kBlock = 16;
   const int64_t blocks = (cols + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols >= kMinParallel)
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t j0 = blk * kBlock, j1 = std::min(cols, j0 + kBlock);
     float acc[kBlock] = {};
@@ -236,7 +242,7 @@ void NativeMlpStep::Loss() {
   const float* logits = act_.back().get();
   float* dlogits = dz_.back().get();
   const float inv_n = 1.0f / float(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * classes >= kMinParallel)
   for (int64_t i = 0; i < n; ++i) {
     const float* z = logits + i * classes;
     float* dz = dlogits + i * classes;
@@ -277,7 +283,7 @@ void NativeMlpStep::Optimize() {
   const float* g = grads_.get();
   float* buf = momentum_.get();
   const int64_t count = int64_t(flat_);
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (count >= kMinParallel)
   for (int64_t i = 0; i < count; ++i) {
     buf[i] = mom * buf[i] + g[i];
     p[i] -= lr * buf[i];

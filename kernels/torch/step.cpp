@@ -386,7 +386,6 @@ Support TorchStepCpu::Supports(const TrainShape& shape, const RunConfig& cfg) {
 TorchStepCpu::TorchStepCpu(const TrainShape& shape, const RunConfig& cfg) {
   RequireSupported(Supports(shape, cfg));
   ResetPeakRss();
-  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
   e_ = Guarded([&] { return std::make_unique<Engine>(shape, cfg, Where::kCpu, false); });
 }
 

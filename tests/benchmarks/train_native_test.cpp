@@ -52,6 +52,27 @@ TEST(BenchTrainNative, SmokeTierWritesValidJsonAndCallsItsOwnOneDnn) {
 #endif
 }
 
+// The native step runs the process's threads: --dlb_threads=1 gives oneDNN and the label one.
+TEST(BenchTrainNative, DlbThreadsSetsTheStepsThreads) {
+  Result r = RunBinary(DLB_BENCH_TRAIN_NATIVE,
+                       "--dlb_device=cpu --dlb_tier=smoke --benchmark_min_time=0.01 "
+                       "--benchmark_filter=pass:infer --dlb_threads=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+  const auto& ctx = r.json["context"];
+  EXPECT_EQ(ctx.value(std::string(schema::kCtxCpuThreads), "").rfind("1 (--dlb_threads", 0), 0u);
+#ifdef DLBENCH_HAVE_ONEDNN
+  EXPECT_EQ(ctx.value(std::string(schema::kCtxOnednnThreads), ""), "1");
+  int labelled = 0;
+  for (const auto& b : r.json["benchmarks"]) {
+    if (b.value("error_occurred", false)) continue;
+    ++labelled;
+    EXPECT_NE(b.value("label", "").find("f32 threads 1;"), std::string::npos)
+        << b.value("label", "");
+  }
+  EXPECT_EQ(labelled, 1) << r.output;
+#endif
+}
 
 }  // namespace
 }  // namespace dlb::testing

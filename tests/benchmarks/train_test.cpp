@@ -47,6 +47,48 @@ TEST(BenchTrain, SmokeTierWritesValidJson) {
       names.count("train/cpu/libtorch/resnet18_cifar/bs:2/dt:f32/fmt:nchw/pass:train/manual_time"));
 }
 
+// One thread count for every CPU path of the process: --dlb_threads=1 gives LibTorch, oneDNN and
+// every label one thread; without it, the physical cores the process may run on. The context says
+// how OpenMP threads wait.
+TEST(BenchTrain, EveryCpuPathRunsTheSameThreads) {
+  const bool user_wait = std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT");
+  for (const std::string flag : {"--dlb_threads=1", ""}) {
+    Result r = RunBinary(DLB_BENCH_TRAIN,
+                         "--dlb_device=cpu --dlb_tier=smoke --benchmark_min_time=0.01 "
+                         "--benchmark_filter='libtorch/mlp/.*/pass:infer' " +
+                             flag);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_TRUE(r.json.is_object()) << r.output;
+    const auto& ctx = r.json["context"];
+    const std::string threads = ctx.value(std::string(schema::kCtxCpuThreads), "");
+    const int n = std::atoi(threads.c_str());
+    if (flag.empty()) {
+      EXPECT_NE(threads.find(" (physical cores"), std::string::npos) << threads;
+      if (threads.find("in the CPU affinity") == std::string::npos)
+        EXPECT_EQ(std::to_string(n), ctx.value(std::string(schema::kCtxCpuPhysical), ""));
+    } else {
+      EXPECT_EQ(threads.rfind("1 (--dlb_threads", 0), 0u) << threads;
+    }
+    // Passive where other processes kept the CPUs busy at the start, else OpenMP's own default.
+    if (!user_wait)
+      EXPECT_TRUE(threads.find("OMP_WAIT_POLICY=passive: other processes kept") !=
+                      std::string::npos ||
+                  threads.find("OpenMP's default wait)") != std::string::npos)
+          << threads;
+    EXPECT_EQ(ctx.value(std::string(schema::kCtxTorchThreads), ""), std::to_string(n)) << flag;
+    EXPECT_EQ(ctx.value(std::string(schema::kCtxOnednnThreads), ""), std::to_string(n)) << flag;
+    int labelled = 0;
+    for (const auto& b : r.json["benchmarks"]) {
+      if (b.value("error_occurred", false)) continue;
+      ++labelled;
+      EXPECT_NE(b.value("label", "").find("CPU, " + std::to_string(n) + " threads"),
+                std::string::npos)
+          << b.value("label", "");
+    }
+    EXPECT_EQ(labelled, 1) << r.output;
+  }
+}
+
 TEST(BenchTrain, AnImpossibleBatchFailsItsCaseAndTheSweepGoesOn) {
   // 2^20 images of 224x224 need 588 GiB for the input alone: that case fails with "out of
   // memory: ...", the batch of 1 after it is measured.

@@ -98,6 +98,20 @@ TEST(TorchStepCpu, RefusesWhatTheCpuPathDoesNotRun) {
   EXPECT_FALSE(TorchStepCpu::Supports(s, cfg).ok);
 }
 
+// The threads are the process's, set once before any case (benchmarks/train.cpp): building a case
+// leaves them as they are, whatever its RunConfig says, and its label names them.
+TEST(TorchStepCpu, BuildingACaseLeavesTheProcesssThreadsAlone) {
+  const int before = TorchThreads();
+  SetTorchThreads(1);
+  RunConfig cfg;
+  cfg.threads = 2;
+  const TorchStepCpu op(Shape("mlp", 2), cfg);
+  EXPECT_EQ(TorchThreads(), 1);
+  EXPECT_NE(op.label().find("CPU, 1 threads"), std::string::npos) << op.label();
+  SetTorchThreads(before);
+  EXPECT_EQ(TorchThreads(), before);
+}
+
 TEST(TorchStepCpu, AWrongStepFailsItsCheck) {
   TrainShape s = Shape("mlp", 4);
   StepResult got = OneStep(s, RunConfig{}, Where::kCpu, false);
