@@ -121,8 +121,14 @@ TEST(Html, TheReportLeadsWithTheAnswers) {
   EXPECT_LT(html.find("<h2>gemm</h2>"), details);
   EXPECT_LT(html.find("<h2>conv</h2>"), details);
   for (const char* t : {"Network mlp", "Network catdog64", "Network resnet18_cifar",
-                        "Workloads without a network", "GPU samples/s", "★"})
+                        "Shapes without a network", "GPU FLOP/s", "GPU images/s", "★"})
     EXPECT_LT(html.find(t), details) << t;
+  // The findings come before every family's table.
+  size_t findings = html.find("<h2>Findings</h2>");
+  ASSERT_NE(findings, std::string::npos);
+  EXPECT_LT(findings, html.find("<h2>gemm</h2>"));
+  EXPECT_LT(findings, html.find("<h2>conv</h2>"));
+  EXPECT_LT(findings, html.find("Training: one epoch per model"));
   // Square GEMMs and DeepBench shapes are no network.
   EXPECT_EQ(html.find("Network square"), std::string::npos);
   EXPECT_EQ(html.find("Network deepbench"), std::string::npos);

@@ -41,6 +41,24 @@ bool WideY(const Chart& chart) {
   return lo > 0 && hi / lo > 20;
 }
 
+std::string FormatDuration(double s) {
+  if (!std::isfinite(s)) return "-";
+  if (s >= 7200) return FormatNumber(s / 3600, 3) + " h";
+  if (s >= 120) return FormatNumber(s / 60, 3) + " min";
+  return FormatTime(s * 1e9);
+}
+
+std::string FormatBytes(double b, int significant) {
+  if (!std::isfinite(b)) return "-";
+  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (b >= 1024 && i < 4) {
+    b /= 1024;
+    ++i;
+  }
+  return FormatNumber(b, significant) + " " + kUnit[i];
+}
+
 std::string InputsNote(const std::vector<std::string>& inputs) {
   return "Inputs: " + Join(inputs, ", ");
 }

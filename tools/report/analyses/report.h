@@ -20,9 +20,11 @@ struct OverviewRow {
   std::string dt, config;
   double bs = 0;  // 0: the workload has no batch size
   int cpu_layers = 0, gpu_layers = 0;
-  double cpu_ns = 0, gpu_ns = 0, speedup = 0;  // NaN where a device has nothing
-  double cpu_per_s = 0, gpu_per_s = 0;         // samples/s; NaN without a batch size
-  bool cpu_best = false, gpu_best = false;     // highest samples/s over bs, per device
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;     // NaN where a device has nothing
+  double cpu_per_s = 0, gpu_per_s = 0;            // samples/s; NaN without a batch size
+  double cpu_flop_per_s = 0, gpu_flop_per_s = 0;  // NaN unless every layer counts its FLOP
+  double busbw = 0, algbw = 0;  // bytes/s of a collective (one case on the GPU); NaN otherwise
+  bool cpu_best = false, gpu_best = false;  // highest samples/s over bs, per device
   bool doubtful = false;  // a result it adds up was not verified or was mistrusted
 };
 struct Overview {
