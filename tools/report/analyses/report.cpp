@@ -44,6 +44,11 @@ std::string KeyValues(const std::string& config) {
 // (its network field) but two pipelines are no sum, nor are two collectives.
 bool ByWorkload(const std::string& family) { return family == "dataload" || family == kCommFamily; }
 
+// The most rows a table of the first screen holds.
+constexpr size_t kFirstScreenRows = 40;
+// The most throughput charts a family shows there.
+constexpr size_t kFirstScreenCharts = 6;
+
 Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
 
 // Columns that say nothing here ("-" in every row: a CPU-only run's GPU time, a dtype no case
@@ -591,9 +596,54 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   // their sections stand where the family's overview would.
   std::vector<Section> train_details;
   std::vector<Section> overview = OverviewSections(ov);
+  // A table longer than a screen (every layer of a full conv run) would bury the families after
+  // it: it moves into the details, collapsed, and a line says where it went.
+  std::vector<Section> long_tables;
   for (size_t i = 0; i < overview.size(); ++i) {
     if (ov.families[i] != kTrainFamily || train.cases.empty()) {
-      d.sections.push_back(std::move(overview[i]));
+      Section& s = overview[i];
+      for (size_t k = s.tables.size(); k-- > 0;) {
+        Table& t = s.tables[k];
+        if (t.rows.size() <= kFirstScreenRows) continue;
+        Section moved;
+        moved.title = s.title + ": " + t.title + " (" + std::to_string(t.rows.size()) + " rows)";
+        moved.details = true;
+        s.notes.push_back(t.title + ": " + std::to_string(t.rows.size()) +
+                          " rows, in the details below (collapsed).");
+        t.title.clear();
+        moved.tables.push_back(std::move(t));
+        s.tables.erase(s.tables.begin() + static_cast<std::ptrdiff_t>(k));
+        long_tables.insert(long_tables.begin(), std::move(moved));
+      }
+      for (size_t k = s.charts.size(); k-- > 0;) {
+        Chart& c = s.charts[k];
+        if (c.bars.size() <= kFirstScreenRows) continue;
+        Section moved;
+        moved.title = c.title + " (" + std::to_string(c.bars.size()) + " bars)";
+        moved.details = true;
+        s.notes.push_back(c.title + ": " + std::to_string(c.bars.size()) +
+                          " bars, in the details below (collapsed).");
+        moved.charts.push_back(std::move(c));
+        s.charts.erase(s.charts.begin() + static_cast<std::ptrdiff_t>(k));
+        long_tables.push_back(std::move(moved));
+      }
+      size_t curves = std::count_if(s.charts.begin(), s.charts.end(),
+                                    [](const Chart& c) { return c.kind == Chart::Kind::kLines; });
+      if (curves > kFirstScreenCharts) {
+        Section moved;
+        moved.title =
+            s.title + ": throughput over batch size (" + std::to_string(curves) + " charts)";
+        moved.details = true;
+        s.notes.push_back("Throughput over batch size: " + std::to_string(curves) +
+                          " charts, in the details below (collapsed).");
+        for (size_t k = s.charts.size(); k-- > 0;)
+          if (s.charts[k].kind == Chart::Kind::kLines) {
+            moved.charts.insert(moved.charts.begin(), std::move(s.charts[k]));
+            s.charts.erase(s.charts.begin() + static_cast<std::ptrdiff_t>(k));
+          }
+        long_tables.push_back(std::move(moved));
+      }
+      d.sections.push_back(std::move(s));
       continue;
     }
     for (Section& t : TrainSections(train)) {
@@ -607,6 +657,7 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   std::vector<Section> gpu_details;
   for (Section& s : GpuScalingReportSections(scaling))
     (s.details ? gpu_details : d.sections).push_back(std::move(s));
+  for (Section& s : long_tables) d.sections.push_back(std::move(s));
   std::vector<Section> summary_sections = SummarySections(summary);
   Section not_measured = std::move(summary_sections.back());
   summary_sections.pop_back();

@@ -605,9 +605,10 @@ Table SummaryTable(const std::vector<TrainPairSummary>& rows, bool graph) {
 
 Section PairsSection(const TrainResult& t) {
   Section s;
-  s.title = "train: eager vs CUDA graph, backends";
   bool any_gpu = std::any_of(t.cases.begin(), t.cases.end(),
                              [](const TrainCase& c) { return c.device == "gpu"; });
+  // CUDA graphs are a GPU's: a CPU-only run's title names only what it can hold.
+  s.title = any_gpu ? "train: eager vs CUDA graph, backends" : "train: backends";
   if (t.graph_summary.empty()) {
     // Without any GPU case there is nothing to pair, and the report said so once already.
     if (any_gpu)
