@@ -1,6 +1,7 @@
 #include "tools/report/analyses/common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace dlb::report {
@@ -57,6 +58,13 @@ std::string FormatBytes(double b, int significant) {
     ++i;
   }
   return FormatNumber(b, significant) + " " + kUnit[i];
+}
+
+std::string WithUnit(double v, const std::string& unit) {
+  std::string r = FormatRate(v);
+  bool join = (unit.rfind("FLOP/s", 0) == 0 || unit.rfind("B/s", 0) == 0) && !r.empty() &&
+              !std::isdigit(static_cast<unsigned char>(r.back()));
+  return r + (join ? "" : " ") + unit;
 }
 
 std::string InputsNote(const std::vector<std::string>& inputs) {

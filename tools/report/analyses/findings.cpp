@@ -47,14 +47,6 @@ std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> 
 
 std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
 
-// "760 TFLOP/s", "914 FLOP/s": an SI prefix joins a unit; "12.3 k images/s" stays apart.
-std::string WithUnit(double v, const std::string& unit) {
-  std::string r = FormatRate(v);
-  bool join =
-      unit.find('/') < 5 && !r.empty() && !std::isdigit(static_cast<unsigned char>(r.back()));
-  return r + (join ? "" : " ") + unit;
-}
-
 // "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput.
 Cell BestBsCell(const std::optional<TrainCase>& c) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
@@ -349,14 +341,15 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs) {
   return out;
 }
 
-Section FindingsSection(const MergedRuns& runs, const TrainResult& train,
-                        const GpuScaling& scaling) {
+Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const GpuScaling& scaling,
+                        Table networks) {
   Section s;
   s.title = "Findings";
   if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
   if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = ScalingTable(scaling); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (!networks.rows.empty()) s.tables.push_back(std::move(networks));
   if (Table t = BestTable(runs); !t.rows.empty()) s.tables.push_back(std::move(t));
   std::vector<Cliff> cliffs = FindCliffs(runs);
   if (cliffs.empty()) {

@@ -51,8 +51,9 @@ struct FedStep {
 };
 std::vector<FedStep> FedSteps(const MergedRuns& runs);
 
-// The findings section: the devices line, then a table per question that has an answer here.
-Section FindingsSection(const MergedRuns& runs, const TrainResult& train,
-                        const GpuScaling& scaling);
+// The findings section: the devices line, then a table per question that has an answer here;
+// `networks` (the report's NetworkFindings) goes after the training tables where it has rows.
+Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const GpuScaling& scaling,
+                        Table networks = {});
 
 }  // namespace dlb::report

@@ -355,12 +355,6 @@ std::pair<std::string, double> CollectiveOf(const std::string& workload) {
   return {workload.substr(0, dot), bytes};
 }
 
-// "760 TFLOP/s": the SI prefix joined to the unit.
-std::string WithUnit(double v, const std::string& unit) {
-  std::string r = FormatRate(v);
-  return r + (!r.empty() && std::isdigit(static_cast<unsigned char>(r.back())) ? " " : "") + unit;
-}
-
 Cell RateUnitCell(double v, const std::string& unit, bool best) {
   if (!std::isfinite(v)) return Cell("-");
   Cell c(WithUnit(v, unit) + (best ? " ★" : ""), v);
@@ -557,6 +551,82 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
 
 }  // namespace
 
+// Networks of layers (conv, GEMM; train has its epoch table): per network the speedup at the
+// GPU's best batch size over its dtypes and configs, and per device the best batch size of its
+// fastest configuration.
+Table NetworkFindings(const Overview& ov) {
+  Table t;
+  t.title =
+      "Networks of layers: speedup at the GPU's best batch size, and each device's best batch "
+      "size (most samples/s)";
+  t.columns = {{"family", "family"},
+               {"network", "network"},
+               {"speedup", "speedup"},
+               {"CPU best", "cpu_best"},
+               {"GPU best", "gpu_best"}};
+  struct Acc {
+    double lo = INFINITY, hi = 0;
+    bool doubtful = false;
+    const OverviewRow *cpu = nullptr, *gpu = nullptr;    // the most samples/s of each device
+    std::map<std::string, const OverviewRow*> headline;  // per dt|config
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Acc> acc;
+  for (const OverviewRow& r : ov.rows) {
+    if (!r.network || r.family == kTrainFamily) continue;
+    std::string key = r.family + "|" + r.subject;
+    if (!acc.count(key)) order.push_back(key);
+    Acc& a = acc[key];
+    if (std::isfinite(r.cpu_per_s) && (!a.cpu || r.cpu_per_s > a.cpu->cpu_per_s)) a.cpu = &r;
+    if (std::isfinite(r.gpu_per_s) && (!a.gpu || r.gpu_per_s > a.gpu->gpu_per_s)) a.gpu = &r;
+    // The group's headline: its GPU's best batch size, else its largest with a speedup.
+    const OverviewRow*& h = a.headline[r.dt + "|" + r.config];
+    if (std::isfinite(r.speedup) && (!h || !h->gpu_best)) h = &r;
+  }
+  auto best = [](const OverviewRow* r, bool gpu) {
+    if (!r) return Cell("-");
+    double v = gpu ? r->gpu_per_s : r->cpu_per_s;
+    // "fmt:nhwc/pass:fwd" reads "nhwc fwd" here: the table's title says what it is.
+    std::string config;
+    for (const std::string& part : {r->dt, r->config}) {
+      size_t start = 0;
+      while (start < part.size()) {
+        size_t end = std::min(part.find('/', start), part.size());
+        std::string kv = part.substr(start, end - start);
+        config += (config.empty() ? "" : " ") + kv.substr(kv.find(':') + 1);
+        start = end + 1;
+      }
+    }
+    return Cell("bs " + FormatNumber(r->bs, 6) + " · " +
+                    WithUnit(v, r->family == "conv" ? "images/s" : "samples/s") +
+                    (config.empty() ? "" : " (" + config + ")"),
+                r->bs);
+  };
+  for (const std::string& key : order) {
+    Acc& a = acc[key];
+    for (const auto& [g, h] : a.headline) {
+      if (!h) continue;
+      a.lo = std::min(a.lo, h->speedup);
+      a.hi = std::max(a.hi, h->speedup);
+      a.doubtful |= h->doubtful;
+    }
+    Cell speedup("-");
+    if (a.hi > 0)
+      speedup = a.lo == a.hi ? SpeedupCell(a.hi, a.doubtful)
+                             : Cell((a.doubtful ? "⚠ " : "") + FormatNumber(a.lo, 3) + "x to " +
+                                        FormatNumber(a.hi, 3) + "x",
+                                    a.hi);
+    size_t bar = key.find('|');
+    t.rows.push_back({Cell(key.substr(0, bar)), Cell(key.substr(bar + 1)), speedup,
+                      best(a.cpu, false), best(a.gpu, true)});
+  }
+  DropEmptyColumns(&t);
+  if (std::none_of(t.columns.begin(), t.columns.end(),
+                   [](const Column& c) { return c.key == "speedup"; }))
+    t.title = "Networks of layers: the best batch size (most samples/s)";
+  return t;
+}
+
 std::vector<Section> OverviewSections(const Overview& ov) {
   std::vector<Section> out;
   for (const std::string& fam : ov.families) out.push_back(FamilySection(ov, fam));
@@ -591,7 +661,7 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   GpuScaling scaling = ComputeGpuScaling(runs);
   // The answers first: per model epoch, speedup and best batch size, starvation, scaling, the
   // best of each family, cliffs; the families' tables after them.
-  d.sections.push_back(FindingsSection(runs, train, scaling));
+  d.sections.push_back(FindingsSection(runs, train, scaling, NetworkFindings(ov)));
   // Training steps answer per model (epoch, batch size, phases, memory, graph), not per layer:
   // their sections stand where the family's overview would.
   std::vector<Section> train_details;

@@ -36,6 +36,10 @@ Overview ComputeOverview(const MergedRuns& runs);
 // at each row's best GPU batch size, throughput-over-batch-size curves per network.
 std::vector<Section> OverviewSections(const Overview& overview);
 
+// For the findings: per network of layers (conv, GEMM; train has its epochs) the speedup at the
+// GPU's best batch size over its dtypes and configs, and each device's best batch size.
+Table NetworkFindings(const Overview& overview);
+
 // What the README's main job writes: the overview first (train results: the train sections in
 // place of the family's overview), then (collapsed in HTML) the summary, speedup, sweep and train
 // details, labels last.
