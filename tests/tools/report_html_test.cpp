@@ -74,13 +74,13 @@ TEST(Html, ChartsAreDrawnInChromium) {
   ASSERT_GE(charts, 3u);  // speedup bars, sweep throughput, sweep time per sample with fit
 
   std::string flags =
-      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-      "--disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir=" +
+      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update "
+      "--disable-sync --user-data-dir=" +
       (dir / "profile").string();
   std::string url = "file://" + (dir / "report.html").string();
-  std::string cmd =
-      chromium + flags + " --dump-dom " + url + " >" + (dir / "dom.html").string() + " 2>/dev/null";
+  std::string cmd = "timeout 120 " + chromium + flags + " --dump-dom " + url + " >" +
+                    (dir / "dom.html").string() + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string dom = Slurp(dir / "dom.html");
   size_t drawn = 0, not_drawn = 0;
@@ -94,7 +94,8 @@ TEST(Html, ChartsAreDrawnInChromium) {
   EXPECT_EQ(not_drawn, 0u);
 
   if (const char* shot = std::getenv("DLB_REPORT_SCREENSHOT")) {
-    std::string s = chromium + flags + " --window-size=1300,2600 --screenshot=" + shot + " " + url +
+    std::string s = "timeout 120 " + chromium + flags +
+                    " --window-size=1300,2600 --screenshot=" + shot + " " + url +
                     " >/dev/null 2>&1";
     EXPECT_EQ(std::system(s.c_str()), 0);
   }
@@ -121,8 +122,18 @@ TEST(Html, TheReportLeadsWithTheAnswers) {
   EXPECT_LT(html.find("<h2>gemm</h2>"), details);
   EXPECT_LT(html.find("<h2>conv</h2>"), details);
   for (const char* t : {"Network mlp", "Network catdog64", "Network resnet18_cifar",
-                        "Workloads without a network", "GPU samples/s", "★"})
+                        "Shapes without a network", "GPU FLOP/s", "GPU images/s", "★"})
     EXPECT_LT(html.find(t), details) << t;
+  // The findings come before every family's table.
+  size_t findings = html.find("<h2>Findings</h2>");
+  ASSERT_NE(findings, std::string::npos);
+  EXPECT_LT(findings, html.find("<h2>gemm</h2>"));
+  EXPECT_LT(findings, html.find("<h2>conv</h2>"));
+  // Without training steps the findings answer per network of layers (GEMM's MLP, conv's).
+  size_t networks = html.find("Networks of layers");
+  EXPECT_LT(findings, networks);
+  EXPECT_LT(networks, html.find("<h2>gemm</h2>"));
+  EXPECT_LT(html.find(">resnet18_cifar</td>", findings), html.find("<h2>gemm</h2>"));
   // Square GEMMs and DeepBench shapes are no network.
   EXPECT_EQ(html.find("Network square"), std::string::npos);
   EXPECT_EQ(html.find("Network deepbench"), std::string::npos);

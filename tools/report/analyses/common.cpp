@@ -1,6 +1,7 @@
 #include "tools/report/analyses/common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace dlb::report {
@@ -39,6 +40,31 @@ bool WideY(const Chart& chart) {
       hi = std::max(hi, y);
     }
   return lo > 0 && hi / lo > 20;
+}
+
+std::string FormatDuration(double s) {
+  if (!std::isfinite(s)) return "-";
+  if (s >= 7200) return FormatNumber(s / 3600, 3) + " h";
+  if (s >= 120) return FormatNumber(s / 60, 3) + " min";
+  return FormatTime(s * 1e9);
+}
+
+std::string FormatBytes(double b, int significant) {
+  if (!std::isfinite(b)) return "-";
+  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (b >= 1024 && i < 4) {
+    b /= 1024;
+    ++i;
+  }
+  return FormatNumber(b, significant) + " " + kUnit[i];
+}
+
+std::string WithUnit(double v, const std::string& unit) {
+  std::string r = FormatRate(v);
+  bool join = (unit.rfind("FLOP/s", 0) == 0 || unit.rfind("B/s", 0) == 0) && !r.empty() &&
+              !std::isdigit(static_cast<unsigned char>(r.back()));
+  return r + (join ? "" : " ") + unit;
 }
 
 std::string InputsNote(const std::vector<std::string>& inputs) {

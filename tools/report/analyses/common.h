@@ -19,6 +19,14 @@ std::string OtherKeys(const BenchName& n);
 Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.
 bool WideY(const Chart& chart);
+// Seconds as people read an epoch: "6.19 h", "3.66 min", "988 ms"; "-" when not finite.
+std::string FormatDuration(double s);
+// "1 GiB", "512 KiB": bytes in powers of 1024 (collective sizes are powers of two); "-" when not
+// finite.
+std::string FormatBytes(double bytes, int significant = 4);
+// "760 TFLOP/s", "914 FLOP/s", "12.3 GB/s": an SI prefix joins a unit that starts a rate;
+// "12.3 k images/s" keeps the prefix apart from a count.
+std::string WithUnit(double v, const std::string& unit);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

@@ -51,17 +51,6 @@ Cell OrDash(double v, const std::string& text) {
   return std::isfinite(v) ? Cell(text, v) : Cell("-");
 }
 
-// "8 B", "64 KiB", "1 GiB": collective sizes are powers of two.
-std::string FormatBytes(double b) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return FormatNumber(b, 4) + " " + kUnits[u];
-}
-
 std::string Gpus(double n) { return FormatNumber(n, 6) + (n == 1 ? " GPU" : " GPUs"); }
 
 // Sections merged into one: each table titled by its section, charts after.

@@ -3,6 +3,7 @@
 #include "tools/report/analyses/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/speedup.h"
 #include "tools/report/analyses/summary.h"
@@ -38,12 +40,21 @@ std::string KeyValues(const std::string& config) {
   return out;
 }
 
+// Families whose cases are never added up into a network: a data-loading pipeline reads a dataset
+// (its network field) but two pipelines are no sum, nor are two collectives.
+bool ByWorkload(const std::string& family) { return family == "dataload" || family == kCommFamily; }
+
+// The most rows a table of the first screen holds.
+constexpr size_t kFirstScreenRows = 40;
+// The most throughput charts a family shows there.
+constexpr size_t kFirstScreenCharts = 6;
+
 Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
 
-// Columns of words that say nothing here ("-" in every row) are left out.
-void DropEmptyColumns(Table* t, const std::set<std::string>& keys) {
+// Columns that say nothing here ("-" in every row: a CPU-only run's GPU time, a dtype no case
+// names) are left out.
+void DropEmptyColumns(Table* t) {
   for (size_t i = t->columns.size(); i-- > 0;) {
-    if (!keys.count(t->columns[i].key)) continue;
     bool empty = std::all_of(t->rows.begin(), t->rows.end(),
                              [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
     if (!empty) continue;
@@ -58,10 +69,12 @@ std::string Context(const std::map<std::string, std::string>& ctx, std::string_v
 }
 
 // "host: CPU (16 CPUs), GPU; run DATE; dlbench 0.1.0 at REVISION".
-std::string MachineLine(const std::map<std::string, std::string>& ctx) {
+// The GPU is named only where one measured something; otherwise the findings say why there is
+// none, once.
+std::string MachineLine(const std::map<std::string, std::string>& ctx, bool gpu) {
   std::string cpu = Context(ctx, schema::kCtxCpuModel), cpus = Context(ctx, schema::kCtxNumCpus);
   if (!cpus.empty()) cpu += (cpu.empty() ? "" : " ") + std::string("(") + cpus + " CPUs)";
-  std::string machine = JoinNonEmpty({cpu, Context(ctx, schema::kCtxGpuName)}, ", ");
+  std::string machine = JoinNonEmpty({cpu, gpu ? Context(ctx, schema::kCtxGpuName) : ""}, ", ");
   std::string host = Context(ctx, schema::kCtxHostName);
   if (!host.empty()) machine = host + (machine.empty() ? "" : ": " + machine);
   std::string date = Context(ctx, schema::kCtxDate);
@@ -107,7 +120,8 @@ const OverviewRow* Headline(const Group& g) {
 
 // Throughput over batch size for one subject: a series per device, dtype and config; split by
 // dtype, then by config, while a chart would hold more than six.
-std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& groups) {
+std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& groups,
+                          const std::string& per_s) {
   struct Line {
     std::string device, dt, config;
     std::vector<std::pair<double, double>> points;
@@ -155,9 +169,9 @@ std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& 
     Chart c;
     c.width = 560;
     c.title = subject + (by_dt ? " " + ls[0].dt : "") +
-              (by_config ? " " + KeyValues(ls[0].config) : "") + ": samples/s";
+              (by_config ? " " + KeyValues(ls[0].config) : "") + ": " + per_s;
     c.x_label = "batch size";
-    c.y_label = "samples/s";
+    c.y_label = per_s;
     c.log_x = true;
     std::vector<std::string> pairs;
     for (const Line& l : ls) {
@@ -184,6 +198,8 @@ Overview ComputeOverview(const MergedRuns& runs) {
     double ns = INFINITY;
     double weight = 1;
     bool doubtful = false;  // the fastest backend's result was not verified or was mistrusted
+    double flop = kNaN;     // per run, of the fastest backend
+    double busbw = kNaN, algbw = kNaN;
   };
   using RowKey = std::tuple<std::string, std::string, std::string, std::string, double>;
   struct Acc {
@@ -197,7 +213,7 @@ Overview ComputeOverview(const MergedRuns& runs) {
     if (!b.parsed || !b.measured() || !(b.MedianNs() > 0)) continue;
     const BenchName& n = *b.parsed;
     if (n.device != "cpu" && n.device != "gpu") continue;
-    bool network = !b.network.empty();
+    bool network = !b.network.empty() && !ByWorkload(b.family);
     std::string subject = network ? b.network : n.workload;
     std::string dt = n.Get(name_key::kDt), config = OtherKeys(n);
     double bs = std::atof(n.Get(name_key::kBs).c_str());
@@ -213,6 +229,9 @@ Overview ComputeOverview(const MergedRuns& runs) {
     if (b.MedianNs() < l.ns) {
       l.ns = b.MedianNs();
       l.doubtful = b.verification.doubtful();
+      l.flop = b.Counter(schema::kFlopPerS) * l.ns * 1e-9;
+      l.busbw = b.Counter(schema::kBusBw);
+      l.algbw = b.Counter(schema::kAlgBw);
     }
     l.weight = network && std::isfinite(count) && count > 0 ? count : 1;
   }
@@ -238,6 +257,19 @@ Overview ComputeOverview(const MergedRuns& runs) {
       for (const auto& [k, l] : *layers) r.doubtful = r.doubtful || l.doubtful;
     r.cpu_per_s = r.bs > 0 ? r.bs / r.cpu_ns * 1e9 : kNaN;
     r.gpu_per_s = r.bs > 0 ? r.bs / r.gpu_ns * 1e9 : kNaN;
+    auto flop_rate = [](const std::map<std::string, Layer>& layers) {
+      double flop = 0, ns = 0;
+      for (const auto& [k, l] : layers) {
+        if (!(l.flop > 0)) return kNaN;
+        flop += l.weight * l.flop;
+        ns += l.weight * l.ns;
+      }
+      return layers.empty() ? kNaN : flop / ns * 1e9;
+    };
+    r.cpu_flop_per_s = flop_rate(a.cpu);
+    r.gpu_flop_per_s = flop_rate(a.gpu);
+    r.busbw = a.gpu.size() == 1 && a.cpu.empty() ? a.gpu.begin()->second.busbw : kNaN;
+    r.algbw = a.gpu.size() == 1 && a.cpu.empty() ? a.gpu.begin()->second.algbw : kNaN;
     out.rows.push_back(r);
   }
   auto order = [&](const OverviewRow& r) {
@@ -271,31 +303,115 @@ Overview ComputeOverview(const MergedRuns& runs) {
 
 namespace {
 
+// What a family's tables call their rows and rates: GEMM has shapes and FLOP/s, conv layers,
+// data loading pipelines and images/s, collectives sizes and bus bandwidth.
+struct Words {
+  std::string item = "workload";                      // the loose table's first column
+  std::string loose = "Workloads without a network";  // its title
+  std::string network = "Network ";                   // a network table's title, before the name
+  std::string per_s = "samples/s";
+  std::string time = "time";
+  bool layers = true;        // a network's table counts its layers
+  bool flops = false;        // FLOP/s in place of samples/s
+  bool collectives = false;  // size, time and bandwidths: one device, no speedup
+  bool by_workload = false;  // one table of every case, whatever network or dataset it names
+};
+
+Words WordsOf(const std::string& fam) {
+  Words w;
+  if (fam == "gemm") {
+    w.item = "shape";
+    w.loose = "Shapes without a network";
+    w.flops = true;
+  } else if (fam == "conv") {
+    w.item = "layer";
+    w.loose = "Layers without a network";
+    w.per_s = "images/s";
+  } else if (fam == "dataload") {
+    w.item = "pipeline";
+    w.loose = "Pipelines";
+    w.per_s = "images/s";
+    w.time = "time per batch";
+    w.by_workload = ByWorkload(fam);
+  } else if (fam == kCommFamily) {
+    w.item = "collective";
+    w.loose = "Collectives: message sizes and bus bandwidth";
+    w.collectives = true;
+    w.by_workload = ByWorkload(fam);
+  } else if (fam == kTrainFamily) {
+    w.item = "model";
+    w.loose = "Models";
+    w.per_s = "images/s";
+  }
+  return w;
+}
+
+// "all_reduce.1073741824" -> "all_reduce", 1073741824; bytes 0 where the name holds none.
+std::pair<std::string, double> CollectiveOf(const std::string& workload) {
+  size_t dot = workload.rfind('.');
+  if (dot == std::string::npos) return {workload, 0};
+  double bytes = std::atof(workload.c_str() + dot + 1);
+  if (!(bytes > 0)) return {workload, 0};
+  return {workload.substr(0, dot), bytes};
+}
+
+Cell RateUnitCell(double v, const std::string& unit, bool best) {
+  if (!std::isfinite(v)) return Cell("-");
+  Cell c(WithUnit(v, unit) + (best ? " ★" : ""), v);
+  return best ? c.With(Tone::kGood) : c;
+}
+
 // The overview table's columns: a network's table or the loose workloads', with or without bs.
-std::vector<Column> OverviewColumns(bool network, bool bs) {
+std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
   std::vector<Column> c;
-  if (!network) c.push_back({"workload", "workload"});
+  if (w.collectives) {
+    c = {{w.item, "collective"},
+         {"size", "bytes"},
+         {"dt", "dt"},
+         {"config", "config"},
+         {"GPU time", "gpu_ns"},
+         {"bus bandwidth", "busbw_bytes_per_s"},
+         {"algorithm bandwidth", "algbw_bytes_per_s"}};
+    return c;
+  }
+  if (!network) c.push_back({w.item, "workload"});
   c.push_back({"dt", "dt"});
   c.push_back({"config", "config"});
   if (bs) c.push_back({"bs", "bs"});
-  if (network) c.push_back({"layers", "layers"});
-  c.push_back({"CPU time", "cpu_ns"});
-  c.push_back({"GPU time", "gpu_ns"});
+  if (network && w.layers) c.push_back({"layers", "layers"});
+  c.push_back({"CPU " + w.time, "cpu_ns"});
+  c.push_back({"GPU " + w.time, "gpu_ns"});
   c.push_back({"speedup", "speedup"});
-  if (bs) {
-    c.push_back({"CPU samples/s", "cpu_per_s"});
-    c.push_back({"GPU samples/s", "gpu_per_s"});
+  if (w.flops) {
+    c.push_back({"CPU FLOP/s", "cpu_flop_per_s"});
+    c.push_back({"GPU FLOP/s", "gpu_flop_per_s"});
+  } else if (bs) {
+    c.push_back({"CPU " + w.per_s, "cpu_per_s"});
+    c.push_back({"GPU " + w.per_s, "gpu_per_s"});
   }
   return c;
 }
 
-std::vector<Cell> OverviewCells(const OverviewRow& r, bool bs) {
+std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
   std::vector<Cell> c;
+  if (w.collectives) {
+    auto [name, bytes] = CollectiveOf(r.subject);
+    c.emplace_back(name);
+    c.push_back(bytes > 0 ? Cell(FormatBytes(bytes), bytes) : Cell("-"));
+    c.emplace_back(r.dt.empty() ? "-" : r.dt);
+    c.emplace_back(r.config.empty() ? "-" : r.config);
+    c.push_back(TimeCell(r.gpu_ns));
+    c.push_back(RateUnitCell(r.busbw, "B/s", false));
+    c.push_back(RateUnitCell(r.algbw, "B/s", false));
+    if (r.doubtful && std::isfinite(r.busbw))
+      c[5] = Cell("⚠ " + c[5].text, r.busbw).With(Tone::kWarn);
+    return c;
+  }
   if (!r.network) c.emplace_back(r.subject);
   c.emplace_back(r.dt.empty() ? "-" : r.dt);
   c.emplace_back(r.config.empty() ? "-" : r.config);
   if (bs) c.push_back(r.bs > 0 ? Cell(FormatNumber(r.bs, 6), r.bs) : Cell("-"));
-  if (r.network) {
+  if (r.network && w.layers) {
     std::string layers =
         r.cpu_layers == r.gpu_layers || r.gpu_layers == 0 ? std::to_string(r.cpu_layers)
         : r.cpu_layers == 0
@@ -306,7 +422,11 @@ std::vector<Cell> OverviewCells(const OverviewRow& r, bool bs) {
   c.push_back(TimeCell(r.cpu_ns));
   c.push_back(TimeCell(r.gpu_ns));
   c.push_back(SpeedupCell(r.speedup, r.doubtful));
-  if (bs) {
+  if (w.flops) {
+    // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
+    c.push_back(RateUnitCell(r.cpu_flop_per_s, "FLOP/s", r.cpu_best));
+    c.push_back(RateUnitCell(r.gpu_flop_per_s, "FLOP/s", r.gpu_best));
+  } else if (bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
   }
@@ -316,6 +436,7 @@ std::vector<Cell> OverviewCells(const OverviewRow& r, bool bs) {
 // What a family's rows hold, for its note, its bar chart's title and scale.
 struct FamilyRange {
   bool any_bs = false, any_speedup = false, any_doubtful = false, any_network = false;
+  bool any_cpu = false, any_gpu = false;
   double lo = INFINITY, hi = 0;  // of the finite speedups
 };
 
@@ -326,6 +447,8 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
       f.any_bs |= r.bs > 0;
       f.any_doubtful |= r.doubtful;
       f.any_network |= r.network;
+      f.any_cpu |= r.cpu_layers > 0;
+      f.any_gpu |= r.gpu_layers > 0;
       if (std::isfinite(r.speedup)) {
         f.any_speedup = true;
         f.lo = std::min(f.lo, r.speedup);
@@ -335,15 +458,27 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
   return f;
 }
 
-std::string FamilyNote(const FamilyRange& f) {
-  std::string head = "CPU and GPU time: the fastest backend of each device";
-  head += f.any_network ? "; a network adds up its measured layers, each times its repeat count "
-                          "in the network."
-                        : ".";
+std::string FamilyNote(const Words& w, const FamilyRange& f) {
+  if (w.collectives)
+    return std::string(
+               "Per collective and message size: the time of one collective, and nccl-tests' "
+               "bus bandwidth (algorithm bandwidth x the collective's factor) and algorithm "
+               "bandwidth.") +
+           (f.any_doubtful ? " ⚠: not verified or mistrusted (see the summary)." : "");
+  std::string head =
+      f.any_cpu && f.any_gpu
+          ? "CPU and GPU " + w.time + ": the fastest backend of each device"
+          : std::string(f.any_cpu ? "CPU " : "GPU ") + w.time + ": the fastest backend";
+  if (f.any_network && w.layers)
+    head += "; a network adds up its measured layers, each times its repeat count in the network.";
+  else
+    head += ".";
   if (f.any_speedup)
-    head += " Speedup = CPU time / GPU time: " + FormatNumber(f.lo, 3) + "x to " +
-            FormatNumber(f.hi, 3) + "x here.";
-  if (f.any_bs) head += " ★ marks each device's best batch size (most samples/s).";
+    head += " Speedup = CPU " + w.time + " / GPU " + w.time + ": " + FormatNumber(f.lo, 3) +
+            "x to " + FormatNumber(f.hi, 3) + "x here.";
+  if (f.any_bs)
+    head += std::string(" ★ marks ") + (f.any_cpu && f.any_gpu ? "each device's" : "the") +
+            " best batch size (most " + (w.flops ? "FLOP/s" : w.per_s) + ").";
   if (f.any_doubtful)
     head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
   return head;
@@ -360,37 +495,38 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     by_subject[r.subject].push_back(&r);
   }
   const FamilyRange f = RangeOf(ov, fam);
+  const Words w = WordsOf(fam);
   Section s;
   s.title = fam;
-  s.notes.push_back(FamilyNote(f));
+  s.notes.push_back(FamilyNote(w, f));
   Chart bars;
   bars.kind = Chart::Kind::kBars;
   bars.title = fam + ": GPU speedup over CPU" + (f.any_bs ? " at the GPU's best batch size" : "");
-  bars.x_label = "speedup (CPU time / GPU time)";
+  bars.x_label = "speedup (CPU " + w.time + " / GPU " + w.time + ")";
   bars.bar_reference = 1;
   std::vector<Chart> curves;
   Table loose;  // workloads that belong to no network
-  loose.title = "Workloads without a network";
+  loose.title = w.loose;
   bool loose_bs = false;
   for (const auto& subj : subjects)
     for (const OverviewRow* r : by_subject[subj])
-      if (!r->network) loose_bs |= r->bs > 0;
-  loose.columns = OverviewColumns(false, loose_bs);
+      if (!r->network || w.by_workload) loose_bs |= r->bs > 0;
+  loose.columns = OverviewColumns(w, false, loose_bs);
   for (const auto& subj : subjects) {
     const auto& rows = by_subject[subj];
-    bool network = rows.front()->network;
+    bool network = rows.front()->network && !w.by_workload;
     bool bs = false;
     for (const OverviewRow* r : rows) bs |= r->bs > 0;
     std::vector<Group> groups = Groups(rows);
     if (network) {
       Table t;
-      t.title = "Network " + subj;
-      t.columns = OverviewColumns(true, bs);
-      for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(*r, bs));
-      DropEmptyColumns(&t, {"dt", "config"});
+      t.title = w.network + subj;
+      t.columns = OverviewColumns(w, true, bs);
+      for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(w, *r, bs));
+      DropEmptyColumns(&t);
       s.tables.push_back(std::move(t));
     } else {
-      for (const OverviewRow* r : rows) loose.rows.push_back(OverviewCells(*r, loose_bs));
+      for (const OverviewRow* r : rows) loose.rows.push_back(OverviewCells(w, *r, loose_bs));
     }
     for (const Group& g : groups)
       if (const OverviewRow* h = Headline(g))
@@ -399,10 +535,10 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
                           h->bs > 0 ? "bs " + FormatNumber(h->bs, 6) : std::string()},
                          " "),
             h->speedup);
-    for (Chart& c : Curves(subj, groups)) curves.push_back(std::move(c));
+    for (Chart& c : Curves(subj, groups, w.per_s)) curves.push_back(std::move(c));
   }
   if (!loose.rows.empty()) {
-    DropEmptyColumns(&loose, {"dt", "config"});
+    DropEmptyColumns(&loose);
     s.tables.push_back(std::move(loose));
   }
   if (!bars.bars.empty()) {
@@ -415,6 +551,82 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
 
 }  // namespace
 
+// Networks of layers (conv, GEMM; train has its epoch table): per network the speedup at the
+// GPU's best batch size over its dtypes and configs, and per device the best batch size of its
+// fastest configuration.
+Table NetworkFindings(const Overview& ov) {
+  Table t;
+  t.title =
+      "Networks of layers: speedup at the GPU's best batch size, and each device's best batch "
+      "size (most samples/s)";
+  t.columns = {{"family", "family"},
+               {"network", "network"},
+               {"speedup", "speedup"},
+               {"CPU best", "cpu_best"},
+               {"GPU best", "gpu_best"}};
+  struct Acc {
+    double lo = INFINITY, hi = 0;
+    bool doubtful = false;
+    const OverviewRow *cpu = nullptr, *gpu = nullptr;    // the most samples/s of each device
+    std::map<std::string, const OverviewRow*> headline;  // per dt|config
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Acc> acc;
+  for (const OverviewRow& r : ov.rows) {
+    if (!r.network || r.family == kTrainFamily) continue;
+    std::string key = r.family + "|" + r.subject;
+    if (!acc.count(key)) order.push_back(key);
+    Acc& a = acc[key];
+    if (std::isfinite(r.cpu_per_s) && (!a.cpu || r.cpu_per_s > a.cpu->cpu_per_s)) a.cpu = &r;
+    if (std::isfinite(r.gpu_per_s) && (!a.gpu || r.gpu_per_s > a.gpu->gpu_per_s)) a.gpu = &r;
+    // The group's headline: its GPU's best batch size, else its largest with a speedup.
+    const OverviewRow*& h = a.headline[r.dt + "|" + r.config];
+    if (std::isfinite(r.speedup) && (!h || !h->gpu_best)) h = &r;
+  }
+  auto best = [](const OverviewRow* r, bool gpu) {
+    if (!r) return Cell("-");
+    double v = gpu ? r->gpu_per_s : r->cpu_per_s;
+    // "fmt:nhwc/pass:fwd" reads "nhwc fwd" here: the table's title says what it is.
+    std::string config;
+    for (const std::string& part : {r->dt, r->config}) {
+      size_t start = 0;
+      while (start < part.size()) {
+        size_t end = std::min(part.find('/', start), part.size());
+        std::string kv = part.substr(start, end - start);
+        config += (config.empty() ? "" : " ") + kv.substr(kv.find(':') + 1);
+        start = end + 1;
+      }
+    }
+    return Cell("bs " + FormatNumber(r->bs, 6) + " · " +
+                    WithUnit(v, r->family == "conv" ? "images/s" : "samples/s") +
+                    (config.empty() ? "" : " (" + config + ")"),
+                r->bs);
+  };
+  for (const std::string& key : order) {
+    Acc& a = acc[key];
+    for (const auto& [g, h] : a.headline) {
+      if (!h) continue;
+      a.lo = std::min(a.lo, h->speedup);
+      a.hi = std::max(a.hi, h->speedup);
+      a.doubtful |= h->doubtful;
+    }
+    Cell speedup("-");
+    if (a.hi > 0)
+      speedup = a.lo == a.hi ? SpeedupCell(a.hi, a.doubtful)
+                             : Cell((a.doubtful ? "⚠ " : "") + FormatNumber(a.lo, 3) + "x to " +
+                                        FormatNumber(a.hi, 3) + "x",
+                                    a.hi);
+    size_t bar = key.find('|');
+    t.rows.push_back({Cell(key.substr(0, bar)), Cell(key.substr(bar + 1)), speedup,
+                      best(a.cpu, false), best(a.gpu, true)});
+  }
+  DropEmptyColumns(&t);
+  if (std::none_of(t.columns.begin(), t.columns.end(),
+                   [](const Column& c) { return c.key == "speedup"; }))
+    t.title = "Networks of layers: the best batch size (most samples/s)";
+  return t;
+}
+
 std::vector<Section> OverviewSections(const Overview& ov) {
   std::vector<Section> out;
   for (const std::string& fam : ov.families) out.push_back(FamilySection(ov, fam));
@@ -425,7 +637,9 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   Document d;
   d.title = "dlbench report";
   SummaryResult summary = ComputeSummary(runs);
-  if (auto m = MachineLine(runs.context); !m.empty()) d.notes.push_back("Machine: " + m + ".");
+  const Devices devices = DevicesOf(runs);
+  if (auto m = MachineLine(runs.context, devices.gpu); !m.empty())
+    d.notes.push_back("Machine: " + m + ".");
   std::string counts = std::to_string(summary.total) +
                        " benchmarks: " + std::to_string(summary.measured) + " measured, " +
                        std::to_string(summary.unsupported) + " unsupported, " +
@@ -441,28 +655,79 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
         " Verification: " + JoinNonEmpty(parts, ", ") + (doubtful ? " (⚠ see the summary)." : ".");
   }
   d.notes.push_back(counts);
-  std::string in;
-  for (const auto& p : inputs) in += (in.empty() ? "" : ", ") + p;
-  d.notes.push_back("Inputs: " + in + ".");
 
   Overview ov = ComputeOverview(runs);
+  TrainResult train = ComputeTrain(runs);
+  GpuScaling scaling = ComputeGpuScaling(runs);
+  // The answers first: per model epoch, speedup and best batch size, starvation, scaling, the
+  // best of each family, cliffs; the families' tables after them.
+  d.sections.push_back(FindingsSection(runs, train, scaling, NetworkFindings(ov)));
   // Training steps answer per model (epoch, batch size, phases, memory, graph), not per layer:
   // their sections stand where the family's overview would.
-  TrainResult train = ComputeTrain(runs);
   std::vector<Section> train_details;
   std::vector<Section> overview = OverviewSections(ov);
+  // A table longer than a screen (every layer of a full conv run) would bury the families after
+  // it: it moves into the details, collapsed, and a line says where it went.
+  std::vector<Section> long_tables;
   for (size_t i = 0; i < overview.size(); ++i) {
     if (ov.families[i] != kTrainFamily || train.cases.empty()) {
-      d.sections.push_back(std::move(overview[i]));
+      Section& s = overview[i];
+      for (size_t k = s.tables.size(); k-- > 0;) {
+        Table& t = s.tables[k];
+        if (t.rows.size() <= kFirstScreenRows) continue;
+        Section moved;
+        moved.title = s.title + ": " + t.title + " (" + std::to_string(t.rows.size()) + " rows)";
+        moved.details = true;
+        s.notes.push_back(t.title + ": " + std::to_string(t.rows.size()) +
+                          " rows, in the details below (collapsed).");
+        t.title.clear();
+        moved.tables.push_back(std::move(t));
+        s.tables.erase(s.tables.begin() + static_cast<std::ptrdiff_t>(k));
+        long_tables.insert(long_tables.begin(), std::move(moved));
+      }
+      for (size_t k = s.charts.size(); k-- > 0;) {
+        Chart& c = s.charts[k];
+        if (c.bars.size() <= kFirstScreenRows) continue;
+        Section moved;
+        moved.title = c.title + " (" + std::to_string(c.bars.size()) + " bars)";
+        moved.details = true;
+        s.notes.push_back(c.title + ": " + std::to_string(c.bars.size()) +
+                          " bars, in the details below (collapsed).");
+        moved.charts.push_back(std::move(c));
+        s.charts.erase(s.charts.begin() + static_cast<std::ptrdiff_t>(k));
+        long_tables.push_back(std::move(moved));
+      }
+      size_t curves = std::count_if(s.charts.begin(), s.charts.end(),
+                                    [](const Chart& c) { return c.kind == Chart::Kind::kLines; });
+      if (curves > kFirstScreenCharts) {
+        Section moved;
+        moved.title =
+            s.title + ": throughput over batch size (" + std::to_string(curves) + " charts)";
+        moved.details = true;
+        s.notes.push_back("Throughput over batch size: " + std::to_string(curves) +
+                          " charts, in the details below (collapsed).");
+        for (size_t k = s.charts.size(); k-- > 0;)
+          if (s.charts[k].kind == Chart::Kind::kLines) {
+            moved.charts.insert(moved.charts.begin(), std::move(s.charts[k]));
+            s.charts.erase(s.charts.begin() + static_cast<std::ptrdiff_t>(k));
+          }
+        long_tables.push_back(std::move(moved));
+      }
+      d.sections.push_back(std::move(s));
       continue;
     }
-    for (Section& t : TrainSections(train))
+    for (Section& t : TrainSections(train)) {
+      // One device: its epoch stands alone, no "CPU vs GPU" in the title of an empty comparison.
+      if (!(devices.cpu && devices.gpu))
+        if (size_t at = t.title.find(", CPU vs GPU"); at != std::string::npos) t.title.erase(at);
       (t.details ? train_details : d.sections).push_back(std::move(t));
+    }
   }
   // Multi-GPU steps answer "how does it scale": their summary stays on the first screen.
   std::vector<Section> gpu_details;
-  for (Section& s : GpuScalingReportSections(ComputeGpuScaling(runs)))
+  for (Section& s : GpuScalingReportSections(scaling))
     (s.details ? gpu_details : d.sections).push_back(std::move(s));
+  for (Section& s : long_tables) d.sections.push_back(std::move(s));
   std::vector<Section> summary_sections = SummarySections(summary);
   Section not_measured = std::move(summary_sections.back());
   summary_sections.pop_back();
@@ -475,10 +740,12 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
     s.details = true;
     d.sections.push_back(std::move(s));
   }
-  for (auto& s : SpeedupSections(ComputeSpeedup(runs))) {
-    s.details = true;
-    d.sections.push_back(std::move(s));
-  }
+  // A run on one device has no CPU/GPU pairs: the findings said so once, no empty section here.
+  if (SpeedupResult speedup = ComputeSpeedup(runs); !speedup.rows.empty())
+    for (auto& s : SpeedupSections(speedup)) {
+      s.details = true;
+      d.sections.push_back(std::move(s));
+    }
   // The overview draws each network's curve; here only sweeps with three or more batch sizes,
   // where the fit has something to show, all in one collapsed section.
   std::vector<Section> sweeps = SweepSections(SweepCurves(runs), 3);
@@ -509,7 +776,16 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   for (Section& s : gpu_details) d.sections.push_back(std::move(s));
   for (Section& s : train_details) d.sections.push_back(std::move(s));
   if (not_measured.details) d.sections.push_back(std::move(not_measured));
+  Section in;
+  in.title = "Inputs";
+  in.notes.push_back(Join(inputs, ", ") + ".");
+  in.details = true;
+  d.sections.push_back(std::move(in));
   d.sections.push_back(LabelSection(runs));
+  // A run on one device leaves the other's columns empty: the first screen shows none of them.
+  for (Section& s : d.sections)
+    if (!s.details)
+      for (Table& t : s.tables) DropEmptyColumns(&t);
   return d;
 }
 

@@ -20,9 +20,11 @@ struct OverviewRow {
   std::string dt, config;
   double bs = 0;  // 0: the workload has no batch size
   int cpu_layers = 0, gpu_layers = 0;
-  double cpu_ns = 0, gpu_ns = 0, speedup = 0;  // NaN where a device has nothing
-  double cpu_per_s = 0, gpu_per_s = 0;         // samples/s; NaN without a batch size
-  bool cpu_best = false, gpu_best = false;     // highest samples/s over bs, per device
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;     // NaN where a device has nothing
+  double cpu_per_s = 0, gpu_per_s = 0;            // samples/s; NaN without a batch size
+  double cpu_flop_per_s = 0, gpu_flop_per_s = 0;  // NaN unless every layer counts its FLOP
+  double busbw = 0, algbw = 0;  // bytes/s of a collective (one case on the GPU); NaN otherwise
+  bool cpu_best = false, gpu_best = false;  // highest samples/s over bs, per device
   bool doubtful = false;  // a result it adds up was not verified or was mistrusted
 };
 struct Overview {
@@ -33,6 +35,10 @@ Overview ComputeOverview(const MergedRuns& runs);
 // Per family: a short table per network (and one for workloads without a network), speedup bars
 // at each row's best GPU batch size, throughput-over-batch-size curves per network.
 std::vector<Section> OverviewSections(const Overview& overview);
+
+// For the findings: per network of layers (conv, GEMM; train has its epochs) the speedup at the
+// GPU's best batch size over its dtypes and configs, and each device's best batch size.
+Table NetworkFindings(const Overview& overview);
 
 // What the README's main job writes: the overview first (train results: the train sections in
 // place of the family's overview), then (collapsed in HTML) the summary, speedup, sweep and train

@@ -8,6 +8,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
@@ -94,7 +95,9 @@ SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
   std::map<std::string, size_t> index;
   for (const auto& k : best_order) {
     const SpeedupRow* r = best[k];
-    if (r->network.empty()) continue;
+    // A data-loading pipeline names the dataset it reads as its network, and collectives are no
+    // layers: neither adds up into a network.
+    if (r->network.empty() || r->family == "dataload" || r->family == kCommFamily) continue;
     double weight = r->count > 0 ? r->count : 1;
     std::string key = r->family + "|" + r->network + "|" + r->dt + "|" + r->bs + "|" + r->config;
     auto [it, inserted] = index.emplace(key, out.networks.size());
@@ -136,7 +139,12 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
         "the fastest GPU backend. The 95% interval (with repetitions) is the Hodges-Lehmann ratio "
         "interval.");
     Table t;
-    t.columns = {{"workload", "workload"},    {"dt", "dt"},           {"bs", "bs"},
+    // Each family's rows in its own word: GEMM shapes, conv layers, data-loading pipelines.
+    std::string item = fam == "gemm"       ? "shape"
+                       : fam == "conv"     ? "layer"
+                       : fam == "dataload" ? "pipeline"
+                                           : "workload";
+    t.columns = {{item, "workload"},          {"dt", "dt"},           {"bs", "bs"},
                  {"config", "config"},        {"CPU", "cpu_backend"}, {"GPU", "gpu_backend"},
                  {"CPU time", "cpu_ns"},      {"GPU time", "gpu_ns"}, {"speedup", "speedup"},
                  {"95% interval", "interval"}};
@@ -196,9 +204,10 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
     if (!nt.rows.empty()) {
       s.tables.push_back(std::move(nt));
     } else {
-      s.notes.push_back(
-          "No network sums: no result of this family names its network (the workload files "
-          "say which network a layer belongs to; a name is never parsed for it).");
+      if (fam != "dataload")
+        s.notes.push_back(
+            "No network sums: no result of this family names its network (the workload files "
+            "say which network a layer belongs to; a name is never parsed for it).");
     }
     out.push_back(std::move(s));
   }

@@ -295,24 +295,6 @@ TrainResult ComputeTrain(const MergedRuns& runs) {
 
 namespace {
 
-std::string FormatDuration(double s) {
-  if (!std::isfinite(s)) return "-";
-  if (s >= 7200) return FormatNumber(s / 3600, 3) + " h";
-  if (s >= 120) return FormatNumber(s / 60, 3) + " min";
-  return FormatTime(s * 1e9);
-}
-
-std::string FormatBytes(double b) {
-  if (!std::isfinite(b)) return "-";
-  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (b >= 1024 && i < 4) {
-    b /= 1024;
-    ++i;
-  }
-  return FormatNumber(b, 3) + " " + kUnit[i];
-}
-
 Cell DurationCell(double s) { return std::isfinite(s) ? Cell(FormatDuration(s), s) : Cell("-"); }
 Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
 Cell NumberCell(double v, int digits = 6) {
@@ -339,12 +321,21 @@ std::string PairConfig(const TrainPair& p) { return Keys(p.a, true, false, false
 Section EpochSection(const TrainResult& t) {
   Section s;
   s.title = "train: one epoch, CPU vs GPU";
-  s.notes.push_back(
+  bool cpu = false, gpu = false;
+  for (const TrainEpoch& e : t.epochs) {
+    cpu |= e.cpu.has_value();
+    gpu |= e.gpu.has_value();
+  }
+  std::string note =
       "One epoch = the model's dataset (epoch items) at the measured step time (epoch_s, else "
       "epoch_items x step time / bs). Best: per device the training configuration (backend, batch "
-      "size, dtype, layout, graph) with the shortest epoch. Same configuration: f32, nchw, eager, "
-      "at the largest batch size both devices ran, the fastest backend of each. Speedup = CPU "
-      "epoch / GPU epoch.");
+      "size, dtype, layout, graph) with the shortest epoch.";
+  // A run on one device compares nothing: the comparison's terms would only be noise there.
+  if (cpu && gpu)
+    note +=
+        " Same configuration: f32, nchw, eager, at the largest batch size both devices ran, the "
+        "fastest backend of each. Speedup = CPU epoch / GPU epoch.";
+  s.notes.push_back(note);
   Table best;
   best.title = "Best configuration of each device";
   best.columns = {{"model", "model"},           {"epoch items", std::string(schema::kEpochItems)},
@@ -517,7 +508,7 @@ void AddMemory(const TrainResult& t, Section* s, std::map<std::string, Chart>* c
     for (auto [bs, bytes] : m.points)
       mem.rows.push_back({Cell(m.model), Cell(DeviceName(m.device)),
                           Cell(m.at.backend + " " + Keys(m.at, false, false, true)), NumberCell(bs),
-                          Cell(FormatBytes(bytes), bytes)});
+                          Cell(FormatBytes(bytes, 3), bytes)});
     if (m.points.size() < 2) continue;
     Chart& ch = (*charts)[m.model];
     if (ch.series.empty()) {
@@ -614,10 +605,16 @@ Table SummaryTable(const std::vector<TrainPairSummary>& rows, bool graph) {
 
 Section PairsSection(const TrainResult& t) {
   Section s;
-  s.title = "train: eager vs CUDA graph, backends";
+  bool any_gpu = std::any_of(t.cases.begin(), t.cases.end(),
+                             [](const TrainCase& c) { return c.device == "gpu"; });
+  // CUDA graphs are a GPU's: a CPU-only run's title names only what it can hold.
+  s.title = any_gpu ? "train: eager vs CUDA graph, backends" : "train: backends";
   if (t.graph_summary.empty()) {
-    s.notes.push_back(
-        "No eager/graph pairs: they need GPU cases at graph:1 and graph:0 of one configuration.");
+    // Without any GPU case there is nothing to pair, and the report said so once already.
+    if (any_gpu)
+      s.notes.push_back(
+          "No eager/graph pairs: they need GPU cases at graph:1 and graph:0 of one "
+          "configuration.");
   } else {
     s.notes.push_back(
         "Eager vs CUDA graph: speedup = eager step time (graph:0) / graph step time (graph:1, the "

@@ -229,7 +229,8 @@ void HtmlSection(const Section& s, std::string* out) {
   for (const Table& t : s.tables) {
     if (!t.title.empty()) *out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
     std::vector<bool> right = RightAligned(t);
-    *out += "<table><thead><tr>";
+    // A wide table scrolls inside its box instead of widening the page.
+    *out += "<div class=\"tw\"><table><thead><tr>";
     for (size_t i = 0; i < t.columns.size(); ++i)
       *out += std::string(right[i] ? "<th>" : "<th class=\"l\">") + HtmlEscape(t.columns[i].title) +
               "</th>";
@@ -243,7 +244,7 @@ void HtmlSection(const Section& s, std::string* out) {
       }
       *out += "</tr>\n";
     }
-    *out += "</tbody></table>\n";
+    *out += "</tbody></table></div>\n";
   }
   if (!s.charts.empty()) {
     *out += "<div class=\"charts\">\n";
@@ -263,7 +264,7 @@ std::string RenderHtml(const Document& doc) {
          "</title>\n<style>\n"
          "body{font:14px/1.4 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;"
          "color:#222;max-width:1400px}\n"
-         "table{border-collapse:collapse;margin:8px 0 20px}\n"
+         "table{border-collapse:collapse;margin:8px 0 20px}div.tw{max-width:100%;overflow-x:auto}\n"
          "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\n"
          "th{background:#f2f2f2}td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
          "tr:nth-child(even) td{background:#fafafa}\n"

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Renders dlbench-report's report.html in headless Chromium, as a person would open it, and checks
+what the first screen shows: the findings before any family's table, no column of a device the run
+did not have, one line for a CPU-only run, the epoch figures the JSON holds, and a screenshot that
+is a real, non-blank PNG.
+
+  render_test.py DLBENCH_REPORT CPU_DIR GPU_DIR... [--keep DIR]
+
+CPU_DIR: a CPU-only run (the smoke tier's JSON); GPU_DIR...: a run with a GPU (the H100 results).
+Exits 77 (CTest's SKIP_RETURN_CODE) with one line when Chromium is not installed."""
+import html.parser
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+SKIP = 77
+CHROMIUM_TIMEOUT_S = 120
+failures = []
+checks = [0]
+figures = [0]
+
+
+def check(ok, what):
+    checks[0] += 1
+    if not ok:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def find_chromium():
+    for c in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(c)
+        if path:
+            return path
+    return None
+
+
+def chromium(exe, profile, args):
+    # As root in a container: no sandbox, no GPU, no shared-memory assumptions, a private profile,
+    # nothing from the network, and a timeout so a stuck browser fails the test instead of hanging.
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + str(profile)] + args
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          timeout=CHROMIUM_TIMEOUT_S, check=False)
+
+
+# ---- the figures the report must show, computed here from the JSON on their own ----
+
+def three_digits(v):
+    a = abs(v)
+    if a >= 99.95:
+        return "%.0f" % v
+    if a >= 9.995:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def format_time(ns):
+    for unit, scale in (("ns", 1), ("µs", 1e3), ("ms", 1e6)):
+        if abs(ns) < scale * 1e3:
+            return three_digits(ns / scale) + " " + unit
+    return three_digits(ns / 1e9) + " s"
+
+
+def format_duration(s):
+    if s >= 7200:
+        return "%.3g h" % (s / 3600)
+    if s >= 120:
+        return "%.3g min" % (s / 60)
+    return format_time(s * 1e9)
+
+
+def best_epochs(files):
+    """Per model and device the shortest epoch_s of a training step on one GPU or the CPU, fed by
+    no loader: the median over every repetition of a name, across files."""
+    samples, model_of = {}, {}
+    for f in files:
+        for b in json.loads(pathlib.Path(f).read_text())["benchmarks"]:
+            name = b["name"]
+            parts = name.split("/")
+            if parts[0] != "train" or b.get("run_type") == "aggregate":
+                continue
+            if b.get("error_occurred") or b.get("skipped") or "epoch_s" not in b:
+                continue
+            keys = dict(p.split(":", 1) for p in parts[4:] if ":" in p)
+            if keys.get("pass", "train") != "train" or "loader" in keys:
+                continue
+            if float(keys.get("gpus", "1")) > 1:
+                continue
+            samples.setdefault(name, []).append(b["epoch_s"])
+            model_of[name] = ((b.get("dlbench") or {}).get("network") or parts[3], parts[1])
+    best = {}
+    for name, values in samples.items():
+        key = model_of[name]
+        best[key] = min(best.get(key, float("inf")), statistics.median(values))
+    return best
+
+
+# ---- the rendered page ----
+
+class Page(html.parser.HTMLParser):
+    """Headings and tables in document order: ("h2", text), ("h3", text), ("table", rows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.items, self._text, self._tag, self._rows, self._cell = [], "", None, None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h2", "h3"):
+            self._tag, self._text = tag, ""
+        elif tag == "table":
+            self._rows = []
+        elif tag == "tr" and self._rows is not None:
+            self._rows.append([])
+        elif tag in ("td", "th") and self._rows is not None:
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == self._tag:
+            self.items.append((tag, self._text.strip()))
+            self._tag = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._rows[-1].append(self._cell.strip())
+            self._cell = None
+        elif tag == "table" and self._rows is not None:
+            self.items.append(("table", self._rows))
+            self._rows = None
+
+    def handle_data(self, data):
+        if self._tag:
+            self._text += data
+        if self._cell is not None:
+            self._cell += data
+
+
+def first_screen(items):
+    out = []
+    for kind, value in items:
+        if kind == "h2" and value == "Details":
+            break
+        out.append((kind, value))
+    return out
+
+
+def png_pixels(path):
+    """Width, height and the rows of an 8-bit RGB or RGBA PNG, unfiltered."""
+    data = pathlib.Path(path).read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            if depth != 8 or color not in (2, 6):
+                raise ValueError("unexpected PNG format: depth %d colour %d" % (depth, color))
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+def check_screenshot(path, label):
+    try:
+        width, height, bpp, rows = png_pixels(path)
+    except (OSError, ValueError, zlib.error, struct.error) as e:
+        check(False, "%s: the screenshot is no valid PNG (%s)" % (label, e))
+        return
+    check((width, height) == (1280, 1600), "%s: screenshot is %dx%d" % (label, width, height))
+    background = rows[0][:3]
+    drawn = sum(1 for r in rows for x in range(0, len(r), bpp) if r[x:x + 3] != background)
+    check(drawn > 0.01 * width * height,
+          "%s: the screenshot is blank (%d pixels differ from the background)" % (label, drawn))
+
+
+def render(report, exe, inputs, out, label):
+    d = out / label
+    subprocess.run([report, "report"] + inputs + ["--out-dir", str(d)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=120)
+    url = (d / "report.html").resolve().as_uri()
+    dom = chromium(exe, out / ("profile-" + label), ["--dump-dom", url])
+    check(dom.returncode == 0, "%s: chromium --dump-dom exited %d" % (label, dom.returncode))
+    shot = d / "screenshot.png"
+    run = chromium(exe, out / ("profile-" + label),
+                   ["--screenshot=" + str(shot), "--window-size=1280,1600", url])
+    check(run.returncode == 0 and shot.exists(), "%s: chromium --screenshot failed" % label)
+    if shot.exists():
+        check_screenshot(shot, label)
+    page = Page()
+    page.feed(dom.stdout.decode("utf-8", "replace"))
+    return dom.stdout.decode("utf-8", "replace"), page.items
+
+
+def check_page(label, dom, items, epochs, devices):
+    first = first_screen(items)
+    h2 = [v for k, v in first if k == "h2"]
+    check(h2[:1] == ["Findings"], "%s: the first section is %r, not Findings" % (label, h2[:1]))
+    tables = [i for i, (k, _) in enumerate(first) if k == "table"]
+    check(bool(tables), "%s: no table on the first screen" % label)
+    findings = [i for i, (k, v) in enumerate(first) if (k, v) == ("h2", "Findings")]
+    if tables and findings:
+        check(findings[0] < tables[0], "%s: a table comes before the findings" % label)
+    # No column on the first screen says nothing ("-" in every row), and none names a device the
+    # run did not measure on.
+    for k, rows in first:
+        if k != "table" or len(rows) < 2:
+            continue
+        header = rows[0]
+        for i, title in enumerate(header):
+            cells = [r[i] for r in rows[1:] if i < len(r)]
+            check(not all(c == "-" for c in cells),
+                  "%s: an empty column %r on the first screen" % (label, title))
+            for device in ("CPU", "GPU"):
+                if device not in devices:
+                    check(not title.startswith(device),
+                          "%s: a %s column %r in a run without one" % (label, device, title))
+    # The epoch figures of the findings are the JSON's.
+    table = None
+    for i, (k, v) in enumerate(first):
+        if k == "h3" and v.startswith("Training: one epoch per model"):
+            table = next((rows for kk, rows in first[i + 1:] if kk == "table"), None)
+            break
+    check(table is not None, "%s: no training table among the findings" % label)
+    if table is None:
+        return
+    header, rows = table[0], {r[0]: r for r in table[1:]}
+    for (model, device), epoch in sorted(epochs.items()):
+        column = ("CPU" if device == "cpu" else "GPU") + " epoch"
+        row = rows.get(model)
+        check(row is not None and column in header,
+              "%s: no %s of %s in the findings" % (label, column, model))
+        if row is not None and column in header:
+            got, want = row[header.index(column)], format_duration(epoch)
+            figures[0] += 1
+            check(got == want, "%s: %s %s is %r, the JSON says %r" % (label, model, column, got,
+                                                                     want))
+    if "speedup" in header:
+        for model, row in rows.items():
+            cpu, gpu = epochs.get((model, "cpu")), epochs.get((model, "gpu"))
+            if cpu and gpu:
+                want = "%.3gx" % (cpu / gpu)
+                figures[0] += 1
+                got = row[header.index("speedup")].lstrip("⚠ ")
+                check(got == want, "%s: %s speedup %r, the JSON says %r" % (label, model, got,
+                                                                            want))
+
+
+def main():
+    args = sys.argv[1:]
+    keep = None
+    if "--keep" in args:
+        keep = pathlib.Path(args[args.index("--keep") + 1])
+        del args[args.index("--keep"):args.index("--keep") + 2]
+    if len(args) < 3:
+        print(__doc__)
+        return 2
+    exe = find_chromium()
+    if exe is None:
+        print("SKIP: chromium not installed (apt-get install chromium; tools/install-deps.sh)")
+        return SKIP
+    report, cpu_dir, gpu_dirs = args[0], args[1], args[2:]
+
+    def files(dirs):
+        return sorted(str(p) for d in dirs for p in pathlib.Path(d).glob("*.json"))
+
+    with tempfile.TemporaryDirectory(prefix="dlb-render-") as tmp:
+        out = pathlib.Path(keep) if keep else pathlib.Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+
+        cpu_files = files([cpu_dir])
+        dom, items = render(report, exe, cpu_files, out, "cpu")
+        check(dom.count("CPU only: no GPU in this run") == 1,
+              "cpu: the CPU-only line appears %d times" % dom.count("CPU only: no GPU in this run"))
+        check_page("cpu", dom, items, best_epochs(cpu_files), {"CPU"})
+
+        gpu_files = files(gpu_dirs)
+        dom, items = render(report, exe, gpu_files, out, "gpu")
+        check("CPU only" not in dom and "GPU only" not in dom, "gpu: a one-device line")
+        for h3 in ("Loader starvation", "GPU scaling of data-parallel training steps"):
+            check(any(k == "h3" and v.startswith(h3) for k, v in first_screen(items)),
+                  "gpu: no %r among the findings" % h3)
+        check_page("gpu", dom, items, best_epochs(gpu_files), {"CPU", "GPU"})
+
+    check(figures[0] > 0, "no epoch figure was compared")
+    if failures:
+        print("%d of %d checks failed" % (len(failures), checks[0]))
+        return 1
+    print("rendered the CPU-only and the GPU report in %s: %d checks passed, %d of them epoch "
+          "figures and speedups against the JSON" % (exe, checks[0], figures[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+// The report's findings: throughput cliffs over batch size (and the phase that grew), loader
+// starvation, the one line a run on one device gets, and the findings leading the report.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tools/report/analyses/findings.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+namespace {
+
+struct Case {
+  std::string name;
+  double us;
+  std::vector<std::pair<std::string, double>> counters;
+};
+
+std::string Json(const std::vector<Case>& cases, const std::string& gpu_name = "") {
+  std::string b;
+  for (const Case& c : cases)
+    for (int rep = 0; rep < 3; ++rep) {
+      if (!b.empty()) b += ",";
+      b += R"({"name": ")" + c.name + R"(/manual_time", "run_type": "iteration", "real_time": )" +
+           std::to_string(c.us * (1 + 0.001 * rep)) + R"(, "time_unit": "us")";
+      for (const auto& [k, v] : c.counters) b += ", \"" + k + "\": " + std::to_string(v);
+      b += "}";
+    }
+  std::string ctx = R"({"host_name": "test")" +
+                    (gpu_name.empty() ? "" : R"(, "gpu_name": ")" + gpu_name + "\"") + "}";
+  return R"({"context": )" + ctx + R"(, "benchmarks": [)" + b + "]}";
+}
+
+MergedRuns Runs(const std::vector<Case>& cases, const std::string& gpu_name = "") {
+  return Merge({ParseBenchmarkJson(Json(cases, gpu_name), "findings.json")});
+}
+
+// A training step per batch size with its phases in seconds per step.
+Case Step(const std::string& device, int bs, double step_us, double fwd, double bwd, double opt) {
+  return {"train/" + device + "/libtorch/resnet18_cifar/bs:" + std::to_string(bs) +
+              "/dt:f32/fmt:nchw/pass:train",
+          step_us,
+          {{"fwd_s", fwd}, {"bwd_s", bwd}, {"opt_s", opt}, {"epoch_items", 50000}}};
+}
+
+TEST(Findings, ACliffIsFlaggedWithThePhaseThatGrewPerItem) {
+  // Images/s: bs 16: 16 / 1 ms = 16 k; bs 32: 32 / 1.6 ms = 20 k; bs 64: 64 / 8 ms = 8 k, a 2.5x
+  // drop. Per image from 32 to 64: fwd 15.6 -> 31.3 us, bwd 28.1 -> 93.8 us, opt 3.1 -> 1.6 us.
+  MergedRuns m = Runs({Step("cpu", 16, 1000, 300e-6, 600e-6, 100e-6),
+                       Step("cpu", 32, 1600, 500e-6, 900e-6, 100e-6),
+                       Step("cpu", 64, 8000, 2000e-6, 6000e-6, 100e-6)});
+  std::vector<Cliff> cliffs = FindCliffs(m);
+  ASSERT_EQ(cliffs.size(), 1u);
+  const Cliff& c = cliffs[0];
+  EXPECT_EQ(c.curve, "train/cpu/libtorch/resnet18_cifar/bs:*/dt:f32/fmt:nchw/pass:train");
+  EXPECT_EQ(c.bs_from, 32);
+  EXPECT_EQ(c.bs_to, 64);
+  EXPECT_NEAR(c.thr_from / c.thr_to, 2.5, 0.01);
+  EXPECT_EQ(c.phase, "bwd_s");
+  EXPECT_NEAR(c.phase_from, 900e-6 / 32, 1e-9);
+  EXPECT_NEAR(c.phase_to, 6000e-6 / 64, 1e-9);
+
+  // The findings list it, naming the phase and that its figure is per item.
+  Section s = FindingsSection(m, ComputeTrain(m), ComputeGpuScaling(m));
+  std::string md = RenderMarkdown(Document{"t", {}, {s}});
+  EXPECT_NE(md.find("Throughput cliffs"), std::string::npos) << md;
+  EXPECT_NE(md.find("32 → 64"), std::string::npos) << md;
+  EXPECT_NE(md.find("bwd_s: "), std::string::npos) << md;
+  EXPECT_NE(md.find("per item"), std::string::npos) << md;
+}
+
+TEST(Findings, ASmoothCurveHasNoCliff) {
+  // Images/s: 16 k, 20 k, 12.8 k: the drop from 32 to 64 is 1.56x, under 2x.
+  MergedRuns m = Runs({Step("cpu", 16, 1000, 300e-6, 600e-6, 100e-6),
+                       Step("cpu", 32, 1600, 500e-6, 900e-6, 100e-6),
+                       Step("cpu", 64, 5000, 1500e-6, 3400e-6, 100e-6)});
+  EXPECT_TRUE(FindCliffs(m).empty());
+  Section s = FindingsSection(m, ComputeTrain(m), ComputeGpuScaling(m));
+  std::string md = RenderMarkdown(Document{"t", {}, {s}});
+  EXPECT_EQ(md.find("Throughput cliffs"), std::string::npos) << md;
+  EXPECT_NE(md.find("No throughput cliff"), std::string::npos) << md;
+}
+
+TEST(Findings, ACliffWithoutPhasesNamesNone) {
+  // A conv layer: no fwd_s/bwd_s/opt_s counters, and curves of different configs stay apart.
+  MergedRuns m = Runs({{"conv/cpu/onednn/l1/bs:1/dt:f32/fmt:nchw/pass:fwd", 100, {}},
+                       {"conv/cpu/onednn/l1/bs:2/dt:f32/fmt:nchw/pass:fwd", 900, {}},
+                       {"conv/cpu/onednn/l1/bs:1/dt:f32/fmt:nchw/pass:bwd_data", 100, {}},
+                       {"conv/cpu/onednn/l1/bs:2/dt:f32/fmt:nchw/pass:bwd_data", 150, {}}});
+  std::vector<Cliff> cliffs = FindCliffs(m);
+  ASSERT_EQ(cliffs.size(), 1u);
+  EXPECT_EQ(cliffs[0].curve, "conv/cpu/onednn/l1/bs:*/dt:f32/fmt:nchw/pass:fwd");
+  EXPECT_TRUE(cliffs[0].phase.empty());
+  EXPECT_NEAR(cliffs[0].thr_from / cliffs[0].thr_to, 4.5, 0.01);
+}
+
+TEST(Findings, ACpuOnlyRunSaysSoOnceAndShowsNoGpuColumn) {
+  MergedRuns m = Runs({Step("cpu", 16, 1000, 300e-6, 600e-6, 100e-6),
+                       Step("cpu", 32, 1600, 500e-6, 900e-6, 100e-6)},
+                      "none: no CUDA device");
+  Devices d = DevicesOf(m);
+  EXPECT_TRUE(d.cpu);
+  EXPECT_FALSE(d.gpu);
+  EXPECT_EQ(DevicesLine(d), "CPU only: no GPU in this run (none: no CUDA device).");
+  std::string md = RenderMarkdown(FullReport(m, {"findings.json"}));
+  size_t details = md.find("## Details");
+  ASSERT_NE(details, std::string::npos);
+  std::string first = md.substr(0, details);
+  EXPECT_EQ(first.find("CPU only"), first.rfind("CPU only")) << "said once";
+  EXPECT_EQ(first.find("GPU epoch"), std::string::npos) << first;
+  EXPECT_EQ(first.find("GPU time"), std::string::npos) << first;
+  EXPECT_NE(first.find("CPU epoch"), std::string::npos) << first;
+  // The best batch size by images/s: 32 (20 k/s) over 16 (16 k/s).
+  EXPECT_NE(first.find("bs 32 · 20.0 k images/s"), std::string::npos) << first;
+  // No empty CPU-vs-GPU sections in the details either.
+  EXPECT_EQ(md.find("CPU vs GPU speedups"), std::string::npos);
+}
+
+TEST(Findings, AGpuOnlyRunShowsNoCpuColumn) {
+  MergedRuns m =
+      Runs({Step("gpu", 16, 100, 30e-6, 60e-6, 10e-6), Step("gpu", 32, 160, 50e-6, 90e-6, 10e-6)},
+           "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(DevicesLine(DevicesOf(m)), "GPU only: no CPU case in this run.");
+  std::string md = RenderMarkdown(FullReport(m, {"findings.json"}));
+  std::string first = md.substr(0, md.find("## Details"));
+  EXPECT_EQ(first.find("CPU epoch"), std::string::npos) << first;
+  EXPECT_NE(first.find("GPU epoch"), std::string::npos) << first;
+}
+
+TEST(Findings, StarvationTakesTheLeastStarvedWorkerCount) {
+  auto fed = [](int workers, double items, double starvation) {
+    return Case{
+        "train/gpu/libtorch/resnet18/bs:256/dt:amp_bf16/fmt:nhwc/pass:train/graph:1/"
+        "loader:turbojpeg/workers:" +
+            std::to_string(workers),
+        256.0 / items * 1e6,
+        {{"items_per_s", items}, {"alone_items_per_s", 12000}, {"starvation", starvation}}};
+  };
+  MergedRuns m = Runs({fed(1, 1200, 0.9), fed(16, 10800, 0.1), fed(8, 6000, 0.5)});
+  std::vector<FedStep> steps = FedSteps(m);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].model, "resnet18");
+  EXPECT_EQ(steps[0].loader, "turbojpeg");
+  EXPECT_EQ(steps[0].workers, 16);
+  EXPECT_DOUBLE_EQ(steps[0].starvation, 0.1);
+  EXPECT_EQ(steps[0].fewest_workers, 1);
+  EXPECT_DOUBLE_EQ(steps[0].fewest_starvation, 0.9);
+  EXPECT_EQ(steps[0].counts, 3u);
+  std::string md = RenderMarkdown(
+      Document{"t", {}, {FindingsSection(m, ComputeTrain(m), ComputeGpuScaling(m))}});
+  EXPECT_NE(md.find("Loader starvation"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 10% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("90% (1 worker)"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace dlb::report

@@ -1,0 +1,365 @@
+// The findings a person reads first: short tables built from what the train, GPU-scaling and
+// per-case analyses compute, and the throughput cliffs over batch size.
+#include "tools/report/analyses/findings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
+
+namespace dlb::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string ContextValue(const std::map<std::string, std::string>& ctx, std::string_view key) {
+  auto it = ctx.find(std::string(key));
+  return it == ctx.end() ? std::string() : it->second;
+}
+
+bool Usable(const Bench& b) { return b.parsed && b.measured() && b.MedianNs() > 0; }
+
+double BsOf(const BenchName& n) {
+  double bs = std::atof(n.Get(name_key::kBs).c_str());
+  return bs > 0 ? bs : 0;
+}
+
+// The name with bs written as "bs:*": one curve over batch size.
+std::string CurveName(const BenchName& n) {
+  std::string out = n.family + "/" + n.device + "/" + n.backend + "/" + n.workload;
+  for (const auto& [k, v] : n.keys) out += "/" + k + ":" + (k == name_key::kBs ? "*" : v);
+  return out;
+}
+
+// The keys but the ones named, "dt:f32/fmt:nchw".
+std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
+  std::string out;
+  for (const auto& [k, v] : n.keys)
+    if (std::find(skip.begin(), skip.end(), k) == skip.end())
+      out += (out.empty() ? "" : "/") + k + ":" + v;
+  return out;
+}
+
+std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
+
+// "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput.
+Cell BestBsCell(const std::optional<TrainCase>& c) {
+  if (!c || !(c->step_ns > 0)) return Cell("-");
+  double per_s = c->bs / c->step_ns * 1e9;
+  return Cell(Bs(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
+}
+
+Cell EpochCell(const std::optional<TrainCase>& c) {
+  if (!c || !std::isfinite(c->epoch_s)) return Cell("-");
+  return Cell(FormatDuration(c->epoch_s), c->epoch_s);
+}
+
+// Columns whose every cell is "-" say nothing (a CPU-only run's GPU columns): left out.
+void DropEmpty(Table* t) {
+  for (size_t i = t->columns.size(); i-- > 0;) {
+    bool empty = std::all_of(t->rows.begin(), t->rows.end(),
+                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
+    if (!empty) continue;
+    t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
+    for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+Table EpochTable(const TrainResult& train) {
+  Table t;
+  t.title =
+      "Training: one epoch per model at each device's best configuration; best batch size: the "
+      "most images/s";
+  t.columns = {{"model", "model"},
+               {"CPU epoch", "cpu_epoch_s"},
+               {"GPU epoch", "gpu_epoch_s"},
+               {"speedup", "speedup"},
+               {"CPU best batch size", "cpu_best_bs"},
+               {"GPU best batch size", "gpu_best_bs"}};
+  for (const TrainEpoch& e : train.epochs) {
+    if (!e.cpu && !e.gpu) continue;
+    bool doubtful = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
+    t.rows.push_back({Cell(e.model), EpochCell(e.cpu), EpochCell(e.gpu),
+                      SpeedupCell(e.speedup, doubtful), BestBsCell(e.cpu), BestBsCell(e.gpu)});
+  }
+  DropEmpty(&t);
+  return t;
+}
+
+Table StarvationTable(const std::vector<FedStep>& fed) {
+  Table t;
+  t.title =
+      "Loader starvation of training steps fed by a data loader: 1 - fed / alone images/s "
+      "(0%: the loader keeps up), at the worker count with the least";
+  t.columns = {{"model", "model"},
+               {"bs", "bs"},
+               {"loader", "loader"},
+               {"workers", "workers"},
+               {"fed images/s", "fed_items_per_s"},
+               {"step alone images/s", "alone_items_per_s"},
+               {"starvation", "starvation"},
+               {"at the fewest workers", "fewest_starvation"}};
+  for (const FedStep& f : fed) {
+    Tone tone = f.starvation > 0.5 ? Tone::kBad : f.starvation < 0.1 ? Tone::kGood : Tone::kNone;
+    std::string fewest = f.counts > 1 ? FormatPercent(f.fewest_starvation, 0) + " (" +
+                                            FormatNumber(f.fewest_workers, 4) +
+                                            (f.fewest_workers == 1 ? " worker)" : " workers)")
+                                      : "-";
+    t.rows.push_back({Cell(f.model), Cell(FormatNumber(f.bs, 6), f.bs), Cell(f.loader),
+                      f.workers > 0 ? Cell(FormatNumber(f.workers, 4), f.workers) : Cell("-"),
+                      Cell(FormatRate(f.fed), f.fed), Cell(FormatRate(f.alone), f.alone),
+                      Cell(FormatPercent(f.starvation, 0), f.starvation).With(tone),
+                      f.counts > 1 ? Cell(fewest, f.fewest_starvation) : Cell("-")});
+  }
+  DropEmpty(&t);
+  return t;
+}
+
+Table ScalingTable(const GpuScaling& scaling) {
+  Table t;
+  t.title =
+      "GPU scaling of data-parallel training steps at the most GPUs: efficiency = per-GPU "
+      "images/s / one GPU's (100%: linear)";
+  t.columns = {{"model", "model"},
+               {"backend", "backend"},
+               {"per-GPU bs", "bs"},
+               {"GPUs", "gpus"},
+               {"images/s", "items_per_s"},
+               {"efficiency", "efficiency"},
+               {"exposed comm per step", "exposed_comm_s"}};
+  for (const GpuCurve& c : scaling.steps) {
+    if (c.points.empty() || c.points.back().gpus <= 1) continue;
+    const GpuPoint& p = c.points.back();
+    Tone tone = !std::isfinite(p.efficiency) ? Tone::kNone
+                : p.efficiency < 0.8         ? Tone::kBad
+                : p.efficiency >= 0.95       ? Tone::kGood
+                                             : Tone::kNone;
+    t.rows.push_back(
+        {Cell(c.model), Cell(c.backend), c.bs > 0 ? Cell(FormatNumber(c.bs, 6), c.bs) : Cell("-"),
+         Cell(FormatNumber(p.gpus, 4), p.gpus), Cell(FormatRate(p.throughput), p.throughput),
+         std::isfinite(p.efficiency) ? Cell(FormatPercent(p.efficiency, 0), p.efficiency).With(tone)
+                                     : Cell("-"),
+         std::isfinite(p.exposed_comm_s)
+             ? Cell(FormatTime(p.exposed_comm_s * 1e9), p.exposed_comm_s)
+             : Cell("-")});
+  }
+  DropEmpty(&t);
+  return t;
+}
+
+// The best figure of each family but train (which has its own table), per device: GEMM and conv
+// in FLOP/s, data loading in images/s, collectives in bus bandwidth.
+struct Best {
+  double value = 0;
+  const Bench* at = nullptr;
+};
+
+Table BestTable(const MergedRuns& runs) {
+  Table t;
+  t.title = "Best of each family";
+  t.columns = {{"family", "family"}, {"device", "device"}, {"best", "best"}, {"case", "name"}};
+  std::vector<std::string> order;
+  std::map<std::string, Best> best;  // family|device
+  for (const Bench& b : runs.benches) {
+    if (!Usable(b) || b.family == kTrainFamily) continue;
+    std::string_view counter = b.family == kCommFamily  ? schema::kBusBw
+                               : b.family == "dataload" ? schema::kItemsPerS
+                                                        : schema::kFlopPerS;
+    double v = b.Counter(counter);
+    if (!std::isfinite(v) || v <= 0) continue;
+    std::string key = b.family + "|" + b.parsed->device;
+    if (!best.count(key)) order.push_back(key);
+    Best& x = best[key];
+    if (v > x.value) x = {v, &b};
+  }
+  // Family by family as they came, the CPU before the GPU.
+  std::vector<std::string> families;
+  for (const std::string& key : order) {
+    std::string fam = key.substr(0, key.find('|'));
+    if (std::find(families.begin(), families.end(), fam) == families.end()) families.push_back(fam);
+  }
+  std::vector<std::string> sorted;
+  for (const std::string& fam : families)
+    for (const char* device : {"|cpu", "|gpu"})
+      if (best.count(fam + device)) sorted.push_back(fam + device);
+  for (const std::string& key : sorted) {
+    const Best& x = best[key];
+    const BenchName& n = *x.at->parsed;
+    std::string unit = n.family == kCommFamily  ? "B/s bus bandwidth"
+                       : n.family == "dataload" ? "images/s"
+                                                : "FLOP/s";
+    std::string workload = n.workload;
+    if (n.family == kCommFamily) {
+      // "all_reduce.1073741824" reads as "all_reduce 1 GiB".
+      size_t dot = workload.rfind('.');
+      double bytes = dot == std::string::npos ? 0 : std::atof(workload.c_str() + dot + 1);
+      if (bytes > 0) workload = workload.substr(0, dot) + " " + FormatBytes(bytes);
+    }
+    std::string where = workload + (n.keys.empty() ? "" : " " + KeysBut(n, {}));
+    t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
+                      Cell(WithUnit(x.value, unit), x.value), Cell(n.backend + " " + where)});
+  }
+  return t;
+}
+
+Table CliffTable(const std::vector<Cliff>& cliffs) {
+  Table t;
+  t.title = "Throughput cliffs: more than " + FormatNumber(kCliffFactor, 2) +
+            "x fewer items/s at the next batch size";
+  t.columns = {{"curve", "curve"},
+               {"batch sizes", "bs"},
+               {"items/s", "items_per_s"},
+               {"drop", "drop"},
+               {"phase that grew most (seconds per item)", "phase"}};
+  for (const Cliff& c : cliffs) {
+    std::string phase = "-";
+    if (!c.phase.empty())
+      phase = c.phase + ": " + FormatTime(c.phase_from * 1e9) + " → " +
+              FormatTime(c.phase_to * 1e9) + " per item";
+    t.rows.push_back(
+        {Cell(c.curve), Cell(FormatNumber(c.bs_from, 6) + " → " + FormatNumber(c.bs_to, 6)),
+         Cell(FormatRate(c.thr_from) + " → " + FormatRate(c.thr_to), c.thr_to),
+         Cell(FormatNumber(c.thr_from / c.thr_to, 3) + "x", c.thr_from / c.thr_to).With(Tone::kBad),
+         Cell(phase)});
+  }
+  DropEmpty(&t);
+  return t;
+}
+
+}  // namespace
+
+Devices DevicesOf(const MergedRuns& runs) {
+  Devices d;
+  for (const Bench& b : runs.benches) {
+    if (!b.parsed || !b.measured()) continue;
+    d.cpu |= b.parsed->device == "cpu";
+    d.gpu |= b.parsed->device == "gpu";
+  }
+  d.gpu_context = ContextValue(runs.context, schema::kCtxGpuName);
+  return d;
+}
+
+std::string DevicesLine(const Devices& d) {
+  if (d.cpu && !d.gpu)
+    return "CPU only: no GPU in this run" +
+           (d.gpu_context.empty() ? std::string() : " (" + d.gpu_context + ")") + ".";
+  if (d.gpu && !d.cpu) return "GPU only: no CPU case in this run.";
+  return "";
+}
+
+std::vector<Cliff> FindCliffs(const MergedRuns& runs, double factor) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::pair<double, const Bench*>>> curves;
+  for (const Bench& b : runs.benches) {
+    if (!Usable(b)) continue;
+    double bs = BsOf(*b.parsed);
+    if (bs <= 0) continue;
+    std::string curve = CurveName(*b.parsed);
+    if (!curves.count(curve)) order.push_back(curve);
+    curves[curve].emplace_back(bs, &b);
+  }
+  std::vector<Cliff> out;
+  for (const std::string& curve : order) {
+    auto& points = curves[curve];
+    std::sort(points.begin(), points.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i + 1 < points.size(); ++i) {
+      const auto& [bs0, b0] = points[i];
+      const auto& [bs1, b1] = points[i + 1];
+      double thr0 = bs0 / b0->MedianNs() * 1e9, thr1 = bs1 / b1->MedianNs() * 1e9;
+      if (!(thr0 > factor * thr1)) continue;
+      Cliff c;
+      c.family = b0->family;
+      c.curve = curve;
+      c.from_name = b0->name;
+      c.to_name = b1->name;
+      c.bs_from = bs0;
+      c.bs_to = bs1;
+      c.thr_from = thr0;
+      c.thr_to = thr1;
+      double most = 0;
+      for (std::string_view phase : {schema::kFwdS, schema::kBwdS, schema::kOptS}) {
+        double a = b0->Counter(phase) / bs0, z = b1->Counter(phase) / bs1;
+        if (!std::isfinite(a) || !std::isfinite(z) || a < 0 || z < 0) continue;
+        if (z - a > most) {
+          most = z - a;
+          c.phase = std::string(phase);
+          c.phase_from = a;
+          c.phase_to = z;
+        }
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::vector<FedStep> FedSteps(const MergedRuns& runs) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<FedStep>> groups;
+  for (const Bench& b : runs.benches) {
+    if (!Usable(b) || b.family != kTrainFamily) continue;
+    const BenchName& n = *b.parsed;
+    std::string loader = n.Get("loader");
+    if (loader.empty()) continue;
+    FedStep f;
+    f.model = b.network.empty() ? n.workload : b.network;
+    f.loader = loader;
+    f.config = KeysBut(n, {name_key::kBs, name_key::kWorkers, "loader"});
+    f.bs = BsOf(n);
+    f.workers = std::atof(n.Get(name_key::kWorkers).c_str());
+    f.fed = b.Counter(schema::kItemsPerS);
+    if (!(f.fed > 0) && f.bs > 0) f.fed = f.bs / b.MedianNs() * 1e9;
+    f.alone = b.Counter(schema::kAloneItemsPerS);
+    f.starvation = b.Counter(schema::kStarvation);
+    if (!std::isfinite(f.starvation) && f.alone > 0) f.starvation = 1 - f.fed / f.alone;
+    if (!std::isfinite(f.starvation)) continue;
+    std::string key = f.model + "|" + FormatNumber(f.bs, 6) + "|" + f.loader + "|" + f.config;
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(f);
+  }
+  std::vector<FedStep> out;
+  for (const std::string& key : order) {
+    const auto& g = groups[key];
+    auto least = std::min_element(g.begin(), g.end(), [](const FedStep& a, const FedStep& b) {
+      return a.starvation < b.starvation;
+    });
+    auto fewest = std::min_element(g.begin(), g.end(), [](const FedStep& a, const FedStep& b) {
+      return a.workers < b.workers;
+    });
+    FedStep f = *least;
+    f.fewest_workers = fewest->workers;
+    f.fewest_starvation = fewest->starvation;
+    f.counts = g.size();
+    out.push_back(f);
+  }
+  return out;
+}
+
+Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const GpuScaling& scaling,
+                        Table networks) {
+  Section s;
+  s.title = "Findings";
+  if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
+  if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = ScalingTable(scaling); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (!networks.rows.empty()) s.tables.push_back(std::move(networks));
+  if (Table t = BestTable(runs); !t.rows.empty()) s.tables.push_back(std::move(t));
+  std::vector<Cliff> cliffs = FindCliffs(runs);
+  if (cliffs.empty()) {
+    s.notes.push_back("No throughput cliff: no curve loses more than " +
+                      FormatNumber(kCliffFactor, 2) +
+                      "x of its items/s from one batch size to the next.");
+  } else {
+    s.tables.push_back(CliffTable(cliffs));
+  }
+  return s;
+}
+
+}  // namespace dlb::report
