@@ -1,6 +1,9 @@
 // Convolution family: every layer of fixtures/workloads/conv_*.csv (one file per network, each row
 // with its repeat count) x passes x dtypes x layouts x batch sizes, on oneDNN (CPU) and cuDNN
 // (GPU).
+#include <algorithm>
+#include <vector>
+
 #include "benchmarks/conv/family.h"
 #include "benchmarks/conv/ops.h"
 #include "fixtures/main.h"
@@ -21,15 +24,26 @@ std::vector<Layout> LayoutsOn(bool gpu, DType dt) {
   return {NaturalLayout(dt)};
 }
 
+// The batch sizes of the tier on a device: the default's on the CPU are those a CPU trains with
+// (16, 32, 64); the GPU's go to 256.
+std::vector<int> BatchesOn(bool gpu) {
+  return BatchSizes({1, 2},
+                    gpu ? std::vector<int>{16, 32, 64, 128, 256} : std::vector<int>{16, 32, 64},
+                    {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+}
+
 void RegisterCases() {
-  const auto batches =
-      BatchSizes({1, 2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  std::vector<int> batches = BatchesOn(true);
+  for (int b : BatchesOn(false))
+    if (std::find(batches.begin(), batches.end(), b) == batches.end()) batches.push_back(b);
   for (const Workload& w : TierWorkloads())
     for (int b : batches)
       for (ConvPass pass : {ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter})
         ForEachOp(Ops{}, [&](auto tag) {
           using Op = typename decltype(tag)::type;
           if (PassOf<Op>::value != pass || !WantDevice(Op::kGpu)) return;
+          const std::vector<int> mine = BatchesOn(Op::kGpu);
+          if (std::find(mine.begin(), mine.end(), b) == mine.end()) return;
           for (DType dt : DTypesOn(Op::kGpu))
             for (Layout layout : LayoutsOn(Op::kGpu, dt)) Add<Op>(w, b, dt, layout);
         });

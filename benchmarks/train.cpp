@@ -60,9 +60,9 @@ void RegisterFedCases() {
         NameKeys keys = KeysOf(m, batch, c, true);
         keys.push_back({"loader", nvjpeg ? "nvjpeg" : "turbojpeg"});
         keys.push_back({"workers", std::to_string(s.loader.workers)});
-        NoteEpochItems(BuildName({"train", "gpu", libtorch::FedStepGpu::kBackend, m.basics.name,
-                                  keys}),
-                       m.epoch_items);
+        NoteEpochItems(
+            BuildName({"train", "gpu", libtorch::FedStepGpu::kBackend, m.basics.name, keys}),
+            m.epoch_items);
         Register<libtorch::FedStepGpu, libtorch::FedShape>(
             "train", m.basics, std::move(keys), s, cfg,
             CaseInfo::Of(m.basics, DType::kBF16, batch, nullptr));
@@ -121,9 +121,9 @@ void RegisterDdpCases() {
           const RunConfig cfg = RunConfigOf(c);
           NameKeys keys = KeysOf(m, batch, c, true);
           keys.push_back({"gpus", std::to_string(n)});
-          NoteEpochItems(BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend,
-                                    m.basics.name, keys}),
-                         m.epoch_items);
+          NoteEpochItems(
+              BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend, m.basics.name, keys}),
+              m.epoch_items);
           // The case's batch is every GPU's: the epoch is that many images a step.
           Register<libtorch::DdpStepGpu, libtorch::DdpShape, DdpSteps>(
               "train", m.basics, std::move(keys), s, cfg,
@@ -160,10 +160,10 @@ void RegisterCases() {
   benchmark::AddCustomContext(std::string(schema::kCtxTorchThreads),
                               std::to_string(libtorch::TorchThreads()));
   for (const Model& m : TierModels())
-    for (int b : Batches(m))
+    for (int b : AnyDeviceBatches(m))
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu)) return;
+        if (!WantDevice(Op::kGpu) || !Contains(Batches(m, Op::kGpu), b)) return;
         for (const Config& c : Configs(Op::kGpu)) {
           if (m.shape.image == 0 && c.layout != Layout::kNCHW) continue;  // the MLP has no layout
           Add<Op>(m, b, c);

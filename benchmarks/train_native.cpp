@@ -32,10 +32,10 @@ using Ops = decltype(CpuOps{} + GpuOps{});
 void RegisterCases() {
   for (const Model& m : TierModels()) {
     if (m.shape.model != "mlp") continue;
-    for (int b : Batches(m))
+    for (int b : AnyDeviceBatches(m))
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu)) return;
+        if (!WantDevice(Op::kGpu) || !Contains(Batches(m, Op::kGpu), b)) return;
         for (const Config& c : Configs(Op::kGpu)) {
           // The native step is f32 (and TF32 on the GPU); its layout is the MLP's only one.
           if (c.amp || c.layout != Layout::kNCHW) continue;

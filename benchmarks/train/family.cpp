@@ -1,5 +1,6 @@
 #include "benchmarks/train/family.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace dlb::train {
@@ -47,8 +48,7 @@ std::vector<Model> LoadModels(const std::string& path) {
     if (m.shape.image == 0) {
       m.shape.widths = ParseWidths(row);
       if (m.shape.widths.size() < 2) row.Fail("an MLP needs at least two widths");
-      if (m.shape.widths.back() != m.shape.classes)
-        row.Fail("the last width must equal classes");
+      if (m.shape.widths.back() != m.shape.classes) row.Fail("the last width must equal classes");
       m.shape.channels = 0;
     } else if (!row.Str("widths").empty()) {
       row.Fail("widths are for the MLP (image 0) only");
@@ -58,19 +58,33 @@ std::vector<Model> LoadModels(const std::string& path) {
   return out;
 }
 
-std::vector<Model> TierModels() {
-  return TierRows<Model>("train_", dlb::Opts().tier, LoadModels);
+std::vector<Model> TierModels() { return TierRows<Model>("train_", dlb::Opts().tier, LoadModels); }
+
+std::vector<int> Batches(const Model& m, bool gpu) {
+  const std::vector<int> full = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  if (!gpu && m.shape.image >= 224) return BatchSizes({2}, {16, 32}, full);
+  if (!gpu && m.shape.image > 0) return BatchSizes({2}, {16, 32, 64}, full);
+  if (m.shape.image >= 224) return BatchSizes({2}, {16, 32, 64, 128}, full);
+  return BatchSizes({2}, {16, 32, 64, 128, 256}, full);
 }
 
-std::vector<int> Batches(const Model& m) {
-  if (m.shape.image >= 224) return BatchSizes({2}, {16, 32, 64, 128}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
-  return BatchSizes({2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+std::vector<int> AnyDeviceBatches(const Model& m) {
+  std::vector<int> all = Batches(m, true);
+  for (int b : Batches(m, false))
+    if (!Contains(all, b)) all.push_back(b);
+  return all;
+}
+
+bool Contains(const std::vector<int>& batches, int b) {
+  return std::find(batches.begin(), batches.end(), b) != batches.end();
 }
 
 std::vector<Config> Configs(bool gpu) {
   const Tier tier = dlb::Opts().tier;
   std::vector<Config> out;
-  auto add = [&](DType dt, bool amp, Layout l, Pass p, bool g) { out.push_back({dt, amp, l, p, g}); };
+  auto add = [&](DType dt, bool amp, Layout l, Pass p, bool g) {
+    out.push_back({dt, amp, l, p, g});
+  };
   if (!gpu) {
     for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
       if (l == Layout::kNHWC && tier != Tier::kFull) continue;

@@ -29,9 +29,13 @@ std::vector<Model> LoadModels(const std::string& path);
 // Every train_*.csv of the workloads folder, rows above the tier left out.
 std::vector<Model> TierModels();
 
-// The batch sizes of the tier for a model: smoke 2; default 16..256 (16..128 at 224x224);
-// full 1..512.
-std::vector<int> Batches(const Model& m);
+// The batch sizes of the tier for a model on a device: smoke 2; full 1..512; default on the GPU
+// 16..256 (16..128 at 224x224), on the CPU the batches a CPU trains with, 16, 32, 64 (16 and 32
+// at 224x224; the MLP, cheap at any batch, keeps 16..256).
+std::vector<int> Batches(const Model& m, bool gpu);
+// Every batch size of the tier for the model on either device: the GPU's, then any other.
+std::vector<int> AnyDeviceBatches(const Model& m);
+bool Contains(const std::vector<int>& batches, int b);
 
 // One configuration of a step: dtype (amp: bf16 autocast), layout, pass, graph.
 struct Config {
@@ -72,8 +76,8 @@ struct TrainSteps : DefaultSteps<Op, Shape> {
     op.MeasurePhases();
     return launches;
   }
-  static void Record(benchmark::State& st, const Op& op, const CaseInfo& info,
-                     const RunConfig& cfg, const Timing& t, int launches, Verdict* verdict) {
+  static void Record(benchmark::State& st, const Op& op, const CaseInfo& info, const RunConfig& cfg,
+                     const Timing& t, int launches, Verdict* verdict) {
     RecordStep(st, op, info, cfg, t, launches, verdict);
     if (t.iterations == 0 || t.total <= 0) return;
     auto it = EpochItems().find(info.name);
