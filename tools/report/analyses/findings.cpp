@@ -101,7 +101,7 @@ Table StarvationTable(const std::vector<FedStep>& fed) {
                {"loader", "loader"},
                {"workers", "workers"},
                {"fed images/s", "fed_items_per_s"},
-               {"step alone images/s", "alone_items_per_s"},
+               {"step alone images/s", std::string(schema::kAloneItemsPerS)},
                {"starvation", "starvation"},
                {"at the fewest workers", "fewest_starvation"}};
   for (const FedStep& f : fed) {
@@ -129,9 +129,9 @@ Table ScalingTable(const GpuScaling& scaling) {
                {"backend", "backend"},
                {"per-GPU bs", "bs"},
                {"GPUs", "gpus"},
-               {"images/s", "items_per_s"},
+               {"images/s", std::string(schema::kItemsPerS)},
                {"efficiency", "efficiency"},
-               {"exposed comm per step", "exposed_comm_s"}};
+               {"exposed comm per step", std::string(schema::kExposedCommS)}};
   for (const GpuCurve& c : scaling.steps) {
     if (c.points.empty() || c.points.back().gpus <= 1) continue;
     const GpuPoint& p = c.points.back();
@@ -213,7 +213,7 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
             "x fewer items/s at the next batch size";
   t.columns = {{"curve", "curve"},
                {"batch sizes", "bs"},
-               {"items/s", "items_per_s"},
+               {"items/s", std::string(schema::kItemsPerS)},
                {"drop", "drop"},
                {"phase that grew most (seconds per item)", "phase"}};
   for (const Cliff& c : cliffs) {

@@ -33,7 +33,7 @@ struct Cliff {
   std::string from_name, to_name;
   double bs_from = 0, bs_to = 0;
   double thr_from = 0, thr_to = 0;      // items/s: bs / median time
-  std::string phase;                    // "fwd_s", "bwd_s" or "opt_s"; empty: no phases at both
+  std::string phase;                    // the schema's kFwdS, kBwdS or kOptS; empty: no phases at both
   double phase_from = 0, phase_to = 0;  // that phase's seconds per item
 };
 inline constexpr double kCliffFactor = 2;

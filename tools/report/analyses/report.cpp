@@ -370,8 +370,8 @@ std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
          {"dt", "dt"},
          {"config", "config"},
          {"GPU time", "gpu_ns"},
-         {"bus bandwidth", "busbw_bytes_per_s"},
-         {"algorithm bandwidth", "algbw_bytes_per_s"}};
+         {"bus bandwidth", std::string(schema::kBusBw)},
+         {"algorithm bandwidth", std::string(schema::kAlgBw)}};
     return c;
   }
   if (!network) c.push_back({w.item, "workload"});
