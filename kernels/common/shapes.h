@@ -1,6 +1,7 @@
 // Problem shapes shared by ops, references and the harness.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace dlb {
@@ -33,6 +34,38 @@ struct ConvShape {
     return n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0 && stride_h > 0 &&
            stride_w > 0 && pad_h >= 0 && pad_w >= 0 && dil_h > 0 && dil_w > 0 && groups > 0 &&
            c % groups == 0 && k % groups == 0 && P() > 0 && Q() > 0;
+  }
+};
+
+enum class AttnPass { kFwd, kBwd };
+inline const char* Name(AttnPass p) { return p == AttnPass::kFwd ? "fwd" : "bwd"; }
+
+// Scaled-dot-product attention, O = softmax(scale * Q K^T [+ causal mask]) V, per (batch, head).
+// Logical layouts, whatever the op stores: Q, O, dO and dQ are batch x heads x seq x head_dim;
+// K, V, dK and dV batch x kv_heads x seq x head_dim (grouped-query attention: query head h reads
+// K/V head h / (heads / kv_heads)). Causal: query i sees keys 0..i. scale = 1/sqrt(head_dim).
+// Seeded tensors, each in logical order: Q = TensorSeed(seed, 0), K = 1, V = 2, dO = 3.
+// Outputs: the forward pass writes O; the backward pass (given Q, K, V, O, dO and the forward's
+// softmax statistics) writes dQ, dK and dV, read as one flat array in that order.
+struct AttnShape {
+  int64_t batch = 1, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  bool causal = false;
+  AttnPass pass = AttnPass::kFwd;  // which pass one Run() is
+  double Scale() const { return 1.0 / std::sqrt(double(head_dim)); }
+  // FlashAttention's convention: 4 B H S^2 D for the two matmuls of the forward, halved when
+  // causal; the backward counts 2.5x the forward (five matmuls to the forward's two).
+  double FwdFlops() const {
+    const double f =
+        4.0 * double(batch) * double(heads) * double(seq) * double(seq) * double(head_dim);
+    return causal ? f / 2 : f;
+  }
+  double BwdFlops() const { return 2.5 * FwdFlops(); }
+  int64_t QElems() const { return batch * heads * seq * head_dim; }
+  int64_t KvElems() const { return batch * kv_heads * seq * head_dim; }
+  // Positive sizes, heads a multiple of kv_heads.
+  bool Valid() const {
+    return batch > 0 && heads > 0 && kv_heads > 0 && seq > 0 && head_dim > 0 &&
+           heads % kv_heads == 0;
   }
 };
 
