@@ -10,6 +10,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
 
@@ -47,9 +48,12 @@ std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> 
 
 std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
 
-// "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput.
+// "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput; a
+// transformer step's in tokens/s.
 Cell BestBsCell(const std::optional<TrainCase>& c) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
+  if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
+    return Cell(Bs(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
   double per_s = c->bs / c->step_ns * 1e9;
   return Cell(Bs(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
 }
@@ -81,6 +85,12 @@ Table EpochTable(const TrainResult& train) {
                {"speedup", "speedup"},
                {"CPU best batch size", "cpu_best_bs"},
                {"GPU best batch size", "gpu_best_bs"}};
+  auto tokens = [](const std::optional<TrainCase>& c) {
+    return c && std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0;
+  };
+  if (std::any_of(train.epochs.begin(), train.epochs.end(),
+                  [&](const TrainEpoch& e) { return tokens(e.cpu) || tokens(e.gpu); }))
+    t.title += " (tokens/s for transformers)";
   for (const TrainEpoch& e : train.epochs) {
     if (!e.cpu && !e.gpu) continue;
     bool doubtful = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
@@ -347,6 +357,7 @@ Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const 
   s.title = "Findings";
   if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
   if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = TokenTable(TokenSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = ScalingTable(scaling); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (!networks.rows.empty()) s.tables.push_back(std::move(networks));

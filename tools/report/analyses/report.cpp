@@ -18,6 +18,7 @@
 #include "tools/report/analyses/summary.h"
 #include "tools/report/analyses/sweep.h"
 #include "tools/report/analyses/train.h"
+#include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
 
@@ -41,8 +42,11 @@ std::string KeyValues(const std::string& config) {
 }
 
 // Families whose cases are never added up into a network: a data-loading pipeline reads a dataset
-// (its network field) but two pipelines are no sum, nor are two collectives.
-bool ByWorkload(const std::string& family) { return family == "dataload" || family == kCommFamily; }
+// (its network field) but two pipelines are no sum, nor are two collectives, nor the attention of
+// one model at several sequence lengths.
+bool ByWorkload(const std::string& family) {
+  return family == "dataload" || family == kCommFamily || family == kAttnFamily;
+}
 
 // The most rows a table of the first screen holds.
 constexpr size_t kFirstScreenRows = 40;
@@ -323,6 +327,11 @@ Words WordsOf(const std::string& fam) {
     w.item = "shape";
     w.loose = "Shapes without a network";
     w.flops = true;
+  } else if (fam == kAttnFamily) {
+    w.item = "attention";
+    w.loose = "Attention shapes";
+    w.flops = true;
+    w.by_workload = true;
   } else if (fam == "conv") {
     w.item = "layer";
     w.loose = "Layers without a network";
@@ -672,6 +681,10 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   for (size_t i = 0; i < overview.size(); ++i) {
     if (ov.families[i] != kTrainFamily || train.cases.empty()) {
       Section& s = overview[i];
+      // GEMM dtypes side by side (fp8 and int8 beside bf16) before the per-dtype rows.
+      if (ov.families[i] == kGemmFamily)
+        if (Table t = GemmDtypeTable(runs); !t.rows.empty())
+          s.tables.insert(s.tables.begin(), std::move(t));
       for (size_t k = s.tables.size(); k-- > 0;) {
         Table& t = s.tables[k];
         if (t.rows.size() <= kFirstScreenRows) continue;
@@ -712,6 +725,23 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
             s.charts.erase(s.charts.begin() + static_cast<std::ptrdiff_t>(k));
           }
         long_tables.push_back(std::move(moved));
+      }
+      // Attention answers over sequence length: the first few charts stay, the rest collapse.
+      if (ov.families[i] == kAttnFamily) {
+        std::vector<Chart> seq = AttnSeqCharts(runs);
+        Section moved;
+        moved.title = s.title + ": FLOP/s over sequence length, the rest (" +
+                      std::to_string(seq.size() - std::min(seq.size(), kFirstScreenCharts)) +
+                      " charts)";
+        moved.details = true;
+        for (size_t k = 0; k < seq.size(); ++k)
+          (k < kFirstScreenCharts ? s.charts : moved.charts).push_back(std::move(seq[k]));
+        if (!moved.charts.empty()) {
+          s.notes.push_back("FLOP/s over sequence length: " + std::to_string(seq.size()) +
+                            " charts, the first " + std::to_string(kFirstScreenCharts) +
+                            " here, the rest in the details below (collapsed).");
+          long_tables.push_back(std::move(moved));
+        }
       }
       d.sections.push_back(std::move(s));
       continue;

@@ -158,6 +158,7 @@ std::optional<TrainCase> CaseOf(const Bench& b, Reasons* left_out) {
   c.bwd_s = NonNegative(b.Counter(schema::kBwdS));
   c.opt_s = NonNegative(b.Counter(schema::kOptS));
   c.peak_mem_bytes = Positive(b.Counter(schema::kPeakMemBytes));
+  c.tokens_per_s = Positive(b.Counter(schema::kTokensPerS));
   c.doubtful = b.verification.doubtful();
   std::string sk = SweepKey(n);
   c.curve = n.family + "/" + n.device + "/" + n.backend + sk.substr(sk.find('/'));

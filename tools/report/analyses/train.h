@@ -23,7 +23,8 @@ struct TrainCase {
   double bs = 0, step_ns = 0;
   double epoch_s = 0;  // epoch_s, else epoch_items x step time / bs; NaN: neither counter
   double epoch_items = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, peak_mem_bytes = 0;
-  bool doubtful = false;  // not verified or mistrusted
+  double tokens_per_s = 0;  // transformer steps: the tokens_per_s counter; NaN without it
+  bool doubtful = false;    // not verified or mistrusted
   // "libtorch bs:256/dt:amp_bf16/fmt:nhwc/graph:1": the backend and the keys but pass.
   std::string Config() const;
 };
