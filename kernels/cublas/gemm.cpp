@@ -4,7 +4,6 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <utility>
 #include <vector>
 
