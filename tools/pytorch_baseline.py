@@ -9,6 +9,14 @@ the file next to dlbench's own, and a result lines up with its dlbench twin by w
   tools/pytorch_baseline.py train --device gpu --models resnet18_cifar --batch-sizes 16,256 \
       --dtypes amp_bf16,f32 --fmt nhwc,nchw --graph 0,1 --pass train -o pt_train.json
 
+gemm fp8 and int8 (GPU), dlbench's GEMMs of those dtypes: fp8 is torch._scaled_mm on e4m3
+operands with per-tensor float32 scales (dlbench's: 2^-8 each) and a bf16 output, in its strongest
+configuration, use_fast_accum=True (PyTorch's default is False; --fp8-accum full times that
+instead, under the same name); fp8_e5m2 the same with A in e5m2 and B in e4m3. int8 is
+torch._int_mm (int8 in, int32 out). Both read the layout their kernels need, A row-major m x k and
+B column-major (stored n x k), as dlbench's 8-bit GEMMs do; the square rows' B is laid out so
+once, off the clock.
+
 GPU: CUDA events around back-to-back launches after a warm-up, cudnn.benchmark on (PyTorch then
 times cuDNN's candidate engines itself, like dlbench's --dlb_conv_algo=search). CPU: the steady clock.
 f32 disables TF32 in cuBLAS and cuDNN; tf32 enables it; f16/bf16 use channels-last for conv.
@@ -65,6 +73,9 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "..", "fixtures", "workloads")
 DTYPES = {"f32": torch.float32, "tf32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+# gemm's 8-bit dtypes: the operands' torch types (A, B).
+EIGHT_BIT = {"fp8": ("float8_e4m3fn", "float8_e4m3fn"), "fp8_e5m2": ("float8_e5m2", "float8_e4m3fn"),
+             "int8": ("int8", "int8")}
 
 
 def rows(prefix):
@@ -111,6 +122,24 @@ def time_fn(fn, device, min_span_s=1e-3, iters=50, reps=5):
     return out
 
 
+def eight_bit_gemm(m, n, k, dt, dev, args):
+    """C = A B with A m x k row-major and B k x n column-major (stored n x k), as fp8/int8 need."""
+    ta, tb = (getattr(torch, t) for t in EIGHT_BIT[dt])
+    if dt == "int8":
+        a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8)
+        b = torch.randint(-128, 128, (n, k), device=dev, dtype=torch.int8).t()
+        return lambda: torch._int_mm(a, b)
+    # Uniform [-1, 1) in units of the scale: dlbench's values and scales (2^-8 for e4m3, 2^-15 for
+    # e5m2).
+    sa = torch.tensor(2.0 ** -15 if ta == torch.float8_e5m2 else 2.0 ** -8, device=dev)
+    sb = torch.tensor(2.0 ** -8, device=dev)
+    a = ((torch.rand(m, k, device=dev) * 2 - 1) / sa).to(ta)
+    b = ((torch.rand(n, k, device=dev) * 2 - 1) / sb).to(tb).t()
+    fast = args.fp8_accum == "fast"
+    return lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                    use_fast_accum=fast)
+
+
 def gemm_cases(args):
     for r in rows("gemm_"):
         ms = args.batch_sizes if r["m"] == "bs" else [int(r["m"])]
@@ -123,6 +152,9 @@ def gemm_cases(args):
 
                 def make(m=m, n=n, k=k, ta=ta, tb=tb, dt=dt):
                     dev = "cuda" if args.device == "gpu" else "cpu"
+                    if dt in EIGHT_BIT:
+                        return eight_bit_gemm(m, n, k, dt, dev, args), 2.0 * m * n * k, \
+                            m if r["m"] == "bs" else 0
                     a = torch.rand((k, m) if ta else (m, k), device=dev, dtype=DTYPES[dt]) * 2 - 1
                     b = torch.rand((n, k) if tb else (k, n), device=dev, dtype=DTYPES[dt]) * 2 - 1
                     a = a.t() if ta else a
@@ -590,8 +622,11 @@ def main():
     ap.add_argument("family", choices=["gemm", "conv", "train", "dataload", "ddp"])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
     ap.add_argument("--dtypes", default=None,
-                    help="gemm, conv: f32,tf32,bf16 (default), f16; "
+                    help="gemm, conv: f32,tf32,bf16 (default), f16; gemm on the GPU also fp8, "
+                         "fp8_e5m2, int8; "
                          "train: f32,tf32,amp_bf16 (default)")
+    ap.add_argument("--fp8-accum", choices=["fast", "full"], default="fast",
+                    help="gemm fp8: torch._scaled_mm's use_fast_accum True (fast) or False (full)")
     ap.add_argument("--batch-sizes", default="64")
     ap.add_argument("--filter", default=".*", help="regex on the workload (train: model) name")
     ap.add_argument("--models", default=",".join(TRAIN_MODELS), help="train: the models")
@@ -670,7 +705,7 @@ def main():
     for name, workload, dt, make in cases:
         if not re.search(args.filter, workload):
             continue
-        if args.device == "cpu" and dt in ("tf32",):
+        if args.device == "cpu" and dt in ("tf32", "fp8", "fp8_e5m2", "int8"):
             continue
         set_tf32(dt == "tf32")
         try:

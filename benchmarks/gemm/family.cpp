@@ -16,7 +16,11 @@ std::vector<FlagSpec> Flags() {
       ChoiceFlag("gemm_algo",
                  "heuristic|search: the library's first choice, or the fastest of its candidates "
                  "(cuBLASLt heuristic results, oneDNN implementations) timed once before the case",
-                 {"heuristic", "search"}, &g_options.algo)};
+                 {"heuristic", "search"}, &g_options.algo),
+      ChoiceFlag("gemm_fp8_accum",
+                 "full|fast: cuBLASLt's FP8 accumulation, full precision or fast "
+                 "(CUBLASLT_MATMUL_DESC_FAST_ACCUM; torch._scaled_mm's use_fast_accum)",
+                 {"full", "fast"}, &g_options.fp8_accum)};
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {
@@ -42,17 +46,25 @@ std::vector<Workload> TierWorkloads() {
   return TierRows<Workload>("gemm_", dlb::Opts().tier, LoadWorkloads);
 }
 
+// The 8-bit types: the reference is the float64 product of the dequantised inputs (dtype.h's
+// per-tensor scales are powers of two, so it is exact). fp8 writes bf16, whose rounding dominates
+// the error: bf16's tolerance. int8 writes int32, exactly: the check is exact, against the
+// reference rounded to float, as the int32 result reaches the check (float(acc) x scale, exact
+// for |acc| < 2^24 and rounded the same way above).
 VerifyFn Verifier(const GemmShape& shape, const RunConfig& cfg) {
   return [shape, cfg](const OutputReader& out) {
     const int64_t outputs = shape.m * shape.n;
     const double k = double(shape.k);
+    const GemmTypes types = GemmTypesOf(cfg.dtype);
+    const bool exact = cfg.dtype == DType::kInt8;
     return WithSeededInputs(
         outputs, k, TensorSeed(cfg.seed, 0), size_t(shape.m * shape.k), TensorSeed(cfg.seed, 1),
-        size_t(shape.k * shape.n), cfg.dtype, [&](const auto& a, const auto& b) {
-          return CheckSampled(out, outputs, k, cfg.seed, ReductionTolerance(cfg.dtype, k),
-                              [&](int64_t idx) {
-                                return ReferenceGemmAt(shape, a, b, idx / shape.n, idx % shape.n);
-                              });
+        size_t(shape.k * shape.n), types.a, types.b, [&](const auto& a, const auto& b) {
+          return CheckSampled(
+              out, outputs, k, cfg.seed, ReductionTolerance(cfg.dtype, k), [&](int64_t idx) {
+                const double c = ReferenceGemmAt(shape, a, b, idx / shape.n, idx % shape.n);
+                return exact ? double(float(c)) : c;
+              });
         });
   };
 }

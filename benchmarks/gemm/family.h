@@ -27,11 +27,13 @@ std::vector<Workload> TierWorkloads();
 
 struct Options {
   std::string algo = "heuristic";  // heuristic | search
+  std::string fp8_accum = "full";  // full | fast: cuBLASLt's FP8 accumulation mode
 };
 const Options& Opts();
 std::vector<FlagSpec> Flags();
 
-// Float64 dot products at sampled positions of C (all of C when it is small).
+// Float64 dot products at sampled positions of C (all of C when it is small), of the dequantised
+// inputs for the 8-bit types.
 VerifyFn Verifier(const GemmShape& shape, const RunConfig& cfg);
 
 // Registers one case: gemm/<device>/<backend>/<workload>[/bs:<b>]/dt:<dt>. batch is 0 for rows
@@ -45,6 +47,7 @@ void Add(const Workload& w, int64_t batch, DType dt) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = Opts().algo;
+  cfg.fast_accum = Opts().fp8_accum == "fast";
   NameKeys keys;
   if (batch > 0) keys.push_back({"bs", std::to_string(batch)});
   keys.push_back({"dt", std::string(Name(dt))});

@@ -1,6 +1,8 @@
 #include "kernels/common/dtype.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dlb {
 
@@ -14,17 +16,66 @@ std::string_view Name(DType dt) {
       return "f16";
     case DType::kBF16:
       return "bf16";
+    case DType::kFP8E4M3:
+      return "fp8";
+    case DType::kFP8E5M2:
+      return "fp8_e5m2";
+    case DType::kInt8:
+      return "int8";
   }
   return "?";
 }
 
 std::optional<DType> ParseDType(std::string_view s) {
-  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16})
+  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16, DType::kFP8E4M3,
+                   DType::kFP8E5M2, DType::kInt8})
     if (Name(dt) == s) return dt;
   return std::nullopt;
 }
 
-size_t StorageBytes(DType dt) { return dt == DType::kF32 || dt == DType::kTF32 ? 4 : 2; }
+size_t StorageBytes(DType dt) {
+  switch (dt) {
+    case DType::kF32:
+    case DType::kTF32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+    case DType::kInt8:
+      return 1;
+  }
+  return 4;
+}
+
+bool IsEightBit(DType dt) { return StorageBytes(dt) == 1; }
+
+double StorageScale(DType dt) {
+  switch (dt) {
+    case DType::kFP8E4M3:
+      return 1.0 / 256;
+    case DType::kFP8E5M2:
+      return 1.0 / 32768;
+    case DType::kInt8:
+      return 1.0 / 128;
+    default:
+      return 1.0;
+  }
+}
+
+GemmTypes GemmTypesOf(DType dt) {
+  switch (dt) {
+    case DType::kFP8E4M3:
+      return {dt, dt, 2};
+    case DType::kFP8E5M2:
+      return {DType::kFP8E5M2, DType::kFP8E4M3, 2};
+    case DType::kInt8:
+      return {dt, dt, 4};
+    default:
+      return {dt, dt, StorageBytes(dt)};
+  }
+}
 
 double Tolerance(DType dt) {
   switch (dt) {
@@ -34,9 +85,19 @@ double Tolerance(DType dt) {
       return 1e-3;
     case DType::kF16:
     case DType::kBF16:
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
       return 1e-2;
+    case DType::kInt8:
+      return 0;
   }
   return 0;
+}
+
+float Int32Result(int32_t acc, DType dt) {
+  if (acc == kInt32Poison) return std::numeric_limits<float>::quiet_NaN();
+  const GemmTypes t = GemmTypesOf(dt);
+  return float(acc) * float(StorageScale(t.a) * StorageScale(t.b));
 }
 
 namespace {
@@ -93,6 +154,93 @@ float F16ToFloat(uint16_t h) {
   return FromBits(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
 
+namespace {
+// An OCP FP8 format with `mbits` mantissa bits and exponent bias `bias`, largest finite value
+// `max_code` (sign cleared). Round to nearest even: nearbyint in the default rounding mode, on
+// values scaled by powers of two (exact).
+uint8_t EncodeFp8(float f, int mbits, int bias, uint8_t max_code, uint8_t nan_code, float max) {
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f)) return static_cast<uint8_t>(sign | nan_code);
+  const float a = std::fabs(f);
+  if (a >= max) return static_cast<uint8_t>(sign | max_code);
+  const int emin = 1 - bias;  // exponent of the smallest normal
+  if (a < std::ldexp(1.0f, emin)) {
+    // Subnormal steps of 2^(emin - mbits); rounding up to 2^mbits is the smallest normal's code.
+    const float q = std::nearbyint(std::ldexp(a, mbits - emin));
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(q));
+  }
+  int e = 0;
+  std::frexp(a, &e);                                   // a = fr * 2^e, fr in [0.5, 1)
+  e -= 1;                                              // a = 1.x * 2^e
+  float q = std::nearbyint(std::ldexp(a, mbits - e));  // in [2^mbits, 2^(mbits+1)]
+  if (q >= std::ldexp(1.0f, mbits + 1)) {
+    q = std::ldexp(1.0f, mbits);
+    ++e;
+  }
+  const int mant = static_cast<int>(q) - (1 << mbits);
+  return static_cast<uint8_t>(sign | ((e + bias) << mbits) | mant);
+}
+
+float DecodeFp8(uint8_t b, int mbits, int bias) {
+  const int exp = (b & 0x7f) >> mbits;
+  const int mant = b & ((1 << mbits) - 1);
+  const float v = exp == 0 ? std::ldexp(float(mant), 1 - bias - mbits)
+                           : std::ldexp(float((1 << mbits) | mant), exp - bias - mbits);
+  return (b & 0x80) ? -v : v;
+}
+}  // namespace
+
+uint8_t FloatToFp8E4M3(float f) { return EncodeFp8(f, 3, 7, 0x7e, 0x7f, 448.0f); }
+
+float Fp8E4M3ToFloat(uint8_t b) {
+  if ((b & 0x7f) == 0x7f) return std::numeric_limits<float>::quiet_NaN();  // E4M3FN: no inf
+  return DecodeFp8(b, 3, 7);
+}
+
+uint8_t FloatToFp8E5M2(float f) { return EncodeFp8(f, 2, 15, 0x7b, 0x7e, 57344.0f); }
+
+float Fp8E5M2ToFloat(uint8_t b) {
+  if ((b & 0x7c) == 0x7c) {  // exponent all ones: infinity or NaN, as IEEE
+    if (b & 0x03) return std::numeric_limits<float>::quiet_NaN();
+    return (b & 0x80) ? -std::numeric_limits<float>::infinity()
+                      : std::numeric_limits<float>::infinity();
+  }
+  return DecodeFp8(b, 2, 15);
+}
+
+int8_t FloatToInt8(float f) {
+  if (std::isnan(f)) return 0;
+  return static_cast<int8_t>(std::clamp(std::nearbyint(f), -128.0f, 127.0f));
+}
+
+uint8_t ToScaled(DType dt, float f) {
+  const float stored = f / float(StorageScale(dt));  // a power of two: exact
+  switch (dt) {
+    case DType::kFP8E4M3:
+      return FloatToFp8E4M3(stored);
+    case DType::kFP8E5M2:
+      return FloatToFp8E5M2(stored);
+    case DType::kInt8:
+      return static_cast<uint8_t>(FloatToInt8(stored));
+    default:
+      return 0;
+  }
+}
+
+float FromScaled(DType dt, uint8_t b) {
+  const float scale = float(StorageScale(dt));
+  switch (dt) {
+    case DType::kFP8E4M3:
+      return Fp8E4M3ToFloat(b) * scale;
+    case DType::kFP8E5M2:
+      return Fp8E5M2ToFloat(b) * scale;
+    case DType::kInt8:
+      return float(static_cast<int8_t>(b)) * scale;
+    default:
+      return 0;
+  }
+}
+
 float RoundTo(DType dt, float f) {
   switch (dt) {
     case DType::kF32:
@@ -102,6 +250,10 @@ float RoundTo(DType dt, float f) {
       return F16ToFloat(FloatToF16(f));
     case DType::kBF16:
       return Bf16ToFloat(FloatToBf16(f));
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+    case DType::kInt8:
+      return FromScaled(dt, ToScaled(dt, f));
   }
   return f;
 }

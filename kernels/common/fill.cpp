@@ -24,6 +24,11 @@ void SeedStorage(void* dst, uint64_t seed, size_t n, DType dt) {
       for (size_t i = begin; i < end; ++i) p[i] = detail::SeededValueAt(seed, i, dt);
       return;
     }
+    if (StorageBytes(dt) == 1) {
+      auto* p = static_cast<uint8_t*>(dst);
+      for (size_t i = begin; i < end; ++i) p[i] = ToScaled(dt, detail::SeededValueAt(seed, i, dt));
+      return;
+    }
     auto* p = static_cast<uint16_t*>(dst);
     const bool bf16 = dt == DType::kBF16;
     for (size_t i = begin; i < end; ++i) {
@@ -44,6 +49,12 @@ std::vector<uint8_t> ToStorage(const std::vector<float>& values, DType dt) {
     std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
+  if (StorageBytes(dt) == 1) {
+    ParallelFor(values.size(), size_t(1) << 20, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) out[i] = ToScaled(dt, values[i]);
+    });
+    return out;
+  }
   auto* p = reinterpret_cast<uint16_t*>(out.data());
   const bool bf16 = dt == DType::kBF16;
   ParallelFor(values.size(), size_t(1) << 20, [&](size_t begin, size_t end) {
@@ -57,6 +68,13 @@ std::vector<float> FromStorage(const void* data, size_t n, DType dt) {
   std::vector<float> out(n);
   if (StorageBytes(dt) == 4) {
     std::memcpy(out.data(), data, n * 4);
+    return out;
+  }
+  if (StorageBytes(dt) == 1) {
+    const auto* b = static_cast<const uint8_t*>(data);
+    ParallelFor(n, size_t(1) << 20, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) out[i] = FromScaled(dt, b[i]);
+    });
     return out;
   }
   const auto* p = static_cast<const uint16_t*>(data);

@@ -50,7 +50,8 @@ class SeededView {
 // Derives a per-tensor seed from the run's seed and the tensor's index (A=0, B=1, ...).
 uint64_t TensorSeed(uint64_t run_seed, int tensor_index);
 
-// Converts floats to the dtype's storage bytes (f32/tf32: 4 bytes each, f16/bf16: 2).
+// Converts floats to the dtype's storage bytes (f32/tf32: 4 bytes each, f16/bf16: 2; the 8-bit
+// types: 1, the value divided by the dtype's StorageScale) and back (dequantised).
 std::vector<uint8_t> ToStorage(const std::vector<float>& values, DType dt);
 std::vector<float> FromStorage(const void* data, size_t n, DType dt);
 

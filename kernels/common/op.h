@@ -79,6 +79,7 @@ struct RunConfig {
   uint64_t seed = 42;
   int threads = 0;                 // CPU threads; 0 = the library's default
   std::string algo = "heuristic";  // heuristic | search (conv)
+  bool fast_accum = false;         // fp8 GEMMs: cuBLASLt's fast accumulation (--dlb_gemm_fp8_accum)
 };
 
 // A host copy of an op's output, converted to float for comparison.

@@ -215,6 +215,11 @@ void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
     case DType::kF16:
       SeedKernel<uint16_t, 2><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a);
       break;
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+    case DType::kInt8:
+      // Only the GEMM family has 8-bit tensors, and it seeds them on the host (cuda::Upload).
+      throw Error("SeedDevice: " + std::string(Name(dt)) + " tensors are seeded on the host");
   }
   DLB_CHECK(cudaGetLastError());
 }
@@ -247,7 +252,10 @@ std::vector<float> Gather(const void* src, const std::array<int64_t, 4>& dims,
   const Placement a{int64_t(flat.size()), dims[1],    dims[2],    dims[3], strides[0],
                     strides[1],           strides[2], strides[3], 0};
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((a.n + 255) / 256, 1024));
-  if (es == 4) {
+  if (es == 1) {
+    GatherKernel<uint8_t><<<blocks, 256, 0, stream>>>(static_cast<const uint8_t*>(src),
+                                                      d_flat.get(), d_out.get(), a);
+  } else if (es == 4) {
     GatherKernel<uint32_t><<<blocks, 256, 0, stream>>>(static_cast<const uint32_t*>(src),
                                                        d_flat.get(),
                                                        reinterpret_cast<uint32_t*>(d_out.get()), a);
@@ -265,6 +273,9 @@ void Poison(void* dst, size_t n, DType dt, StreamRef stream) {
   unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
   if (StorageBytes(dt) == 4) {
     Fill32<<<blocks, 256, 0, stream>>>(static_cast<uint32_t*>(dst), n, 0x7fc00000u);
+  } else if (StorageBytes(dt) == 1) {
+    DLB_REQUIRE(dt != DType::kInt8, "int8 has no NaN to poison with");
+    DLB_CHECK(cudaMemsetAsync(dst, dt == DType::kFP8E4M3 ? 0x7f : 0x7e, n, stream));
   } else {
     uint16_t nan = dt == DType::kBF16 ? 0x7fc0 : 0x7e00;
     Fill16<<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), n, nan);

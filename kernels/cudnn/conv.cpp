@@ -46,8 +46,17 @@ const char* MathName(DType dt) {
       return "f16 data, fp32 accumulate";
     case DType::kBF16:
       return "bf16 data, fp32 accumulate";
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+    case DType::kInt8:
+      break;  // never built: Supports turns the 8-bit types down
   }
   return "";
+}
+
+// The convolutions are timed in f32, tf32, f16 and bf16; the 8-bit types are the GEMM family's.
+std::string EightBitReason(DType dt) {
+  return std::string(Name(dt)) + " convolutions are not benchmarked (8-bit types: GEMM only)";
 }
 
 // "NVIDIA H100 80GB HBM3 sm_90" for the current device, asked once per device.
@@ -179,6 +188,7 @@ Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg)
   if (!shape.Valid()) return Support::No("invalid convolution shape");
   if (!KnownAlgo(cfg.algo))
     return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
+  if (IsEightBit(cfg.dtype)) return Support::No(EightBitReason(cfg.dtype));
   if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
   return EngineExists(shape, cfg, kPass);
 }
@@ -188,6 +198,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     : state_(std::make_unique<ConvState>()) {
   DLB_REQUIRE(shape.Valid(), "invalid convolution shape");
   DLB_REQUIRE(KnownAlgo(cfg.algo), "algo must be heuristic|search|cache");
+  if (IsEightBit(cfg.dtype)) throw Unsupported(EightBitReason(cfg.dtype));
   ConvState& st = *state_;
   st.shape = shape;
   st.cfg = cfg;

@@ -72,6 +72,9 @@ void ByDType(DType dt, Fn&& fn) {
       fn(__half{});
       return;
     case DType::kTF32:
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+    case DType::kInt8:
       break;
   }
   throw Error(std::string("collective data: no storage for ") + std::string(Name(dt)));

@@ -51,6 +51,29 @@ std::string EffectiveIsa() {
 }
 
 bool HasBf16() { return HasFlag(HostCpu(), "avx512_bf16") || HasFlag(HostCpu(), "amx_bf16"); }
+bool HasInt8() {
+  const CpuInfo& cpu = HostCpu();
+  if (HasFlag(cpu, "avx512_vnni") || HasFlag(cpu, "amx_int8")) return true;
+#if DNNL_VERSION_MAJOR >= 3
+  return HasFlag(cpu, "avx_vnni");
+#else
+  return false;
+#endif
+}
+
+std::string NoInt8Reason() {
+  if (HasInt8()) return "";
+#if DNNL_VERSION_MAJOR >= 3
+  return "int8 needs avx512_vnni, avx_vnni or amx (without VNNI oneDNN adds pairs of int8 "
+         "products in saturating 16-bit: no exact int32 GEMM)";
+#else
+  return "int8 needs avx512_vnni or amx with oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." +
+         std::to_string(DNNL_VERSION_MINOR) +
+         " (without VNNI oneDNN adds pairs of int8 products in saturating 16-bit: no exact int32 "
+         "GEMM; avx_vnni needs oneDNN 3)";
+#endif
+}
+
 bool HasF16() { return HasFlag(HostCpu(), "avx512_fp16") || HasFlag(HostCpu(), "amx_fp16"); }
 
 std::string Version() {
@@ -88,7 +111,9 @@ void Poison(const dnnl::memory& m, DType dt) {
     ParallelFor(bytes / sizeof(nan), size_t(1) << 22,
                 [&](size_t begin, size_t end) { std::fill(q + begin, q + end, nan); });
   };
-  if (dt == DType::kBF16) {
+  if (dt == DType::kInt8) {
+    fill(uint8_t(0x80));  // an int8 GEMM's int32 output: kInt32Poison
+  } else if (dt == DType::kBF16) {
     fill(uint16_t(0x7fc0));
   } else if (dt == DType::kF16) {
     fill(uint16_t(0x7e00));

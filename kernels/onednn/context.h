@@ -26,6 +26,12 @@ std::string Version();
 std::string EffectiveIsa();
 // Whether this CPU has native bf16 math oneDNN uses (AVX512-BF16 or AMX-BF16).
 bool HasBf16();
+// Whether this CPU has exact int8 dot products oneDNN uses: AVX512-VNNI or AMX-INT8, and with
+// oneDNN 3, AVX-VNNI (oneDNN 2 has no AVX-VNNI kernels). Without them oneDNN's int8 kernels add
+// pairs of u8 x s8 products in saturating 16-bit (vpmaddubsw): not an exact int32 GEMM.
+bool HasInt8();
+// Why HasInt8() is false: "int8 needs avx512_vnni, avx_vnni or amx ..."; "" when it is true.
+std::string NoInt8Reason();
 // Whether this CPU has native fp16 math (AVX512-FP16 or AMX-FP16).
 bool HasF16();
 // Threads oneDNN runs with (OpenMP runtime); n <= 0 leaves the default.
@@ -33,7 +39,8 @@ void SetThreads(int n);
 int Threads();
 
 // Fills the memory with NaN of the dtype's storage, padding included, on all cores: an output an
-// op never writes then fails verification.
+// op never writes then fails verification. int8: the int32 output of an int8 op, filled with
+// kInt32Poison (dtype.h).
 void Poison(const dnnl::memory& m, DType dt);
 
 // Times `runs` executions of a primitive on the shared stream, each waited for, with the steady

@@ -219,6 +219,9 @@ Support OneDnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg
   if (cfg.dtype == DType::kF16)
     return Support::No("f16 convolutions are not benchmarked on oneDNN (f32 and bf16 only)");
   if (cfg.dtype == DType::kTF32) return Support::No("tf32 is a GPU tensor-core math mode");
+  if (IsEightBit(cfg.dtype))
+    return Support::No(std::string(Name(cfg.dtype)) +
+                       " convolutions are not benchmarked (8-bit types: GEMM only)");
   if (cfg.dtype == DType::kBF16 && !HasBf16()) return Support::No("bf16 needs avx512_bf16 or amx");
   try {
     MakePds(shape, cfg.dtype, kPass, dnnl::primitive_attr());

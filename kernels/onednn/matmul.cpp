@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
@@ -22,9 +23,16 @@ memory::data_type DataType(DType dt) {
       return memory::data_type::bf16;
     case DType::kF16:
       return memory::data_type::f16;
+    case DType::kInt8:
+      return memory::data_type::s8;
     default:
       return memory::data_type::f32;
   }
+}
+
+// C's type: the inputs' (f32, bf16, f16), s32 for int8.
+memory::data_type OutputType(DType dt) {
+  return dt == DType::kInt8 ? memory::data_type::s32 : DataType(dt);
 }
 
 // The fastest of at least 3 runs and 50 ms, after a warm-up run (first touch of the scratchpad,
@@ -41,9 +49,9 @@ autotune::Policy SearchPolicy() {
 }
 
 // A logical rows x cols matrix stored row-major, or stored transposed (cols x rows row-major).
-memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, DType dt) {
+memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, memory::data_type type) {
   memory::dims strides = transposed ? memory::dims{1, rows} : memory::dims{cols, 1};
-  return memory::desc({rows, cols}, DataType(dt), strides);
+  return memory::desc({rows, cols}, type, strides);
 }
 
 }  // namespace
@@ -69,6 +77,20 @@ Support OneDnnMatmul::Supports(const GemmShape& s, const RunConfig& cfg) {
       if (!HasF16()) return Support::No("f16 needs avx512_fp16 or amx_fp16");
       return Support::Yes();
 #endif
+    case DType::kInt8:
+      if (!HasInt8()) return Support::No(NoInt8Reason());
+      return Support::Yes();
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+#if DNNL_VERSION_MAJOR < 3
+      return Support::No(std::string(Name(cfg.dtype)) + " matmul on the CPU: oneDNN " +
+                         std::to_string(DNNL_VERSION_MAJOR) + "." +
+                         std::to_string(DNNL_VERSION_MINOR) + " has no fp8 data types");
+#else
+      return Support::No(std::string(Name(cfg.dtype)) +
+                         " is a GPU tensor-core format here: x86 CPUs without AMX-FP8 have no "
+                         "fp8 math (oneDNN would convert to f32), so the CPU is not measured");
+#endif
   }
   return Support::No("unknown dtype");
 }
@@ -80,9 +102,9 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   // Each matrix lives in oneDNN's layout plus a float staging copy while it is seeded.
   RequireHostBytes(2.0 * sizeof(float) * double(s.m * s.k + s.k * s.n + s.m * s.n));
 
-  const memory::desc a_md = Matrix(s.m, s.k, s.ta, dtype_);
-  const memory::desc b_md = Matrix(s.k, s.n, s.tb, dtype_);
-  const memory::desc c_md = Matrix(s.m, s.n, false, dtype_);
+  const memory::desc a_md = Matrix(s.m, s.k, s.ta, DataType(dtype_));
+  const memory::desc b_md = Matrix(s.k, s.n, s.tb, DataType(dtype_));
+  const memory::desc c_md = Matrix(s.m, s.n, false, OutputType(dtype_));
   dnnl::primitive_attr attr;
   // A user scratchpad is allocated here once; the library's would be sized on first execute.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -138,21 +160,33 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
            {DNNL_ARG_WEIGHTS, b_},
            {DNNL_ARG_DST, c_},
            {DNNL_ARG_SCRATCHPAD, scratchpad_}};
-  label_ += " " + how + " " + std::string(Name(dtype_)) + " threads " + std::to_string(Threads());
+  label_ +=
+      " " + how + " " +
+      (dtype_ == DType::kInt8 ? std::string("int8 (s8 x s8 -> s32)") : std::string(Name(dtype_))) +
+      " threads " + std::to_string(Threads());
 }
 
 void OneDnnMatmul::Run() { matmul_.execute(Stream(), args_); }
 
 HostTensor OneDnnMatmul::Output() const {
   Stream().wait();
-  return {{shape_.m, shape_.n},
-          FromStorage(c_.get_data_handle(), size_t(shape_.m * shape_.n), dtype_)};
+  const size_t n = size_t(shape_.m * shape_.n);
+  if (dtype_ == DType::kInt8) {
+    const auto* acc = static_cast<const int32_t*>(c_.get_data_handle());
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = Int32Result(acc[i], dtype_);
+    return {{shape_.m, shape_.n}, std::move(out)};
+  }
+  return {{shape_.m, shape_.n}, FromStorage(c_.get_data_handle(), n, dtype_)};
 }
 
 Cost OneDnnMatmul::cost() const {
   const GemmShape& s = shape_;
-  double elems = double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n);
-  return {s.Flops(), elems * double(StorageBytes(dtype_)), 0};
+  const double in = double(s.m) * double(s.k) + double(s.k) * double(s.n);
+  return {s.Flops(),
+          in * double(StorageBytes(dtype_)) +
+              double(s.m) * double(s.n) * double(GemmTypesOf(dtype_).out_bytes),
+          0};
 }
 
 }  // namespace dlb::onednn

@@ -1,6 +1,7 @@
 // GEMM on the CPU through the oneDNN matmul primitive, row-major as shapes.h defines it. Transposed
 // operands are described by strides, so no copy or reorder runs; the output has the input's dtype
-// (bf16 in, bf16 out, as PyTorch) and accumulates in f32.
+// (bf16 in, bf16 out, as PyTorch) and accumulates in f32. int8: s8 x s8 -> s32, exact int32
+// accumulation, on CPUs with VNNI or AMX (context.h's HasInt8); fp8: unsupported on the CPU.
 #pragma once
 
 #include <dnnl.hpp>

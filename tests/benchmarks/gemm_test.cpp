@@ -175,6 +175,37 @@ TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
   EXPECT_NE(r.output.find("gemm_bad.csv:2: column 'k'"), std::string::npos) << r.output;
 }
 
+// The 8-bit types by --dlb_dtypes on the CPU: int8 measured and verified exactly where the CPU has
+// VNNI or AMX, else unsupported with the reason; fp8 always unsupported on the CPU.
+TEST(BenchGemm, EightBitTypesOnTheCpuRunOrSayWhyNot) {
+  Result r = RunBinary(DLB_BENCH_GEMM,
+                       "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=int8,fp8 "
+                       "--benchmark_min_time=0.01 --benchmark_filter=square.64/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json.is_object()) << r.output;
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  int seen = 0;
+  for (const auto& b : r.json["benchmarks"]) {
+    const std::string name = b["name"];
+    const std::string error = b.value("error_message", "");
+    ++seen;
+    if (name.find("/dt:fp8") != std::string::npos) {
+      EXPECT_EQ(error.rfind(std::string(schema::kStatusUnsupported) + "fp8 ", 0), 0u) << error;
+    } else if (b.value("error_occurred", false)) {
+      EXPECT_EQ(error.rfind(std::string(schema::kStatusUnsupported) + "int8 needs avx512_vnni", 0),
+                0u)
+          << error;
+    } else {
+      EXPECT_NE(b["label"].get<std::string>().find("verified rel-L2 0.00e+00 <= 0e+00"),
+                std::string::npos)
+          << b["label"];
+    }
+  }
+  EXPECT_EQ(seen, 2) << r.output;
+}
+
 TEST(BenchGemm, VerifyOffIsSaidInTheLabel) {
   Result r = RunBinary(DLB_BENCH_GEMM,
                        "--dlb_tier=smoke --dlb_verify=off --dlb_device=cpu "

@@ -28,10 +28,12 @@ inline double RelativeL2(const std::vector<float>& got, const std::vector<double
   return std::sqrt(err / norm);
 }
 
-// C = op(A) op(B) in float64 for the inputs an op seeds from `seed` (kernels/common/shapes.h).
+// C = op(A) op(B) in float64 for the inputs an op seeds from `seed` (kernels/common/shapes.h),
+// dequantised for the 8-bit types (each operand in its own dtype: dtype.h's GemmTypesOf).
 inline std::vector<double> GemmReferenceFor(const GemmShape& s, uint64_t seed, DType dt) {
-  auto a = SeededValues(TensorSeed(seed, 0), size_t(s.m * s.k), dt);
-  auto b = SeededValues(TensorSeed(seed, 1), size_t(s.k * s.n), dt);
+  const GemmTypes t = GemmTypesOf(dt);
+  auto a = SeededValues(TensorSeed(seed, 0), size_t(s.m * s.k), t.a);
+  auto b = SeededValues(TensorSeed(seed, 1), size_t(s.k * s.n), t.b);
   return ReferenceGemm(s, a, b);
 }
 

@@ -90,15 +90,56 @@ TEST(GemmFamily, VerifierAcceptsTheExactProductAndRejectsAPerturbedOne) {
   EXPECT_FALSE(verify(out).ok);
 }
 
-TEST(GemmFamily, AlgoFlagIsTheFamilysOwn) {
+TEST(GemmFamily, AlgoAndFp8AccumFlagsAreTheFamilysOwn) {
   auto flags = Flags();
-  ASSERT_EQ(flags.size(), 1u);
+  ASSERT_EQ(flags.size(), 2u);
   EXPECT_EQ(flags[0].name, "gemm_algo");
   EXPECT_EQ(flags[0].set("search"), "");
   EXPECT_EQ(Opts().algo, "search");
   EXPECT_NE(flags[0].set("best"), "");
   EXPECT_EQ(flags[0].set("heuristic"), "");
   EXPECT_EQ(Opts().algo, "heuristic");
+  EXPECT_EQ(flags[1].name, "gemm_fp8_accum");
+  EXPECT_EQ(Opts().fp8_accum, "full");
+  EXPECT_EQ(flags[1].set("fast"), "");
+  EXPECT_EQ(Opts().fp8_accum, "fast");
+  EXPECT_NE(flags[1].set("turbo"), "");
+  EXPECT_EQ(flags[1].set("full"), "");
+}
+
+// int8: the int32 result is exact, so is the check: one element off by one step (2^-14 as a
+// dequantised value) fails, however small against the norm.
+TEST(GemmFamily, Int8VerifierIsExact) {
+  GemmShape s{33, 17, 64, false, true};
+  RunConfig cfg;
+  cfg.dtype = DType::kInt8;
+  auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), DType::kInt8);
+  auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), DType::kInt8);
+  auto ref = ReferenceGemm(s, a, b);
+  HostTensor out{{s.m, s.n}, std::vector<float>(ref.begin(), ref.end())};
+  VerifyFn verify = Verifier(s, cfg);
+  Verdict v = verify(out);
+  EXPECT_TRUE(v.ok) << v.detail;
+  EXPECT_EQ(v.tolerance, 0.0);
+  out.data[5] += 1.0f / 16384;
+  EXPECT_FALSE(verify(out).ok);
+}
+
+// fp8_e5m2: A is e5m2 and B e4m3; the product of those verifies, with bf16's tolerance.
+TEST(GemmFamily, Fp8E5M2VerifierReadsEachOperandInItsOwnType) {
+  GemmShape s{16, 32, 48};
+  RunConfig cfg;
+  cfg.dtype = DType::kFP8E5M2;
+  auto a = SeededValues(TensorSeed(cfg.seed, 0), size_t(s.m * s.k), DType::kFP8E5M2);
+  auto b = SeededValues(TensorSeed(cfg.seed, 1), size_t(s.k * s.n), DType::kFP8E4M3);
+  auto ref = ReferenceGemm(s, a, b);
+  std::vector<float> bf16;
+  for (double r : ref) bf16.push_back(RoundTo(DType::kBF16, float(r)));  // the op writes bf16
+  Verdict v = Verifier(s, cfg)(HostTensor{{s.m, s.n}, bf16});
+  EXPECT_TRUE(v.ok) << v.detail;
+  EXPECT_EQ(v.tolerance, 1e-2);
+  for (float& x : bf16) x *= 1.05f;  // a scale off by 5%
+  EXPECT_FALSE(Verifier(s, cfg)(HostTensor{{s.m, s.n}, bf16}).ok);
 }
 
 }  // namespace

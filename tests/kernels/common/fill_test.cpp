@@ -24,13 +24,28 @@ TEST(Fill, DeterministicAndInRange) {
 }
 
 TEST(Fill, ValuesAreRepresentableInTheDtype) {
-  for (DType dt : {DType::kBF16, DType::kF16}) {
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kFP8E4M3, DType::kFP8E5M2, DType::kInt8}) {
     for (float v : SeededValues(3, 500, dt)) EXPECT_EQ(RoundTo(dt, v), v);
   }
 }
 
+// The 8-bit types still spread over [-1, 1): int8 takes (nearly) every one of its 256 values.
+TEST(Fill, EightBitValuesSpanTheirRange) {
+  std::set<float> int8;
+  for (float v : SeededValues(3, 20000, DType::kInt8)) {
+    ASSERT_GE(v, -1.0f);
+    ASSERT_LT(v, 1.0f);
+    int8.insert(v);
+  }
+  EXPECT_GT(int8.size(), 250u);
+  std::set<float> fp8;
+  for (float v : SeededValues(3, 20000, DType::kFP8E4M3)) fp8.insert(v);
+  EXPECT_GT(fp8.size(), 150u);  // the e4m3 values in [-1, 1) the scale 2^-8 reaches
+}
+
 TEST(Fill, StorageRoundTrip) {
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+  for (DType dt :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kFP8E4M3, DType::kFP8E5M2, DType::kInt8}) {
     auto v = SeededValues(11, 64, dt);
     auto bytes = ToStorage(v, dt);
     EXPECT_EQ(bytes.size(), v.size() * StorageBytes(dt));
@@ -63,7 +78,8 @@ TEST(Fill, SeededViewReadsTheSameValuesWithoutStoringThem) {
 }
 
 TEST(Fill, SeedStorageWritesWhatToStorageOfSeededValuesGives) {
-  for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}) {
+  for (DType dt :
+       {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16, DType::kFP8E4M3, DType::kInt8}) {
     const size_t n = (size_t(1) << 21) + 333;  // several parallel chunks and a ragged end
     const std::vector<uint8_t> want = ToStorage(SeededValues(5, n, dt), dt);
     std::vector<uint8_t> got(want.size(), 0xab);

@@ -35,13 +35,33 @@ struct CublasOps {
   static void CheckLabel(const Op&, const RunConfig&) {}
 };
 
+// The 8-bit types: cuBLAS's alignment (k and n multiples of 16 for FP8, 4 for int8), odd m; each
+// transpose exercises the relayout to TN at build. A GPU without FP8 (or int8) tensor cores skips.
+template <class GemmOp>
+struct CublasEightBitOps : CublasOps<GemmOp> {
+  static Support Available(const RunConfig& cfg) {
+    if (cuda::DeviceCount() == 0) return Support::No("no CUDA device");
+    return GemmOp::Supports({16, 16, 16}, cfg);
+  }
+  static std::vector<GemmShape> Shapes() {
+    return {{127, 64, 48}, {64, 64, 64}, {1, 304, 32}, {256, 128, 512}};
+  }
+};
+
 template <class GemmOp>
 using CasesOf = ::testing::Types<
     GemmCase<CublasOps<GemmOp>, DType::kF32>, GemmCase<CublasOps<GemmOp>, DType::kTF32>,
-    GemmCase<CublasOps<GemmOp>, DType::kF16>, GemmCase<CublasOps<GemmOp>, DType::kBF16>>;
+    GemmCase<CublasOps<GemmOp>, DType::kF16>, GemmCase<CublasOps<GemmOp>, DType::kBF16>,
+    GemmCase<CublasEightBitOps<GemmOp>, DType::kInt8>>;
+using LtCases = ::testing::Types<
+    GemmCase<CublasOps<CublasLtGemm>, DType::kF32>, GemmCase<CublasOps<CublasLtGemm>, DType::kTF32>,
+    GemmCase<CublasOps<CublasLtGemm>, DType::kF16>, GemmCase<CublasOps<CublasLtGemm>, DType::kBF16>,
+    GemmCase<CublasEightBitOps<CublasLtGemm>, DType::kInt8>,
+    GemmCase<CublasEightBitOps<CublasLtGemm>, DType::kFP8E4M3>,
+    GemmCase<CublasEightBitOps<CublasLtGemm>, DType::kFP8E5M2>>;
 
 INSTANTIATE_TYPED_TEST_SUITE_P(CublasGemmEx, GemmSuite, CasesOf<CublasGemm>, GemmCaseName);
-INSTANTIATE_TYPED_TEST_SUITE_P(CublasLt, GemmSuite, CasesOf<CublasLtGemm>, GemmCaseName);
+INSTANTIATE_TYPED_TEST_SUITE_P(CublasLt, GemmSuite, LtCases, GemmCaseName);
 
 class CublasGemmTest : public ::testing::Test {
  protected:
@@ -74,6 +94,63 @@ TEST_F(CublasGemmTest, LabelsNameAlgorithmComputeTypeAndWorkspace) {
   EXPECT_NE(lt.label().find("workspace"), std::string::npos) << lt.label();
   CublasGemm ex({128, 128, 128}, cfg);
   EXPECT_NE(ex.label().find("32F_FAST_TF32"), std::string::npos) << ex.label();
+}
+
+// fp8 on cuBLASLt: scales, accumulation mode and the relayout said in the label; both accumulation
+// modes verify; search still keeps a correct algorithm.
+TEST_F(CublasGemmTest, Fp8LabelsSayAccumulationTypesAndLayout) {
+  RunConfig cfg;
+  cfg.dtype = DType::kFP8E4M3;
+  const Support fp8 = CublasLtGemm::Supports({64, 64, 64}, cfg);
+  if (!fp8.ok) GTEST_SKIP() << fp8.why;
+  cfg.fast_accum = true;
+  CublasLtGemm fast({64, 64, 64}, cfg);
+  EXPECT_NE(fast.label().find(" fast accum"), std::string::npos) << fast.label();
+  EXPECT_NE(fast.label().find("e4m3 x e4m3 -> bf16"), std::string::npos) << fast.label();
+  EXPECT_NE(fast.label().find("B stored k-contiguous (TN) at build"), std::string::npos)
+      << fast.label();
+  cfg.fast_accum = false;
+  cfg.algo = "search";
+  for (DType dt : {DType::kFP8E4M3, DType::kFP8E5M2}) {
+    cfg.dtype = dt;
+    ExpectGemmMatchesReference<CublasLtGemm>({96, 64, 1024, true, false}, cfg);
+  }
+  CublasLtGemm full({64, 64, 64, false, true}, cfg);
+  EXPECT_NE(full.label().find(" full accum"), std::string::npos) << full.label();
+  EXPECT_EQ(full.label().find("at build"), std::string::npos) << full.label();  // already TN
+  for (float v : full.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
+}
+
+// int8: exact at a k whose sums pass 2^24 nowhere, with search; compute 32I said.
+TEST_F(CublasGemmTest, Int8IsExactAndSaysItsComputeType) {
+  RunConfig cfg;
+  cfg.dtype = DType::kInt8;
+  cfg.algo = "search";
+  const Support i8 = CublasLtGemm::Supports({64, 64, 64}, cfg);
+  if (!i8.ok) GTEST_SKIP() << i8.why;
+  const GemmShape s{200, 96, 4096};
+  CublasLtGemm op(s, cfg);
+  EXPECT_NE(op.label().find("compute 32I"), std::string::npos) << op.label();
+  op.Run();
+  const HostTensor out = op.Output();
+  const std::vector<double> want = GemmReferenceFor(s, cfg.seed, cfg.dtype);
+  ASSERT_EQ(out.data.size(), want.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) wrong += double(out.data[i]) != want[i];
+  EXPECT_EQ(wrong, 0u) << op.label();
+}
+
+TEST(CublasGemmSupport, Fp8IsCublasLtOnlyAndNeedsAlignedSizes) {
+  RunConfig cfg;
+  cfg.dtype = DType::kFP8E4M3;
+  const Support ex = CublasGemm::Supports({64, 64, 64}, cfg);
+  ExpectBareReason(ex);
+  EXPECT_NE(ex.why.find("cuBLASLt"), std::string::npos) << ex.why;
+  if (cuda::DeviceCount() == 0) return;
+  const Support odd = CublasLtGemm::Supports({64, 60, 64}, cfg);
+  ExpectBareReason(odd);
+  if (odd.why.find("compute capability") == std::string::npos)
+    EXPECT_NE(odd.why.find("multiples of 16"), std::string::npos) << odd.why;
 }
 
 TEST(CublasGemmSupport, SaysWhyWithoutADeviceOrForBadSizes) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/cpu.h"
 #include "kernels/onednn/context.h"
 #include "tests/kernels/gemm_suite.h"
 #include "tests/kernels/testing.h"
@@ -36,9 +37,9 @@ struct OneDnnMatmulOps {
   }
 };
 
-using OneDnnMatmulCases = ::testing::Types<GemmCase<OneDnnMatmulOps, DType::kF32>,
-                                           GemmCase<OneDnnMatmulOps, DType::kBF16>,
-                                           GemmCase<OneDnnMatmulOps, DType::kF16>>;
+using OneDnnMatmulCases = ::testing::Types<
+    GemmCase<OneDnnMatmulOps, DType::kF32>, GemmCase<OneDnnMatmulOps, DType::kBF16>,
+    GemmCase<OneDnnMatmulOps, DType::kF16>, GemmCase<OneDnnMatmulOps, DType::kInt8>>;
 INSTANTIATE_TYPED_TEST_SUITE_P(OneDnn, GemmSuite, OneDnnMatmulCases, GemmCaseName);
 
 class OneDnnMatmulSearch : public ::testing::TestWithParam<DType> {};
@@ -56,12 +57,12 @@ TEST_P(OneDnnMatmulSearch, KeepsACorrectImplementationAndSaysSo) {
   EXPECT_EQ(op.label().find("ref"), std::string::npos) << op.label();
   for (float v : op.Output().data) ASSERT_TRUE(std::isnan(v));  // search runs must not leak
   op.Run();
-  EXPECT_LT(RelativeL2(op.Output().data, GemmReferenceFor(s, cfg.seed, cfg.dtype)),
-            Tolerance(cfg.dtype));
+  EXPECT_LE(RelativeL2(op.Output().data, GemmReferenceFor(s, cfg.seed, cfg.dtype)),
+            Tolerance(cfg.dtype));  // int8: 0, exact
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, OneDnnMatmulSearch,
-                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16, DType::kInt8),
                          [](const auto& info) { return std::string(Name(info.param)); });
 
 TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
@@ -87,6 +88,46 @@ TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   ExpectBareReason(OneDnnMatmul::Supports({0, 8, 8}, cfg));
   cfg.algo = "exhaustive";
   ExpectBareReason(OneDnnMatmul::Supports({8, 8, 8}, cfg));
+}
+
+// int8 runs where the CPU has exact int8 dot products (VNNI, AMX) and says why not elsewhere; fp8
+// never runs on the CPU.
+TEST(OneDnnMatmulSupport, Int8NeedsVnniOrAmxAndFp8IsTurnedDown) {
+  RunConfig cfg;
+  cfg.dtype = DType::kInt8;
+  const Support i8 = OneDnnMatmul::Supports({8, 8, 8}, cfg);
+  EXPECT_EQ(i8.ok, HasInt8());
+  const std::string flags = " " + HostCpu().flags + " ";
+  const bool vnni = flags.find(" avx512_vnni ") != std::string::npos ||
+                    flags.find(" amx_int8 ") != std::string::npos;
+  if (vnni) EXPECT_TRUE(i8.ok) << i8.why;
+  if (!i8.ok) {
+    ExpectBareReason(i8);
+    EXPECT_EQ(i8.why, NoInt8Reason());
+    EXPECT_EQ(i8.why.rfind("int8 needs avx512_vnni", 0), 0u) << i8.why;
+    try {
+      OneDnnMatmul op({8, 8, 8}, cfg);
+      FAIL() << "built an int8 matmul on a CPU without VNNI";
+    } catch (const Unsupported& e) {
+      EXPECT_EQ(e.what(), i8.why);
+    }
+  } else {
+    EXPECT_EQ(NoInt8Reason(), "");
+    OneDnnMatmul op({64, 48, 4096}, cfg);  // exact: no sum reaches 2^24
+    EXPECT_NE(op.label().find("int8 (s8 x s8 -> s32)"), std::string::npos) << op.label();
+    EXPECT_EQ(op.cost().bytes, double(64 * 4096 + 4096 * 48 + 64 * 48 * 4));
+    op.Run();
+    const std::vector<double> want = GemmReferenceFor({64, 48, 4096}, cfg.seed, cfg.dtype);
+    const HostTensor got = op.Output();
+    ASSERT_EQ(got.data.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(double(got.data[i]), want[i]) << i;
+  }
+  for (DType dt : {DType::kFP8E4M3, DType::kFP8E5M2}) {
+    cfg.dtype = dt;
+    const Support fp8 = OneDnnMatmul::Supports({16, 16, 16}, cfg);
+    ExpectBareReason(fp8);
+    EXPECT_EQ(fp8.why.rfind(std::string(Name(dt)), 0), 0u) << fp8.why;
+  }
 }
 
 }  // namespace
