@@ -38,11 +38,12 @@ int64_t ReferenceAttn::OutputElems() const {
   return shape_.pass == AttnPass::kFwd ? shape_.QElems() : shape_.QElems() + 2 * shape_.KvElems();
 }
 
-ReferenceAttn::Head ReferenceAttn::LoadHead(int64_t b, int64_t h) const {
+ReferenceAttn::Head ReferenceAttn::LoadHead(int64_t b, int64_t h, int64_t lo, int64_t hi) const {
   const AttnShape& s = shape_;
-  const int64_t g = h / (s.heads / s.kv_heads), n = s.seq * s.head_dim;
-  const int64_t qbase = (b * s.heads + h) * n, kvbase = (b * s.kv_heads + g) * n;
-  return {Load(q_, qbase, n), Load(do_, qbase, n), Load(k_, kvbase, n), Load(v_, kvbase, n)};
+  const int64_t g = h / (s.heads / s.kv_heads), n = s.seq * s.head_dim, d = s.head_dim;
+  const int64_t qbase = (b * s.heads + h) * n + lo * d, kvbase = (b * s.kv_heads + g) * n;
+  return {lo, Load(q_, qbase, (hi - lo) * d), Load(do_, qbase, (hi - lo) * d), Load(k_, kvbase, n),
+          Load(v_, kvbase, n)};
 }
 
 void ReferenceAttn::Scores(const Head& hd, int64_t i, std::vector<double>* s, double* m,
@@ -52,7 +53,7 @@ void ReferenceAttn::Scores(const Head& hd, int64_t i, std::vector<double>* s, do
   s->resize(size_t(n));
   double mx = -INFINITY;
   for (int64_t j = 0; j < n; ++j) {
-    (*s)[size_t(j)] = scale * Dot(&hd.q[size_t(i * d)], &hd.k[size_t(j * d)], d);
+    (*s)[size_t(j)] = scale * Dot(hd.Q(i, d), &hd.k[size_t(j * d)], d);
     mx = std::max(mx, (*s)[size_t(j)]);
   }
   double sum = 0;
@@ -73,7 +74,7 @@ const std::vector<double>& ReferenceAttn::ORow(int64_t b, int64_t h, int64_t i) 
   const AttnShape& sh = shape_;
   Row& row = RowEntry(&o_rows_, (b * sh.heads + h) * sh.seq + i);
   std::call_once(row.once, [&] {
-    const Head hd = LoadHead(b, h);
+    const Head hd = LoadHead(b, h, i, i + 1);
     std::vector<double> s;
     double m, l;
     Scores(hd, i, &s, &m, &l);
@@ -91,12 +92,12 @@ const std::vector<double>& ReferenceAttn::DqRow(int64_t b, int64_t h, int64_t i)
   const AttnShape& sh = shape_;
   Row& row = RowEntry(&dq_rows_, (b * sh.heads + h) * sh.seq + i);
   std::call_once(row.once, [&] {
-    const Head hd = LoadHead(b, h);
+    const Head hd = LoadHead(b, h, i, i + 1);
     std::vector<double> s;
     double m, l;
     Scores(hd, i, &s, &m, &l);
     const int64_t d = sh.head_dim;
-    const double* doi = &hd.do_[size_t(i * d)];
+    const double* doi = hd.DO(i, d);
     // dP_j = dO_i . V_j; delta = sum_j P_j dP_j (= dO_i . O_i); dS_j = P_j (dP_j - delta).
     std::vector<double> p(s.size()), dp(s.size());
     double delta = 0;
@@ -131,7 +132,7 @@ const ReferenceAttn::Stats& ReferenceAttn::HeadStats(int64_t b, int64_t h, int64
   }
   std::lock_guard<std::mutex> lock(st->mu);
   if (from >= st->from) return *st;
-  const Head hd = LoadHead(b, h);
+  const Head hd = LoadHead(b, h, from, st->from);
   const int64_t d = sh.head_dim;
   // Every row is O(S D): spread them over the cores (the calling thread may be one of the
   // verifier's; the others that need this head wait on its mutex meanwhile).
@@ -150,7 +151,7 @@ const ReferenceAttn::Stats& ReferenceAttn::HeadStats(int64_t b, int64_t h, int64
       }
       st->m[size_t(i)] = m;
       st->l[size_t(i)] = l;
-      st->delta[size_t(i)] = Dot(&hd.do_[size_t(i * d)], o.data(), d);
+      st->delta[size_t(i)] = Dot(hd.DO(i, d), o.data(), d);
     }
   });
   st->from = from;

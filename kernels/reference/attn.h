@@ -42,10 +42,14 @@ class ReferenceAttn {
   };
   // One (batch, head)'s inputs, read from the seeded streams.
   struct Head {
-    std::vector<double> q, do_;  // seq x head_dim of query head h
+    int64_t lo = 0;              // the first query row loaded
+    std::vector<double> q, do_;  // rows [lo, hi) x head_dim of query head h
     std::vector<double> k, v;    // seq x head_dim of its kv head
+    const double* Q(int64_t i, int64_t d) const { return &q[size_t((i - lo) * d)]; }
+    const double* DO(int64_t i, int64_t d) const { return &do_[size_t((i - lo) * d)]; }
   };
-  Head LoadHead(int64_t b, int64_t h) const;
+  // Query rows [lo, hi) of (b, h), and all of its kv head.
+  Head LoadHead(int64_t b, int64_t h, int64_t lo, int64_t hi) const;
   // Scaled, masked scores of query row i: s[j] for j < Keys(i), and the softmax's max and sum.
   int64_t Keys(int64_t i) const { return shape_.causal ? i + 1 : shape_.seq; }
   void Scores(const Head& hd, int64_t i, std::vector<double>* s, double* m, double* l) const;
