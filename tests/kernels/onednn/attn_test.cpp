@@ -83,10 +83,17 @@ TEST_P(OneDnnAttnTest, MatchesTheFloat64Reference) {
   }
 }
 
+std::string CaseName(const ::testing::TestParamInfo<OneDnnAttnTest::ParamType>& info) {
+  const auto& [pass, causal, kv, dt] = info.param;
+  return std::string(Name(pass)) + (causal ? "_causal" : "_full") + "_kv" + std::to_string(kv) +
+         "_" + std::string(Name(dt));
+}
+
 INSTANTIATE_TEST_SUITE_P(PassCausalGqaDtype, OneDnnAttnTest,
                          ::testing::Combine(::testing::Values(AttnPass::kFwd, AttnPass::kBwd),
                                             ::testing::Bool(), ::testing::Values(4, 2, 1),
-                                            ::testing::Values(DType::kF32, DType::kBF16)));
+                                            ::testing::Values(DType::kF32, DType::kBF16)),
+                         CaseName);
 
 // Sequences long enough that the score buffers hold fewer kv groups than there are: several
 // chunks, each written to its own part of the outputs (checked at sampled elements).

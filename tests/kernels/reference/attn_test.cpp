@@ -186,9 +186,16 @@ TEST_P(ReferenceAttnBrute, BackwardMatchesFiniteDifferencesOfTheLoss) {
   EXPECT_LT(worst, 1e-8) << "largest gradient " << norm;
 }
 
+std::string CaseName(const ::testing::TestParamInfo<ReferenceAttnBrute::ParamType>& info) {
+  const auto& [causal, kv, dt] = info.param;
+  return std::string(causal ? "causal" : "full") + "_kv" + std::to_string(kv) + "_" +
+         std::string(Name(dt));
+}
+
 INSTANTIATE_TEST_SUITE_P(CausalGqaDtype, ReferenceAttnBrute,
                          ::testing::Combine(::testing::Bool(), ::testing::Values(4, 2, 1),
-                                            ::testing::Values(DType::kF32, DType::kBF16)));
+                                            ::testing::Values(DType::kF32, DType::kBF16)),
+                         CaseName);
 
 // Concurrent reads (the verifier calls At from every core) give the single-threaded values.
 TEST(ReferenceAttn, ConcurrentReadsAgree) {
