@@ -57,7 +57,7 @@ once and times out.backward(dO, retain_graph=True) alone, the gradients set to N
 FlashAttention's benchmark_backward). Names: attn/gpu/pytorch/<workload>/bs:B/dt:D/pass:P/seq:S/
 heads:H/kv_heads:G/head_dim:D/causal:C; counters flop_per_s (FlashAttention's convention:
 4 B H S^2 D for the forward, halved when causal, 2.5x that for the backward), items_per_s, bs.
-  tools/pytorch_baseline.py attn --filter '^gpt2' --batch-sizes 16 --seqs 1024 -o pt_attn.json
+  tools/pytorch_baseline.py attn --filter '^gpt2s' --batch-sizes 16 --seqs 1024 -o pt_attn.json
 """
 import argparse
 import csv
@@ -602,11 +602,11 @@ ATTN_BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
 
 
 def attn_cases(args):
-    """Yields (name, workload, b, h, g, s, d, causal, pass) from attn_models.csv in file order.
+    """Yields (name, workload, network, b, h, g, s, d, causal, dtype, pass) from attn_models.csv.
 
     A row names its workload and gives heads, kv_heads (default: heads), head_dim and causal
-    (default 1); its batch and sequence lengths come from the row's bs/seq columns (';'-separated
-    lists allowed) unless --batch-sizes/--seqs give them."""
+    (default 1); batch sizes and sequence lengths come from --batch-sizes/--seqs (the family's tier
+    chooses them), or from bs/seq columns where a row has them (';'-separated lists)."""
     def ints(text):
         return [int(x) for x in re.split(r"[;|, ]+", str(text).strip()) if x]
 
@@ -622,6 +622,8 @@ def attn_cases(args):
         batches = (args.batch_sizes if args.batch_sizes_given or row_bs in ("", "bs")
                    else ints(row_bs))
         seqs = args.seqs if (args.seqs or not row_seq) else ints(row_seq)
+        if not seqs:
+            sys.exit(f"pytorch_baseline: attn: {workload} has no sequence length: give --seqs")
         for b in batches:
             for s in seqs:
                 for dt in args.dtypes:
@@ -629,7 +631,7 @@ def attn_cases(args):
                         keys = [f"bs:{b}", f"dt:{dt}", f"pass:{p}", f"seq:{s}", f"heads:{h}",
                                 f"kv_heads:{g}", f"head_dim:{d}", f"causal:{causal}"]
                         name = "/".join(["attn", "gpu", "pytorch", workload] + keys)
-                        yield name, workload, b, h, g, s, d, causal, dt, p
+                        yield name, workload, r.get("network", ""), b, h, g, s, d, causal, dt, p
 
 
 def attn_time(backend, b, h, g, s, d, causal, dt, p, reps):
@@ -676,7 +678,7 @@ def attn_time(backend, b, h, g, s, d, causal, dt, p, reps):
 
 def attn_benchmarks(args):
     benchmarks = []
-    for name, workload, b, h, g, s, d, causal, dt, p in attn_cases(args):
+    for name, workload, network, b, h, g, s, d, causal, dt, p in attn_cases(args):
         if not re.search(args.filter, workload):
             continue
         fwd_flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
@@ -712,7 +714,8 @@ def attn_benchmarks(args):
                                "iterations": 1, "real_time": t * 1e6, "cpu_time": t * 1e6,
                                "time_unit": "us", "flop_per_s": flops / t, "items_per_s": b / t,
                                "bs": b, "label": label,
-                               "dlbench": {"workload": workload, "backend": best}})
+                               "dlbench": {"network": network, "workload": workload,
+                                           "backend": best}})
         print(f"{name:110s} {t_best * 1e6:10.1f} us {flops / t_best / 1e12:8.1f} TFLOP/s "
               f"[{best}] {others}", flush=True)
     return benchmarks

@@ -87,22 +87,24 @@ bool Acceptable(const Candidate& c) {
   return !c.numerical.count(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
 }
 
-// As the convolutions' search (kernels/cudnn/conv.cpp): a slow first launch drops a candidate
-// only when its enqueue did no one-time work; ~0.5 ms batches; the three fastest timed again.
+// The convolutions' search (kernels/cudnn/conv.cpp) with longer samples: attention runs take
+// 0.05 to 5 ms and there are few candidates (4 to 8), so each is timed for ~5 ms and the three
+// fastest again for ~20 ms; with 0.5 ms batches a 1 ms kernel got one or two runs and the clock's
+// state decided between configurations within 10% of each other.
 autotune::Policy SearchPolicy() {
   autotune::Policy p;
   p.warmup_runs = 1;
   p.first_launch_drop = 3.0;
   p.first_launch_max_host_ms = 0.1;
   p.score = autotune::Policy::Score::kMeanOfBatch;
-  p.budget_ms = 0.5;
-  p.min_runs = 2;
-  p.max_runs = 50;
+  p.budget_ms = 5.0;
+  p.min_runs = 3;
+  p.max_runs = 200;
   p.drop_ratio = 2.0;
   p.retime_top = 3;
-  p.retime_budget_ms = 3.0;
-  p.retime_min_runs = 3;
-  p.retime_max_runs = 100;
+  p.retime_budget_ms = 20.0;
+  p.retime_min_runs = 5;
+  p.retime_max_runs = 1000;
   return p;
 }
 
@@ -275,6 +277,15 @@ AttnState::Picked AttnState::Pick(void* g, AttnPass pass, const std::string& alg
     for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
     search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
     search_vp = MakePack(pass, search_ws.get());
+  }
+  if (usable.size() > 1) {
+    // ~50 ms of the first candidate before any is timed: an idle GPU's clocks ramp up over the
+    // first milliseconds of work, which would otherwise favour whichever candidate comes last.
+    const autotune::Sample one = events.TimeLaunches(
+        stream.get(), 1, [&] { Execute(usable[0].plan.get(), search_vp.get(), pass); });
+    const int runs = int(std::min(1000.0, 50.0 / std::max(one.ms, 0.01)));
+    events.TimeLaunches(stream.get(), std::max(runs, 1),
+                        [&] { Execute(usable[0].plan.get(), search_vp.get(), pass); });
   }
   for (Candidate& c : usable) tuner.Offer(engines::EngineName(c), std::move(c));
   out.c = tuner.Finish();
