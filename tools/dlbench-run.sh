@@ -39,10 +39,10 @@ bin=build/release/benchmarks
 # train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
 # comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
 # dataload: input pipelines on a dataset generated once into ~/.cache/dlbench (DLB_DATA=DIR for yours).
-families=(gemm conv train train_native dataload comm)
+families=(gemm conv attn train train_native dataload comm)
 # Each family's share of the budget, by what its default tier takes on a CPU-only machine and on
 # a GPU host (docs/flags.md).
-declare -A weight=([gemm]=1 [conv]=3 [train]=6 [train_native]=1 [dataload]=2 [comm]=1)
+declare -A weight=([gemm]=1 [conv]=3 [attn]=1 [train]=6 [train_native]=1 [dataload]=2 [comm]=1)
 start=$(date +%s)
 times=""
 for i in "${!families[@]}"; do

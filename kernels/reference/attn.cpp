@@ -114,65 +114,72 @@ const std::vector<double>& ReferenceAttn::DqRow(int64_t b, int64_t h, int64_t i)
   return row.v;
 }
 
-const ReferenceAttn::Stats& ReferenceAttn::HeadStats(int64_t b, int64_t h) {
+const ReferenceAttn::Stats& ReferenceAttn::HeadStats(int64_t b, int64_t h, int64_t from) {
   const AttnShape& sh = shape_;
   Stats* st;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::unique_ptr<Stats>& e = stats_[b * sh.heads + h];
-    if (!e) e = std::make_unique<Stats>();
+    if (!e) {
+      e = std::make_unique<Stats>();
+      e->from = sh.seq;
+      e->m.resize(size_t(sh.seq));
+      e->l.resize(size_t(sh.seq));
+      e->delta.resize(size_t(sh.seq));
+    }
     st = e.get();
   }
-  std::call_once(st->once, [&] {
-    const Head hd = LoadHead(b, h);
-    const int64_t n = sh.seq, d = sh.head_dim;
-    st->m.resize(size_t(n));
-    st->l.resize(size_t(n));
-    st->delta.resize(size_t(n));
-    // Every row of the head is O(S D): spread them over the cores (the calling thread may be one
-    // of the verifier's; the others wait on this entry meanwhile).
-    const size_t grain = size_t(std::max<int64_t>(1, 1000000 / std::max<int64_t>(1, 2 * n * d)));
-    ParallelFor(size_t(n), grain, [&](size_t begin, size_t end) {
-      std::vector<double> s, o(static_cast<size_t>(d));
-      for (size_t i = begin; i < end; ++i) {
-        double m, l;
-        Scores(hd, int64_t(i), &s, &m, &l);
-        std::fill(o.begin(), o.end(), 0.0);
-        for (size_t j = 0; j < s.size(); ++j) {
-          const double p = std::exp(s[j] - m) / l;
-          for (int64_t t = 0; t < d; ++t) o[size_t(t)] += p * hd.v[j * size_t(d) + size_t(t)];
-        }
-        st->m[i] = m;
-        st->l[i] = l;
-        st->delta[i] = Dot(&hd.do_[i * size_t(d)], o.data(), d);
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (from >= st->from) return *st;
+  const Head hd = LoadHead(b, h);
+  const int64_t d = sh.head_dim;
+  // Every row is O(S D): spread them over the cores (the calling thread may be one of the
+  // verifier's; the others that need this head wait on its mutex meanwhile).
+  const size_t rows = size_t(st->from - from);
+  const size_t grain = size_t(std::max<int64_t>(1, 1000000 / std::max<int64_t>(1, 2 * sh.seq * d)));
+  ParallelFor(rows, grain, [&](size_t begin, size_t end) {
+    std::vector<double> s, o(static_cast<size_t>(d));
+    for (size_t r = begin; r < end; ++r) {
+      const int64_t i = from + int64_t(r);
+      double m, l;
+      Scores(hd, i, &s, &m, &l);
+      std::fill(o.begin(), o.end(), 0.0);
+      for (size_t j = 0; j < s.size(); ++j) {
+        const double p = std::exp(s[j] - m) / l;
+        for (int64_t t = 0; t < d; ++t) o[size_t(t)] += p * hd.v[j * size_t(d) + size_t(t)];
       }
-    });
+      st->m[size_t(i)] = m;
+      st->l[size_t(i)] = l;
+      st->delta[size_t(i)] = Dot(&hd.do_[size_t(i * d)], o.data(), d);
+    }
   });
+  st->from = from;
   return *st;
 }
 
-const std::vector<double>& ReferenceAttn::DkvRow(int64_t b, int64_t g, int64_t j, int which) {
+const std::vector<double>& ReferenceAttn::DkvRow(int64_t b, int64_t g, int64_t j) {
   const AttnShape& sh = shape_;
   Row& row = RowEntry(&dkv_rows_, (b * sh.kv_heads + g) * sh.seq + j);
   std::call_once(row.once, [&] {
-    const int64_t group = sh.heads / sh.kv_heads, d = sh.head_dim;
+    const int64_t group = sh.heads / sh.kv_heads, d = sh.head_dim, first = sh.causal ? j : 0;
     const double scale = sh.Scale();
+    const int64_t kvrow = ((b * sh.kv_heads + g) * sh.seq + j) * d;
+    const std::vector<double> kj = Load(k_, kvrow, d), vj = Load(v_, kvrow, d);
     // [dK_j | dV_j]: sums over every query head of the group and every row i that sees key j.
     row.v.assign(size_t(2 * d), 0.0);
     for (int64_t r = 0; r < group; ++r) {
       const int64_t h = g * group + r;
-      const Stats& st = HeadStats(b, h);
-      const Head hd = LoadHead(b, h);
-      const double* kj = &hd.k[size_t(j * d)];
-      const double* vj = &hd.v[size_t(j * d)];
-      for (int64_t i = sh.causal ? j : 0; i < sh.seq; ++i) {
-        const double* qi = &hd.q[size_t(i * d)];
-        const double* doi = &hd.do_[size_t(i * d)];
-        const double p = std::exp(scale * Dot(qi, kj, d) - st.m[size_t(i)]) / st.l[size_t(i)];
-        const double ds = p * (Dot(doi, vj, d) - st.delta[size_t(i)]);
+      const Stats& st = HeadStats(b, h, first);
+      const int64_t qbase = (b * sh.heads + h) * sh.seq * d;
+      for (int64_t i = first; i < sh.seq; ++i) {
+        const std::vector<double> qi = Load(q_, qbase + i * d, d),
+                                  doi = Load(do_, qbase + i * d, d);
+        const double p =
+            std::exp(scale * Dot(qi.data(), kj.data(), d) - st.m[size_t(i)]) / st.l[size_t(i)];
+        const double ds = p * (Dot(doi.data(), vj.data(), d) - st.delta[size_t(i)]);
         for (int64_t t = 0; t < d; ++t) {
-          row.v[size_t(t)] += scale * ds * qi[t];
-          row.v[size_t(d + t)] += p * doi[t];
+          row.v[size_t(t)] += scale * ds * qi[size_t(t)];
+          row.v[size_t(d + t)] += p * doi[size_t(t)];
         }
       }
     }
@@ -193,7 +200,7 @@ double ReferenceAttn::At(int64_t flat) {
   const int which = flat < s.KvElems() ? 0 : 1;
   flat -= which * s.KvElems();
   const int64_t t = flat % d, j = flat / d % s.seq, bg = flat / (d * s.seq);
-  return DkvRow(bg / s.kv_heads, bg % s.kv_heads, j, which)[size_t(which * d + t)];
+  return DkvRow(bg / s.kv_heads, bg % s.kv_heads, j)[size_t(which * d + t)];
 }
 
 }  // namespace dlb

@@ -3,7 +3,9 @@
 // positions without an S x S matrix. A forward element O[b][h][i][:] needs query row i's softmax
 // over the keys (O(S D)); a dQ row the same plus dP and its row sum; a dK/dV row j of kv head g the
 // column j of P and dS of every query head that reads g, which needs each such head's row
-// statistics (max, sum, rowsum(dO * O)) over all its rows, O(S^2 D) once per (batch, head).
+// statistics (max, sum, rowsum(dO * O)) over every row that sees key j, O(S D) a row, computed once
+// per (batch, head) and row: causal attention's last keys need only the last rows (cheap at any
+// length), its first keys and non-causal attention every row, O(S^2 D) per head.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,8 @@ class ReferenceAttn {
     std::vector<double> v;
   };
   struct Stats {  // per query row i of one (batch, head): max, sum of exp, rowsum(dO * O)
-    std::once_flag once;
+    std::mutex mu;
+    int64_t from = 0;  // rows [from, seq) are computed
     std::vector<double> m, l, delta;
   };
   // One (batch, head)'s inputs, read from the seeded streams.
@@ -49,9 +52,10 @@ class ReferenceAttn {
   Row& RowEntry(std::map<int64_t, std::unique_ptr<Row>>* cache, int64_t key);
   const std::vector<double>& ORow(int64_t b, int64_t h, int64_t i);
   const std::vector<double>& DqRow(int64_t b, int64_t h, int64_t i);
-  const Stats& HeadStats(int64_t b, int64_t h);
-  // dK (which = 0) or dV (which = 1) row j of kv head g; both are computed and cached together.
-  const std::vector<double>& DkvRow(int64_t b, int64_t g, int64_t j, int which);
+  // The statistics of (b, h) with at least rows [from, seq) computed.
+  const Stats& HeadStats(int64_t b, int64_t h, int64_t from);
+  // Row j of kv head g of dK and of dV, side by side (2 x head_dim): one pass computes both.
+  const std::vector<double>& DkvRow(int64_t b, int64_t g, int64_t j);
 
   AttnShape shape_;
   SeededView q_, k_, v_, do_;

@@ -1,0 +1,30 @@
+// The attention ops this build has: oneDNN's when it is built, cuDNN's fused SDPA when CUDA is.
+// The one place the family names its backends' build options; registration only visits the lists.
+#pragma once
+
+#include "fixtures/op_list.h"
+
+#ifdef DLBENCH_HAVE_ONEDNN
+#include "kernels/onednn/attn.h"
+#endif
+#if defined(DLBENCH_HAVE_CUDA) && defined(DLBENCH_HAVE_CUDNN_ATTN)
+#include "kernels/cudnn/attn.h"
+#endif
+
+namespace dlb::attn {
+
+#ifdef DLBENCH_HAVE_ONEDNN
+using CpuOps = OpList<onednn::OneDnnAttn>;
+#else
+using CpuOps = OpList<>;
+#endif
+
+#if defined(DLBENCH_HAVE_CUDA) && defined(DLBENCH_HAVE_CUDNN_ATTN)
+using GpuOps = OpList<cudnn::CudnnAttn>;
+#else
+using GpuOps = OpList<>;
+#endif
+
+using Ops = decltype(CpuOps{} + GpuOps{});
+
+}  // namespace dlb::attn

@@ -1,0 +1,162 @@
+#include "kernels/onednn/attn.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/onednn/context.h"
+#include "kernels/reference/attn.h"
+#include "tests/kernels/testing.h"
+
+namespace dlb::onednn {
+namespace {
+
+using ::dlb::testing::RelativeL2;
+
+AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t seq, int64_t d, bool causal,
+                AttnPass pass) {
+  AttnShape s;
+  s.batch = b;
+  s.heads = h;
+  s.kv_heads = g;
+  s.seq = seq;
+  s.head_dim = d;
+  s.causal = causal;
+  s.pass = pass;
+  return s;
+}
+
+RunConfig Config(DType dt) {
+  RunConfig cfg;
+  cfg.dtype = dt;
+  cfg.threads = 2;
+  cfg.seed = 17;
+  return cfg;
+}
+
+// f32: a few ulps of f32 over S-term and D-term reductions (measured below 1e-6 here); bf16: the
+// bf16 rounding of P, dS and the outputs (2^-9 each), with the backward's dP - rowsum(dO * O)
+// cancellation on top.
+double Bound(DType dt, AttnPass pass) {
+  if (dt == DType::kF32) return pass == AttnPass::kFwd ? 1e-5 : 1e-4;
+  return pass == AttnPass::kFwd ? 1e-2 : 3e-2;
+}
+
+std::vector<double> ReferenceAll(const AttnShape& s, const RunConfig& cfg) {
+  ReferenceAttn ref(s, cfg.seed, cfg.dtype);
+  std::vector<double> out(static_cast<size_t>(ref.OutputElems()));
+  for (int64_t i = 0; i < ref.OutputElems(); ++i) out[size_t(i)] = ref.At(i);
+  return out;
+}
+
+// (pass, causal, kv_heads of 4 query heads, dtype)
+class OneDnnAttnTest : public ::testing::TestWithParam<std::tuple<AttnPass, bool, int64_t, DType>> {
+};
+
+// Every element of the pass against the float64 reference: odd sequence lengths catch stride and
+// mask mix-ups, kv_heads 4 / 2 / 1 are plain, grouped-query and multi-query attention.
+TEST_P(OneDnnAttnTest, MatchesTheFloat64Reference) {
+  const auto [pass, causal, kv_heads, dt] = GetParam();
+  const RunConfig cfg = Config(dt);
+  for (const AttnShape& s :
+       {Shape(2, 4, kv_heads, 37, 16, causal, pass), Shape(1, 4, kv_heads, 64, 32, causal, pass)}) {
+    const Support sup = OneDnnAttn::Supports(s, cfg);
+    if (!sup.ok) GTEST_SKIP() << sup.why;
+    OneDnnAttn op(s, cfg);
+    const HostTensor before = op.Output();
+    for (float v : before.data) ASSERT_TRUE(std::isnan(v)) << "the output is not poisoned";
+    op.Run();
+    const HostTensor got = op.Output();
+    const std::vector<double> want = ReferenceAll(s, cfg);
+    ASSERT_EQ(got.data.size(), want.size());
+    const double err = RelativeL2(got.data, want);
+    EXPECT_LT(err, Bound(dt, pass)) << op.label();
+    std::printf("%s seq %lld kv %lld causal %d %s: rel-L2 %.2e\n", Name(pass),
+                static_cast<long long>(s.seq), static_cast<long long>(kv_heads), int(causal),
+                std::string(Name(dt)).c_str(), err);
+    // The second run writes the same (no state carried over between runs).
+    op.Run();
+    EXPECT_EQ(op.Output().data, got.data);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PassCausalGqaDtype, OneDnnAttnTest,
+                         ::testing::Combine(::testing::Values(AttnPass::kFwd, AttnPass::kBwd),
+                                            ::testing::Bool(), ::testing::Values(4, 2, 1),
+                                            ::testing::Values(DType::kF32, DType::kBF16)));
+
+// Sequences long enough that the score buffers hold fewer kv groups than there are: several
+// chunks, each written to its own part of the outputs (checked at sampled elements).
+TEST(OneDnnAttn, SeveralChunksCoverEveryGroup) {
+  const RunConfig cfg = Config(DType::kF32);
+  for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd}) {
+    const AttnShape s = Shape(2, 4, 2, 2048, 8, true, pass);
+    OneDnnAttn op(s, cfg);
+    EXPECT_NE(op.label().find("2 chunk(s) of 2 kv group(s)"), std::string::npos) << op.label();
+    op.Run();
+    ReferenceAttn ref(s, cfg.seed, cfg.dtype);
+    // Rows at both ends of every (batch, kv group); dK/dV rows cost O(S^2 D) per head the first
+    // time, so a few of them.
+    std::vector<int64_t> flat;
+    const int64_t rows = s.batch * s.heads * s.seq;
+    for (int64_t r : {int64_t(0), s.seq - 1, s.seq, 3 * s.seq + 5, rows - 1})
+      for (int64_t t = 0; t < s.head_dim; ++t) flat.push_back(r * s.head_dim + t);
+    if (pass == AttnPass::kBwd)
+      for (int64_t kvrow : {int64_t(7), 3 * s.seq + 100})
+        for (int64_t which : {0, 1})
+          flat.push_back(s.QElems() + which * s.KvElems() + kvrow * s.head_dim + 3);
+    const HostTensor got = op.OutputAt(flat);
+    ASSERT_EQ(got.data.size(), flat.size());
+    std::vector<double> want;
+    for (int64_t i : flat) want.push_back(ref.At(i));
+    EXPECT_LT(RelativeL2(got.data, want), Bound(cfg.dtype, pass)) << op.label();
+    const HostTensor all = op.Output();
+    for (size_t i = 0; i < flat.size(); ++i) EXPECT_EQ(got.data[i], all.data[size_t(flat[i])]);
+  }
+}
+
+TEST(OneDnnAttn, OutputAtOutOfRangeReadsNothing) {
+  OneDnnAttn op(Shape(1, 2, 2, 8, 4, false, AttnPass::kFwd), Config(DType::kF32));
+  op.Run();
+  const HostTensor t = op.OutputAt({0, 64});
+  EXPECT_EQ(t.shape, std::vector<int64_t>{64});
+  EXPECT_TRUE(t.data.empty());
+}
+
+TEST(OneDnnAttn, CostCountsFlashAttentionFlopsAndTheTensorsMoved) {
+  const AttnShape f = Shape(2, 8, 2, 128, 64, true, AttnPass::kFwd);
+  OneDnnAttn fwd(f, Config(DType::kF32));
+  EXPECT_DOUBLE_EQ(fwd.cost().flops, f.FwdFlops());
+  EXPECT_DOUBLE_EQ(fwd.cost().bytes, 4.0 * (2 * f.QElems() + 2 * f.KvElems()));
+  EXPECT_DOUBLE_EQ(fwd.cost().items, 2);
+  AttnShape b = f;
+  b.pass = AttnPass::kBwd;
+  OneDnnAttn bwd(b, Config(DType::kF32));
+  EXPECT_DOUBLE_EQ(bwd.cost().flops, 2.5 * f.FwdFlops());
+  EXPECT_DOUBLE_EQ(bwd.cost().bytes, 4.0 * (3 * f.QElems() + 4 * f.KvElems()));
+  EXPECT_NE(bwd.label().find("recomputes P"), std::string::npos) << bwd.label();
+  EXPECT_NE(bwd.label().find("softmax_bwd"), std::string::npos) << bwd.label();
+  EXPECT_NE(fwd.label().find("binary"), std::string::npos) << "causal mask: " << fwd.label();
+}
+
+TEST(OneDnnAttn, RefusesWhatItCannotRunWithOneLine) {
+  const AttnShape s = Shape(1, 4, 4, 64, 16, false, AttnPass::kFwd);
+  EXPECT_NE(OneDnnAttn::Supports(s, Config(DType::kTF32)).why.find("tf32"), std::string::npos);
+  EXPECT_NE(OneDnnAttn::Supports(s, Config(DType::kF16)).why.find("f16"), std::string::npos);
+  if (!HasBf16())
+    EXPECT_EQ(OneDnnAttn::Supports(s, Config(DType::kBF16)).why, "bf16 needs avx512_bf16 or amx");
+  // Llama-70B's 8 query heads per kv head at 8192 keys: 2 GiB of scores for one group.
+  const Support huge =
+      OneDnnAttn::Supports(Shape(1, 64, 8, 8192, 128, true, AttnPass::kFwd), Config(DType::kF32));
+  EXPECT_FALSE(huge.ok);
+  EXPECT_NE(huge.why.find("2.0 GiB"), std::string::npos) << huge.why;
+  EXPECT_EQ(huge.why.find('\n'), std::string::npos);
+  EXPECT_THROW(OneDnnAttn(Shape(1, 3, 2, 8, 4, false, AttnPass::kFwd), Config(DType::kF32)),
+               Unsupported);
+}
+
+}  // namespace
+}  // namespace dlb::onednn
