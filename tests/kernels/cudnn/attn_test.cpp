@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,14 +41,19 @@ struct AttnCase {
   DType dtype;
 };
 
-std::string CaseName(const ::testing::TestParamInfo<AttnCase>& info) {
-  const AttnShape& s = info.param.shape;
+std::string CaseText(const AttnCase& c) {
+  const AttnShape& s = c.shape;
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s_%s_b%ldh%ldg%lds%ldd%ld%s", Name(s.pass),
-                std::string(Name(info.param.dtype)).c_str(), long(s.batch), long(s.heads),
-                long(s.kv_heads), long(s.seq), long(s.head_dim), s.causal ? "_causal" : "");
+                std::string(Name(c.dtype)).c_str(), long(s.batch), long(s.heads), long(s.kv_heads),
+                long(s.seq), long(s.head_dim), s.causal ? "_causal" : "");
   return buf;
 }
+std::string CaseName(const ::testing::TestParamInfo<AttnCase>& info) {
+  return CaseText(info.param);
+}
+// Readable parameters in gtest's and ctest's listings.
+void PrintTo(const AttnCase& c, std::ostream* os) { *os << CaseText(c); }
 
 // Every small shape in both passes, causal and not, bf16 and f16: multi-head, grouped-query
 // (4 query heads per kv head) and multi-query, a sequence that is not a multiple of 64 or 128
