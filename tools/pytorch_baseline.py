@@ -53,6 +53,19 @@ off (NCCL_NVLS_ENABLE=0 unless set). Names: train/gpu/pytorch/<model>/bs:B/dt:am
 pass:train/graph:0/gpus:N; counters items_per_s (all GPUs), per_gpu_items_per_s,
 single_gpu_items_per_s, scaling_efficiency, exposed_comm_s.
   tools/pytorch_baseline.py ddp --models resnet18 --batch-sizes 64,256 --gpus 2 -o pt_ddp.json
+attn: torch.nn.functional.scaled_dot_product_attention on the shapes of
+fixtures/workloads/attn_models.csv, q/k/v (B, H, S, D) contiguous with requires_grad (the training
+forward, which also writes the log-sum-exp the backward reads), dO seeded alike, is_causal per
+row, the default scale 1/sqrt(D). Every case is timed with each of PyTorch's fused backends
+(torch.nn.attention.sdpa_kernel: CUDNN_ATTENTION, FLASH_ATTENTION, EFFICIENT_ATTENTION) and the
+fastest is the case's entry, the others' medians in its label. Grouped-query rows pass
+enable_gqa=True; a backend that refuses it gets K/V repeat_interleave'd to the query heads outside
+the timed span (the label says so). pass:fwd times the forward alone; pass:bwd runs the forward
+once and times out.backward(dO, retain_graph=True) alone, the gradients set to None first (as
+FlashAttention's benchmark_backward). Names: attn/gpu/pytorch/<workload>/bs:B/dt:D/pass:P/seq:S/
+heads:H/kv_heads:G/head_dim:D/causal:C; counters flop_per_s (FlashAttention's convention:
+4 B H S^2 D for the forward, halved when causal, 2.5x that for the backward), items_per_s, bs.
+  tools/pytorch_baseline.py attn --filter '^gpt2s' --batch-sizes 16 --seqs 1024 -o pt_attn.json
 """
 import argparse
 import csv
@@ -617,9 +630,132 @@ def ddp_benchmarks(args):
     return benchmarks
 
 
+ATTN_BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
+
+
+def attn_cases(args):
+    """Yields (name, workload, network, b, h, g, s, d, causal, dtype, pass) from attn_models.csv.
+
+    A row names its workload and gives heads, kv_heads (default: heads), head_dim and causal
+    (default 1); batch sizes and sequence lengths come from --batch-sizes/--seqs (the family's tier
+    chooses them), or from bs/seq columns where a row has them (';'-separated lists)."""
+    def ints(text):
+        return [int(x) for x in re.split(r"[;|, ]+", str(text).strip()) if x]
+
+    for r in rows("attn_"):
+        model = r.get("name") or r.get("model") or r.get("workload")
+        workload = model if "." in model else model + ".attn"
+        h = int(r["heads"])
+        g = int(r.get("kv_heads") or h)
+        d = int(r["head_dim"])
+        causal = int(r.get("causal") or 1)
+        row_bs = r.get("bs") or r.get("batch") or ""
+        row_seq = r.get("seq") or r.get("seqs") or ""
+        batches = (args.batch_sizes if args.batch_sizes_given or row_bs in ("", "bs")
+                   else ints(row_bs))
+        seqs = args.seqs if (args.seqs or not row_seq) else ints(row_seq)
+        if not seqs:
+            sys.exit(f"pytorch_baseline: attn: {workload} has no sequence length: give --seqs")
+        for b in batches:
+            for s in seqs:
+                for dt in args.dtypes:
+                    for p in args.passes:
+                        keys = [f"bs:{b}", f"dt:{dt}", f"pass:{p}", f"seq:{s}", f"heads:{h}",
+                                f"kv_heads:{g}", f"head_dim:{d}", f"causal:{causal}"]
+                        name = "/".join(["attn", "gpu", "pytorch", workload] + keys)
+                        yield name, workload, r.get("network", ""), b, h, g, s, d, causal, dt, p
+
+
+def attn_time(backend, b, h, g, s, d, causal, dt, p, reps):
+    """Seconds per call (a list, one per repetition) of one pass with one backend, and a note."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    t = DTYPES[dt]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(*shape):
+        return (torch.rand(*shape, device="cuda", dtype=t, generator=gen) * 2 - 1)
+    q = rand(b, h, s, d).requires_grad_()
+    k = rand(b, g, s, d).requires_grad_()
+    v = rand(b, g, s, d).requires_grad_()
+    do = rand(b, h, s, d)
+    note = ""
+    kw = {}
+    if g != h:
+        kw["enable_gqa"] = True
+    with sdpa_kernel([getattr(SDPBackend, backend)]):
+        try:
+            F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **kw)
+        except RuntimeError:
+            if not kw:
+                raise
+            # This backend takes no grouped K/V: each kv head repeated for its query heads.
+            k = k.detach().repeat_interleave(h // g, dim=1).requires_grad_()
+            v = v.detach().repeat_interleave(h // g, dim=1).requires_grad_()
+            kw = {}
+            note = " (K/V repeat_interleave'd: no enable_gqa)"
+
+        def fwd():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **kw)
+        if p == "fwd":
+            fn = fwd
+        else:
+            out = fwd()
+
+            def fn():
+                q.grad = k.grad = v.grad = None
+                out.backward(do, retain_graph=True)
+        times = time_fn(fn, "gpu", reps=reps)
+    return times, note
+
+
+def attn_benchmarks(args):
+    benchmarks = []
+    for name, workload, network, b, h, g, s, d, causal, dt, p in attn_cases(args):
+        if not re.search(args.filter, workload):
+            continue
+        fwd_flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        flops = fwd_flops if p == "fwd" else 2.5 * fwd_flops
+        tried = {}
+        for backend in ATTN_BACKENDS:
+            try:
+                times, note = attn_time(backend, b, h, g, s, d, causal, dt, p, args.repetitions)
+                tried[backend] = (statistics.median(times), times, note)
+            except (RuntimeError, torch.OutOfMemoryError) as e:
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                tried[backend] = (None, None, first[:160])
+            finally:
+                gc.collect()
+                torch.cuda.empty_cache()
+        ran = {k: v for k, v in tried.items() if v[0] is not None}
+        if not ran:
+            why = "; ".join(f"{k}: {v[2]}" for k, v in tried.items())
+            benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
+                               "error_occurred": True, "error_message": "failed: " + why})
+            print(f"{name:110s} failed: {why}", flush=True)
+            continue
+        best = min(ran, key=lambda k: ran[k][0])
+        t_best, times, note = ran[best]
+        others = ", ".join(f"{k.split('_')[0].lower()} {v[0] * 1e3:.3f} ms" if v[0] is not None
+                           else f"{k.split('_')[0].lower()} refused ({v[2]})"
+                           for k, v in tried.items())
+        label = (f"torch.nn.functional.scaled_dot_product_attention, SDPBackend.{best}{note}, "
+                 f"the fastest of: {others}; q/k/v (B,H,S,D) contiguous, requires_grad")
+        for i, t in enumerate(times):
+            benchmarks.append({"name": name, "run_name": name, "run_type": "iteration",
+                               "repetitions": len(times), "repetition_index": i, "threads": 1,
+                               "iterations": 1, "real_time": t * 1e6, "cpu_time": t * 1e6,
+                               "time_unit": "us", "flop_per_s": flops / t, "items_per_s": b / t,
+                               "bs": b, "label": label,
+                               "dlbench": {"network": network, "workload": workload,
+                                           "backend": best}})
+        print(f"{name:110s} {t_best * 1e6:10.1f} us {flops / t_best / 1e12:8.1f} TFLOP/s "
+              f"[{best}] {others}", flush=True)
+    return benchmarks
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=["gemm", "conv", "train", "dataload", "ddp"])
+    ap.add_argument("family", choices=["gemm", "conv", "train", "dataload", "ddp", "attn"])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="gpu")
     ap.add_argument("--dtypes", default=None,
                     help="gemm, conv: f32,tf32,bf16 (default), f16; gemm on the GPU also fp8, "
@@ -627,13 +763,15 @@ def main():
                          "train: f32,tf32,amp_bf16 (default)")
     ap.add_argument("--fp8-accum", choices=["fast", "full"], default="fast",
                     help="gemm fp8: torch._scaled_mm's use_fast_accum True (fast) or False (full)")
-    ap.add_argument("--batch-sizes", default="64")
+    ap.add_argument("--batch-sizes", default=None, help="default 64 (attn: the CSV's)")
+    ap.add_argument("--seqs", default=None, help="attn: sequence lengths (default: the CSV's)")
     ap.add_argument("--filter", default=".*", help="regex on the workload (train: model) name")
     ap.add_argument("--models", default=",".join(TRAIN_MODELS), help="train: the models")
     ap.add_argument("--fmt", default="nchw", help="train: nchw,nhwc (the MLP has none)")
     ap.add_argument("--graph", default="0,1",
                     help="train, GPU: 0 eager, 1 the step in a CUDA graph")
-    ap.add_argument("--pass", dest="passes", default="train", help="train: train,infer")
+    ap.add_argument("--pass", dest="passes", default=None,
+                    help="train: train (default),infer; attn: fwd,bwd (default both)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--data", help="dataload: the ImageFolder dataset")
@@ -644,6 +782,30 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="ddp: steps per repetition")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args()
+    args.batch_sizes_given = args.batch_sizes is not None
+    args.batch_sizes = args.batch_sizes or "64"
+    if args.family == "attn":
+        args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+        args.seqs = [int(x) for x in args.seqs.split(",")] if args.seqs else []
+        args.dtypes = (args.dtypes or "bf16").split(",")
+        args.passes = (args.passes or "fwd,bwd").split(",")
+        bad = [d for d in args.dtypes if d not in ("bf16", "f16")] + \
+              [p for p in args.passes if p not in ("fwd", "bwd")]
+        if bad:
+            sys.exit(f"pytorch_baseline: attn: unknown dtype or pass {','.join(bad)} "
+                     f"(dtypes: bf16,f16; passes: fwd,bwd)")
+        if args.device != "gpu" or not torch.cuda.is_available():
+            sys.exit("pytorch_baseline: attn times PyTorch's fused GPU backends: needs a CUDA device")
+        benchmarks = attn_benchmarks(args)
+        ctx = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "library": "pytorch",
+               "torch_version": torch.__version__, "executable": "tools/pytorch_baseline.py",
+               "num_cpus": os.cpu_count(), "gpu_name": torch.cuda.get_device_name(0),
+               "cudnn_version": str(torch.backends.cudnn.version())}
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"context": ctx, "benchmarks": benchmarks}, f, indent=1)
+        os.replace(tmp, args.out)
+        return
     if args.family == "ddp":
         args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
         args.models = args.models.split(",")
@@ -684,7 +846,7 @@ def main():
     args.models = args.models.split(",")
     args.fmt = args.fmt.split(",")
     args.graph = args.graph.split(",")
-    args.passes = args.passes.split(",")
+    args.passes = (args.passes or "train").split(",")
     if train:
         for what, got, known in (("model", args.models, TRAIN_MODELS),
                                  ("fmt", args.fmt, ("nchw", "nhwc")),

@@ -7,7 +7,7 @@
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/attn.h"
 #endif
-#if defined(DLBENCH_HAVE_CUDA) && defined(DLBENCH_HAVE_CUDNN_ATTN)
+#ifdef DLBENCH_HAVE_CUDA
 #include "kernels/cudnn/attn.h"
 #endif
 
@@ -19,7 +19,7 @@ using CpuOps = OpList<onednn::OneDnnAttn>;
 using CpuOps = OpList<>;
 #endif
 
-#if defined(DLBENCH_HAVE_CUDA) && defined(DLBENCH_HAVE_CUDNN_ATTN)
+#ifdef DLBENCH_HAVE_CUDA
 using GpuOps = OpList<cudnn::CudnnAttn>;
 #else
 using GpuOps = OpList<>;

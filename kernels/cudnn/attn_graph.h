@@ -1,0 +1,76 @@
+// The cuDNN backend operation graphs of fused scaled-dot-product attention, forward and backward:
+// what kernels/cudnn/attn.cpp plans and runs. Internal to kernels/cudnn.
+//
+// The graphs are the ones cudnn-frontend's composite SDPA nodes lower to (cuDNN's fused flash
+// attention engines match this pattern, not an arbitrary equivalent one), with the attributes
+// PyTorch's cuDNN SDPA backend sets: fp32 intermediates and math, no dropout, no bias, the scale
+// passed by value, causal masking as a top-left diagonal mask, softmax statistics (log-sum-exp,
+// float, batch x heads x seq x 1) written by the forward and read by the backward.
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/common/shapes.h"
+#include "kernels/cudnn/check.h"
+
+namespace dlb::cudnn::attn {
+
+// Unique ids of the tensors a variant pack names. Virtual tensors take ids from kFirstVirtual on.
+enum Uid : int64_t {
+  kUidQ = 1,
+  kUidK,
+  kUidV,
+  kUidO,
+  kUidStats,
+  kUidDO,
+  kUidDQ,
+  kUidDK,
+  kUidDV,
+  kUidScale,       // by value: 1/sqrt(head_dim)
+  kUidOne,         // by value: 1.0 (the backward's dropout scale, which is 1 without dropout)
+  kUidNegInf,      // by value: what masked scores become
+  kUidSoftmaxSum,  // backward scratch: rowsum(dO * O), float B x H x S x 1
+  kUidDQAccum,     // backward scratch: dQ accumulated in float, B x H x S x D
+  kUidSeqQ,        // the padding-mask workaround's sequence lengths, int32 B x 1 x 1 x 1
+  kUidSeqKv,
+  kFirstVirtual = 1000,
+};
+
+using Dims = std::array<int64_t, 4>;
+
+// The storage of every tensor: (B, H, S, D) contiguous, PyTorch's default for q/k/v.
+Dims Contiguous(const Dims& d);
+
+// Version-dependent parts of the lowering, decided by the loaded cuDNN (cudnnGetVersion), as the
+// frontend does.
+struct Lowering {
+  // cuDNN <= 9.15 computes a wrong backward when s_kv is not a multiple of 128 unless a padding
+  // mask (with every sequence at full length) is in the graph; the frontend adds one then.
+  bool padding_workaround = false;
+  // 9.0 <= cuDNN < 9.10 wants the padding value put back after the statistics are subtracted.
+  bool repad_after_stats = false;
+  // Before 9.6 the dQ accumulator must be zeroed before every run.
+  bool zero_dq_accum = false;
+  // Masked scores: -inf from 9.10, the lowest float before (older engines prefer it).
+  float neg_inf = 0;
+};
+Lowering LoweringFor(const AttnShape& s, AttnPass pass, size_t cudnn_version);
+
+// An operation graph and every descriptor it refers to.
+struct OpGraph {
+  std::vector<Descriptor> keep;
+  Descriptor graph;
+};
+
+// Forward: Q, K, V -> O, Stats.
+OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);
+// Backward: Q, K, V, O, dO, Stats -> dQ, dK, dV (with the SoftmaxSum and DQAccum scratch tensors,
+// and SeqQ/SeqKv when low.padding_workaround).
+OpGraph BuildBackward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);
+
+}  // namespace dlb::cudnn::attn
