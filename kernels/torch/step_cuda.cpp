@@ -138,6 +138,9 @@ DType TorchStepGpu::images_dtype() const {
 void* TorchStepGpu::labels() const { return e_->y.data_ptr(); }
 double TorchStepGpu::last_loss() const {
   return Guarded([&] {
+    // The copy to the host must queue behind the steps: on the step's stream (a pool stream does
+    // not wait for the default one), else it reads the loss of an earlier step.
+    c10::cuda::CUDAStreamGuard sg(g_->stream);
     g_->UseGraphOutputs(*e_);
     return e_->loss.defined() ? e_->loss.item<double>() : NAN;
   });
