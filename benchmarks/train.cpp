@@ -1,6 +1,7 @@
 // Training-step family on LibTorch: every model of fixtures/workloads/train_models.csv x the
 // tier's batch sizes x configurations, on the CPU (LibTorch's CPU path) and the GPU (cuDNN and
-// cuBLAS through LibTorch, eager or the whole step in a CUDA graph).
+// cuBLAS through LibTorch, eager or the whole step in a CUDA graph); and the transformers of
+// fixtures/workloads/train_transformers.csv at the tier's batches and sequence lengths.
 #include <benchmark/benchmark.h>
 
 #include "benchmarks/train/family.h"
@@ -159,7 +160,15 @@ void RegisterCases() {
   libtorch::SetTorchThreads(backends::CpuThreads());
   benchmark::AddCustomContext(std::string(schema::kCtxTorchThreads),
                               std::to_string(libtorch::TorchThreads()));
-  for (const Model& m : TierModels())
+  for (const Model& m : TierModels()) {
+    if (m.shape.seq > 0) {
+      ForEachOp(Ops{}, [&](auto tag) {
+        using Op = typename decltype(tag)::type;
+        if (!WantDevice(Op::kGpu)) return;
+        for (const TransformerCase& tc : TransformerCases(m, Op::kGpu)) AddTransformer<Op>(m, tc);
+      });
+      continue;
+    }
     for (int b : AnyDeviceBatches(m))
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
@@ -169,6 +178,7 @@ void RegisterCases() {
           Add<Op>(m, b, c);
         }
       });
+  }
 #ifdef DLBENCH_HAVE_TORCH_FED
   RegisterFedCases();
 #endif

@@ -32,6 +32,21 @@ for the MLP, no graph on the CPU. Counters: items_per_s, bs, epoch_s (epoch_item
 rate), epoch_items, peak_mem_bytes (GPU: torch.cuda.max_memory_allocated of the case; CPU: the
 process's peak RSS). Needs torchvision for resnet18, resnet50, densenet121 and vgg16.
 
+train, transformers (--models gpt2s,bert_base): nanoGPT's GPT-2 small (model.py's layout: learned
+positions, pre-LayerNorm blocks, one c_attn projection, F.scaled_dot_product_attention is_causal,
+exact GELU, the head tied to wte, vocab 50304, dropout 0, its init) and a BERT-base encoder
+(post-LayerNorm, bidirectional, an MLM-style head tied to the word embedding) as
+fixtures/workloads/train_transformers.csv and kernels/torch/transformer.h define them; a step is
+the forward, cross-entropy of every position's next token (random tokens), backward and
+torch.optim.AdamW(lr 6e-4, betas (0.9, 0.95), weight decay 0.1 on 2-d parameters and 0 on the
+rest, fused=True on CUDA, capturable when graphed; foreach on the CPU). Names:
+train/<device>/pytorch/<model>/bs:B/dt:D/pass:train[/graph:G]/seq:S (--seq, default the model's
+context). Counters: tokens_per_s, items_per_s (sequences), flop_per_s and mfu (nanoGPT's
+estimate_mfu, 6 N + 12 L H Q T a token with N the parameters less the position embeddings, over
+dlbench's peak: SMs x max SM clock x dense flop/clk/SM of the dtype, or --peak-tflops), epoch_s.
+  tools/pytorch_baseline.py train --device gpu --models gpt2s --batch-sizes 8,16 \
+      --dtypes amp_bf16 --graph 0,1 -o pt_gpt2.json
+
 dataload: torchvision's input pipelines on the same ImageFolder dataset dlbench reads (--data).
 CPU: ImageFolder + PIL decode, RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize
 (ImageNet's statistics), DataLoader(batch, shuffle, --workers worker processes, pin_memory and a
@@ -72,6 +87,7 @@ import csv
 import gc
 import glob
 import json
+import math
 import os
 import re
 import resource
@@ -293,6 +309,162 @@ def make_model(name):
     raise ValueError(f"unknown model {name}")
 
 
+# The transformers of fixtures/workloads/train_transformers.csv: (causal, layers, d, heads, ffn,
+# vocab, positions, LayerNorm eps), and the tokens of an epoch (OpenWebText's 9,035,582,489 as
+# nanoGPT's prepare.py counts them; BERT's 3.3B-word BooksCorpus + Wikipedia as 3.3e9 tokens).
+TRANSFORMERS = {"gpt2s": (True, 12, 768, 12, 3072, 50304, 1024, 1e-5),
+                "bert_base": (False, 12, 768, 12, 3072, 30522, 512, 1e-12)}
+EPOCH_TOKENS = {"gpt2s": 9035582489, "bert_base": 3300000000}
+
+
+class Block(nn.Module):
+    """nanoGPT's Block (pre-LN: x + attn(ln_1(x)), x + mlp(ln_2(x))), or BERT's post-LN layer."""
+
+    def __init__(self, causal, d, heads, ffn, eps):
+        super().__init__()
+        self.causal, self.heads = causal, heads
+        self.ln_1 = nn.LayerNorm(d, eps=eps)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.attn_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d, eps=eps)
+        self.fc = nn.Linear(d, ffn)
+        self.mlp_proj = nn.Linear(ffn, d)
+
+    def attn(self, x):
+        b, t, c = x.size()
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0,
+                                           is_causal=self.causal)
+        return self.attn_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+    def mlp(self, x):
+        return self.mlp_proj(F.gelu(self.fc(x)))  # exact GELU: nanoGPT's nn.GELU()
+
+    def forward(self, x):
+        if self.causal:
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+
+class Transformer(nn.Module):
+    """GPT-2 small as nanoGPT's model.py (tied head, dropout 0) or BERT-base with its MLM head."""
+
+    def __init__(self, name):
+        super().__init__()
+        causal, layers, d, heads, ffn, vocab, positions, eps = TRANSFORMERS[name]
+        self.causal = causal
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(positions, d)
+        if not causal:
+            self.wtt = nn.Embedding(2, d)
+            self.ln_emb = nn.LayerNorm(d, eps=eps)
+        self.h = nn.ModuleList(Block(causal, d, heads, ffn, eps) for _ in range(layers))
+        if causal:
+            self.ln_f = nn.LayerNorm(d, eps=eps)
+        else:
+            self.head_dense = nn.Linear(d, d)
+            self.ln_head = nn.LayerNorm(d, eps=eps)
+            self.head_bias = nn.Parameter(torch.zeros(vocab))
+        proj_std = 0.02 / math.sqrt(2 * layers) if causal else 0.02
+        for pn, p in self.named_parameters():
+            if p.dim() >= 2:
+                torch.nn.init.normal_(p, 0.0, proj_std if "_proj." in pn else 0.02)
+            elif "ln" not in pn:
+                torch.nn.init.zeros_(p)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.size(1), dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        if not self.causal:
+            x = self.ln_emb(x + self.wtt.weight[0])
+        for block in self.h:
+            x = block(x)
+        if self.causal:
+            return F.linear(self.ln_f(x), self.wte.weight)
+        return F.linear(self.ln_head(F.gelu(self.head_dense(x))), self.wte.weight, self.head_bias)
+
+
+def transformer_flops_per_token(model, seq):
+    """nanoGPT's estimate_mfu: 6 N + 12 L H Q T a token, N = the parameters less the position
+    (and token type) embeddings, which are lookups; the tied head's matmul is the token
+    embedding, counted once."""
+    n = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+    if not model.causal:
+        n -= model.wtt.weight.numel()
+    layers, d = len(model.h), model.wpe.weight.size(1)
+    return 6 * n + 12 * layers * d * seq
+
+
+def gpu_peak(args, dt):
+    """The dense peak dlbench divides by (fixtures/peak.cpp): SMs x max SM clock x flop/clk/SM
+    of the dtype (sm_90: f32 256, tf32 2048, bf16 4096; sm_80: 128, 1024, 2048); 0 if unknown.
+    --peak-tflops overrides it."""
+    if args.peak_tflops:
+        return args.peak_tflops * 1e12
+    props = torch.cuda.get_device_properties(0)
+    table = {(9, 0): (256, 2048, 4096), (8, 0): (128, 1024, 2048)}.get((props.major, props.minor))
+    if not table:
+        return 0
+    per = table[("f32", "tf32", "amp_bf16").index(dt)]
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.max.sm",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True)
+        mhz = float(out.stdout.strip().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return per * props.multi_processor_count * mhz * 1e6
+
+
+def transformer_step_fn(model_name, bs, seq, dt, graph, gpu):
+    """nanoGPT's training step: forward, cross-entropy of every position's next token, backward,
+    AdamW (lr 6e-4, betas (0.9, 0.95), weight decay 0.1 on 2-d parameters, fused on CUDA and
+    capturable when graphed, foreach on the CPU). Graphed: three warm-up steps on a side stream,
+    grads set to None, the step captured, one replay a call. Returns (step, FLOPs a step)."""
+    dev = torch.device("cuda" if gpu else "cpu")
+    torch.manual_seed(0)
+    model = Transformer(model_name).to(dev)
+    vocab = TRANSFORMERS[model_name][5]
+    tokens = torch.randint(0, vocab, (bs, seq + 1), device=dev)
+    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    extra = {"fused": True, "capturable": graph} if gpu else {"foreach": True}
+    opt = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), eps=1e-8, **extra)
+    amp = dt == "amp_bf16"
+
+    def train_step():
+        with torch.autocast("cuda" if gpu else "cpu", dtype=torch.bfloat16, enabled=amp,
+                            cache_enabled=not graph):
+            logits = model(x)
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    def eager_step():
+        opt.zero_grad(set_to_none=True)
+        return train_step()
+    flops = transformer_flops_per_token(model, seq) * bs * seq
+    if not graph:
+        return eager_step, flops
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            eager_step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(g):
+        train_step()
+    return g.replay, flops
+
+
 def epoch_items():
     items = dict(EPOCH_ITEMS)
     for r in rows("train_models"):
@@ -363,6 +535,8 @@ def train_step_fn(model_name, bs, dt, fmt, pas, graph, gpu):
 def train_cases(args):
     """Yields (name, model, dt, fmt, pass, graph, bs) in a fixed order."""
     for model in args.models:
+        if model in TRANSFORMERS:
+            continue
         for bs in args.batch_sizes:
             for dt in args.dtypes:
                 for fmt in (args.fmt if model != "mlp" else [""]):
@@ -414,6 +588,65 @@ def train_benchmarks(args):
         t = statistics.median(times)
         print(f"{name:90s} {t * 1e3:10.3f} ms {bs / t:12.1f} img/s "
               f"{peak / 2**30:7.2f} GiB", flush=True)
+    return benchmarks
+
+
+def transformer_benchmarks(args):
+    """The transformer steps: train/<device>/pytorch/<model>/bs:B/dt:D/pass:train[/graph:G]/seq:S."""
+    gpu = args.device == "gpu"
+    benchmarks = []
+    for model in args.models:
+        if model not in TRANSFORMERS or not re.search(args.filter, model):
+            continue
+        seq = args.seq or TRANSFORMERS[model][6]
+        for bs in args.batch_sizes:
+            for dt in args.dtypes:
+                if not gpu and dt == "tf32":
+                    continue
+                for graph in (args.graph if gpu else [""]):
+                    keys = [f"bs:{bs}", f"dt:{dt}", "pass:train"]
+                    keys += ([f"graph:{graph}"] if graph else []) + [f"seq:{seq}"]
+                    name = "/".join(["train", args.device, "pytorch", model] + keys)
+                    set_tf32(dt == "tf32")
+                    result = {"network": model, "workload": model}
+                    fn = None
+                    try:
+                        if gpu:
+                            torch.cuda.empty_cache()
+                            torch.cuda.reset_peak_memory_stats()
+                        fn, flops = transformer_step_fn(model, bs, seq, dt, graph == "1", gpu)
+                        times = time_fn(fn, args.device, reps=args.repetitions)
+                        peak = (torch.cuda.max_memory_allocated() if gpu
+                                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+                    except RuntimeError as e:
+                        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                        prefix = ("out of memory: " if isinstance(e, torch.OutOfMemoryError)
+                                  else "failed: ")
+                        benchmarks.append({"name": name, "run_name": name,
+                                           "run_type": "iteration", "error_occurred": True,
+                                           "error_message": prefix + first, "dlbench": result})
+                        print(f"{name:90s} {prefix}{first}", flush=True)
+                        continue
+                    finally:
+                        del fn
+                        gc.collect()
+                    peak_flops = gpu_peak(args, dt) if gpu else 0
+                    n = -(-EPOCH_TOKENS[model] // seq)  # sequences of an epoch
+                    for i, t in enumerate(times):
+                        b = {"name": name, "run_name": name, "run_type": "iteration",
+                             "repetitions": len(times), "repetition_index": i, "threads": 1,
+                             "iterations": 1, "real_time": t * 1e6, "cpu_time": t * 1e6,
+                             "time_unit": "us", "items_per_s": bs / t, "bs": bs,
+                             "tokens_per_s": bs * seq / t, "flop_per_s": flops / t,
+                             "epoch_s": n * t / bs, "epoch_items": n,
+                             "peak_mem_bytes": peak, "dlbench": result}
+                        if peak_flops:
+                            b["mfu"] = 100.0 * flops / t / peak_flops
+                        benchmarks.append(b)
+                    t = statistics.median(times)
+                    mfu = f"{100.0 * flops / t / peak_flops:6.1f}% MFU" if peak_flops else ""
+                    print(f"{name:90s} {t * 1e3:9.3f} ms {bs * seq / t:12.0f} tok/s {mfu} "
+                          f"{peak / 2**30:7.2f} GiB", flush=True)
     return benchmarks
 
 
@@ -772,6 +1005,10 @@ def main():
                     help="train, GPU: 0 eager, 1 the step in a CUDA graph")
     ap.add_argument("--pass", dest="passes", default=None,
                     help="train: train (default),infer; attn: fwd,bwd (default both)")
+    ap.add_argument("--seq", type=int, default=0,
+                    help="train, transformers: sequence length (default: the model's, 1024 / 512)")
+    ap.add_argument("--peak-tflops", type=float, default=0,
+                    help="train, transformers: the peak mfu divides by (default: dlbench's)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--data", help="dataload: the ImageFolder dataset")
@@ -848,7 +1085,7 @@ def main():
     args.graph = args.graph.split(",")
     args.passes = (args.passes or "train").split(",")
     if train:
-        for what, got, known in (("model", args.models, TRAIN_MODELS),
+        for what, got, known in (("model", args.models, TRAIN_MODELS + tuple(TRANSFORMERS)),
                                  ("fmt", args.fmt, ("nchw", "nhwc")),
                                  ("graph", args.graph, ("0", "1")),
                                  ("pass", args.passes, ("train", "infer")),
@@ -862,7 +1099,7 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.backends.cudnn.benchmark = True
-    benchmarks = train_benchmarks(args) if train else []
+    benchmarks = train_benchmarks(args) + transformer_benchmarks(args) if train else []
     cases = [] if train else gemm_cases(args) if args.family == "gemm" else conv_cases(args)
     for name, workload, dt, make in cases:
         if not re.search(args.filter, workload):

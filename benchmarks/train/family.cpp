@@ -30,7 +30,38 @@ std::vector<int64_t> ParseWidths(const CsvRow& row) {
 const std::map<std::string, int64_t>& EpochItems() { return g_epoch_items; }
 void NoteEpochItems(const std::string& name, int64_t items) { g_epoch_items[name] = items; }
 
+namespace {
+// A transformers file (its header has `seq`): name, count, model, vocab, seq, dataset,
+// epoch_tokens, tier[, network]. The model must be one kernels/torch/transformer.h builds; the
+// vocabulary is checked against it when a case is built.
+std::vector<Model> LoadTransformers(const std::string& path) {
+  std::vector<Model> out;
+  std::vector<std::string> seen;
+  for (const auto& row : LoadCsv(
+           path, {"name", "count", "model", "vocab", "seq", "dataset", "epoch_tokens", "tier"})) {
+    Model m;
+    m.basics = ReadBasics(row, &seen);
+    m.shape.model = row.Str("model");
+    m.shape.classes = row.Int("vocab");
+    m.shape.seq = row.Int("seq");
+    m.shape.channels = 0;
+    m.dataset = row.Str("dataset");
+    m.epoch_items = row.Int("epoch_tokens");
+    if (m.shape.model.empty()) row.Fail("column 'model' is empty");
+    if (m.shape.classes <= 0) row.Fail("vocab must be positive");
+    if (m.shape.seq <= 0) row.Fail("seq must be positive");
+    if (m.epoch_items <= 0) row.Fail("epoch_tokens must be positive");
+    out.push_back(m);
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<Model> LoadModels(const std::string& path) {
+  {
+    const std::vector<CsvRow> rows = LoadCsv(path, {"name"});
+    if (!rows.empty() && rows.front().Has("seq")) return LoadTransformers(path);
+  }
   std::vector<Model> out;
   std::vector<std::string> seen;
   for (const auto& row : LoadCsv(path, {"name", "count", "model", "image", "classes", "widths",
@@ -149,6 +180,47 @@ NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu) {
   keys.push_back({"pass", Name(c.pass)});
   if (gpu) keys.push_back({"graph", c.graph ? "1" : "0"});
   return keys;
+}
+
+std::vector<TransformerCase> TransformerCases(const Model& m, bool gpu) {
+  const Tier tier = dlb::Opts().tier;
+  const bool gpt = m.shape.model.rfind("gpt", 0) == 0;
+  const bool tiny = m.shape.model.find("tiny") != std::string::npos;
+  std::vector<TransformerCase> out;
+  Config c;
+  c.pass = Pass::kTrain;
+  if (!gpu) {
+    std::vector<int> batches;
+    std::vector<int64_t> seqs;
+    if (tiny) {
+      batches = BatchSizes({2}, {2, 8}, {1, 2, 4, 8});
+      seqs = {tier == Tier::kSmoke ? 32 : 64};
+    } else if (tier == Tier::kDefault && gpt) {
+      batches = BatchSizes({1}, {1}, {1});
+      seqs = {8};
+    } else if (tier == Tier::kFull) {
+      batches = BatchSizes({1}, {1}, {1, 2, 4, 8});
+      seqs = {128, m.shape.seq};
+    }
+    for (int64_t seq : seqs)
+      for (int b : batches) out.push_back({b, seq, c});
+    return out;
+  }
+  if (tiny) return out;
+  c.amp = true;
+  c.dtype = DType::kBF16;
+  const std::vector<int> batches =
+      BatchSizes({2}, gpt ? std::vector<int>{8, 16} : std::vector<int>{16, 32},
+                 gpt ? std::vector<int>{4, 8, 16, 32} : std::vector<int>{8, 16, 32, 64});
+  std::vector<bool> graphs = {false, true};
+  if (tier == Tier::kDefault && !gpt) graphs = {true};
+  const int64_t seq = tier == Tier::kSmoke ? 128 : m.shape.seq;
+  for (int b : batches)
+    for (bool g : graphs) {
+      c.graph = g;
+      out.push_back({b, seq, c});
+    }
+  return out;
 }
 
 std::string DtName(const Config& c) {

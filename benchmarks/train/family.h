@@ -62,6 +62,24 @@ Config AmpNhwcTrain(bool graph);
 TrainShape ShapeOf(const Model& m, int batch, const Config& c);
 NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu);
 
+// The transformer cases of a tier on a device (models whose shape has seq > 0; --dlb_batch_sizes
+// replaces the batches). The CPU's matmuls go through LibTorch's BLAS, on Debian's build the
+// reference BLAS (a GPT-2 small step is ~0.3 s a token and ~1 s of AdamW on 2 cores), so the
+// CPU's short tiers take the tiny configuration (gpt2_tiny: 2 layers, d 64, vocab 256) and GPT-2
+// small at a few tokens:
+//   CPU  f32: smoke the tiny GPT bs 2 at seq 32; default the tiny GPT bs 2, 8 at seq 64 and
+//        GPT-2 small bs 1 at seq 8; full the tiny GPT bs 1..8 at seq 64, the others bs 1..8 at
+//        seq 128 and their own sequence length.
+//   GPU  amp_bf16 at the model's sequence length (the CSV's seq), no tiny model: smoke bs 2 at
+//        seq 128, eager and graphed; default GPT-2 bs 8, 16 eager and graphed, BERT bs 16, 32
+//        graphed; full GPT-2 bs 4..32, BERT 8..64, eager and graphed.
+struct TransformerCase {
+  int batch = 0;
+  int64_t seq = 0;
+  Config config;
+};
+std::vector<TransformerCase> TransformerCases(const Model& m, bool gpu);
+
 // The epoch size of a case's model, by benchmark name (filled by Add).
 const std::map<std::string, int64_t>& EpochItems();
 void NoteEpochItems(const std::string& name, int64_t items);
@@ -88,6 +106,37 @@ struct TrainSteps : DefaultSteps<Op, Shape> {
         std::ceil(double(it->second) / double(info.batch)) * step_s;
   }
 };
+
+// A transformer's steps: the training steps' record, and tokens_per_s (batch x seq a step) and
+// mfu (the record's pct_peak: the op's flops are nanoGPT's model FLOPs, over the dtype's peak).
+template <class Op>
+struct TransformerSteps : TrainSteps<Op> {
+  static void Record(benchmark::State& st, const Op& op, const CaseInfo& info, const RunConfig& cfg,
+                     const Timing& t, int launches, Verdict* verdict) {
+    TrainSteps<Op>::Record(st, op, info, cfg, t, launches, verdict);
+    if (t.iterations == 0 || t.total <= 0) return;
+    st.counters[std::string(schema::kTokensPerS)] = op.tokens_per_step() / t.Mean();
+    auto pct = st.counters.find(std::string(schema::kPctPeak));
+    if (pct != st.counters.end()) st.counters[std::string(schema::kMfu)] = double(pct->second);
+  }
+};
+
+// Registers one transformer case: train/<device>/<backend>/<model>/bs:<b>/dt:<dt>/pass:train
+// [/graph:<g>]/seq:<s>. The CSV's epoch is tokens; the case's epoch_items are sequences of `seq`.
+template <class Op>
+void AddTransformer(const Model& m, const TransformerCase& tc) {
+  TrainShape shape = ShapeOf(m, tc.batch, tc.config);
+  shape.seq = tc.seq;
+  const RunConfig cfg = RunConfigOf(tc.config);
+  NameKeys keys = KeysOf(m, tc.batch, tc.config, Op::kGpu);
+  keys.push_back({"seq", std::to_string(tc.seq)});
+  NoteEpochItems(BuildName({"train", Op::kGpu ? "gpu" : "cpu", Op::kBackend, m.basics.name, keys}),
+                 (m.epoch_items + tc.seq - 1) / tc.seq);
+  CaseInfo info =
+      CaseInfo::Of(m.basics, tc.config.amp ? DType::kBF16 : tc.config.dtype, tc.batch, nullptr);
+  Register<Op, TrainShape, TransformerSteps<Op>>("train", m.basics, std::move(keys), shape, cfg,
+                                                 info);
+}
 
 // Registers one case: train/<device>/<backend>/<model>/bs:<b>/dt:<dt>[/fmt:<f>]/pass:<p>
 // [/graph:<g>] (fmt only for image models, graph only on the GPU).

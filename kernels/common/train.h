@@ -18,7 +18,9 @@ inline const char* Name(Pass p) { return p == Pass::kTrain ? "train" : "infer"; 
 
 // One training-step case. A step is forward, mean softmax cross-entropy, backward and SGD with
 // momentum (PyTorch's: buf = momentum * buf + grad, w -= lr * buf; buf starts at zero, so the
-// first step's buf is the gradient); pass kInfer is the forward alone.
+// first step's buf is the gradient); pass kInfer is the forward alone. A transformer (seq > 0)
+// takes `seq` token ids a sample, its cross-entropy is over every position's `classes`-token
+// vocabulary, and its optimizer is AdamW (kernels/torch/transformer.h).
 struct TrainShape {
   std::string model;  // "mlp", "resnet18_cifar", "catdog64", ...
   int64_t batch = 0;
@@ -26,6 +28,7 @@ struct TrainShape {
   int64_t image = 0;            // image models: input height = width; 0 for the MLP
   int64_t classes = 0;          // logits per sample
   std::vector<int64_t> widths;  // MLP: the layer widths, input first ({1000, 512, 256, 2})
+  int64_t seq = 0;              // transformers: tokens a sample; 0 for every other model
   Pass pass = Pass::kTrain;
   bool graph = false;  // GPU: the whole step captured in a CUDA graph, one replay a Run()
   bool amp = false;    // autocast to bf16 (dt:amp_bf16), no loss scaling

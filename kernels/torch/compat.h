@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -88,8 +90,69 @@ inline void SgdStep(const std::vector<torch::Tensor>& params,
   at::_foreach_add_(params, bufs, -lr);
 }
 
-inline const char* SgdName(bool cuda) {
-  return (kTorch2 && cuda) ? "SGD fused" : "SGD foreach";
+inline const char* SgdName(bool cuda) { return (kTorch2 && cuda) ? "SGD fused" : "SGD foreach"; }
+
+// Scaled-dot-product attention over q, k, v of batch x heads x seq x head_dim, scale
+// 1/sqrt(head_dim), causal (a query sees itself and earlier keys) or not. LibTorch 2: the fused
+// kernel (at::scaled_dot_product_attention: flash or memory-efficient on CUDA, the math path for
+// float64); 1.13 has none public: softmax(QK^T / sqrt(d)) V written out.
+inline torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, bool causal) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal);
+#else
+  const int64_t s = q.size(-2);
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(q.size(-1)));
+  if (causal) {
+    const torch::Tensor future =
+        torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  }
+  return torch::matmul(torch::softmax(scores, -1), v);
+#endif
+}
+
+// AdamW's state for one group of parameters (torch.optim.AdamW: exp_avg, exp_avg_sq, and a step
+// count per parameter, a float32 scalar tensor on the parameter's device as the fused and
+// capturable optimizers keep it: a CUDA graph replay then reads and advances the real count).
+struct AdamWGroup {
+  std::vector<torch::Tensor> params, exp_avg, exp_avg_sq, steps;
+  double weight_decay = 0;
+};
+
+// One AdamW step over a group (torch.optim.AdamW, amsgrad off): step += 1; p *= 1 - lr * wd;
+// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^step) * m /
+// (sqrt(v) / sqrt(1 - b2^step) + eps). CUDA on LibTorch 2: the fused kernel
+// (AdamW(fused=True) calls at::_fused_adamw_ after the same foreach increment of the steps);
+// otherwise the multi-tensor foreach ops (AdamW(foreach=True)), the count read on the host.
+inline void AdamWStep(AdamWGroup& g, const std::vector<torch::Tensor>& grads, double lr,
+                      double beta1, double beta2, double eps) {
+  torch::NoGradGuard no_grad;
+  if (g.params.empty()) return;
+  at::_foreach_add_(g.steps, 1.0);
+#if TORCH_VERSION_MAJOR >= 2
+  if (g.params.front().is_cuda()) {
+    at::_fused_adamw_(g.params, grads, g.exp_avg, g.exp_avg_sq, /*max_exp_avg_sqs=*/{}, g.steps, lr,
+                      beta1, beta2, g.weight_decay, eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+    return;
+  }
+#endif
+  const double step = g.steps.front().item<double>();
+  const double bc1 = 1 - std::pow(beta1, step), bc2 = 1 - std::pow(beta2, step);
+  if (g.weight_decay != 0) at::_foreach_mul_(g.params, 1 - lr * g.weight_decay);
+  at::_foreach_mul_(g.exp_avg, beta1);
+  at::_foreach_add_(g.exp_avg, grads, 1 - beta1);
+  at::_foreach_mul_(g.exp_avg_sq, beta2);
+  at::_foreach_addcmul_(g.exp_avg_sq, grads, grads, 1 - beta2);
+  std::vector<torch::Tensor> denom = at::_foreach_sqrt(g.exp_avg_sq);
+  at::_foreach_div_(denom, std::sqrt(bc2));
+  at::_foreach_add_(denom, eps);
+  at::_foreach_addcdiv_(g.params, g.exp_avg, denom, -lr / bc1);
+}
+
+inline const char* AdamWName(bool cuda) {
+  return (kTorch2 && cuda) ? "AdamW fused" : "AdamW foreach";
 }
 
 inline std::string Version() { return TORCH_VERSION; }

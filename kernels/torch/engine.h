@@ -11,8 +11,10 @@
 
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"
+#include "kernels/torch/compat.h"
 #include "kernels/torch/models.h"
 #include "kernels/torch/step.h"
+#include "kernels/torch/transformer.h"
 
 namespace dlb::libtorch {
 
@@ -31,9 +33,10 @@ auto Guarded(Fn&& fn) -> decltype(fn()) {
 }
 
 struct Engine {
-  // A copy of everything a step changes: parameters, momentum buffers, BatchNorm statistics.
+  // A copy of everything a step changes: parameters, momentum buffers, BatchNorm statistics,
+  // AdamW's moments and step counts.
   struct State {
-    std::vector<torch::Tensor> params, bufs, buffers;
+    std::vector<torch::Tensor> params, bufs, buffers, adamw;
   };
 
   // On the GPU: CUDA device `device` (a data-parallel step has one Engine per GPU).
@@ -45,9 +48,10 @@ struct Engine {
   void SetMath() const;
   void Forward();   // train: loss; infer: logits (under inference mode)
   void Backward();  // grads set to None first, then loss.backward()
-  void Optimize();  // the SGD step
+  void Optimize();  // the SGD step; a transformer's AdamW step
   void Step();      // Forward, then Backward and Optimize when training
 
+  void InitTransformer();  // the constructor's part for a transformer
   State Save() const;
   void Restore(const State& s);
   // The result of the last step, measured against the state before it.
@@ -59,22 +63,35 @@ struct Engine {
   bool f64;
   std::shared_ptr<Net> model;
   std::vector<torch::Tensor> params, bufs;
+  // A transformer's configuration (nullptr for the other models) and its AdamW groups, nanoGPT's
+  // configure_optimizers: weight decay on the 2-d parameters, none on the rest.
+  const TransformerConfig* tf = nullptr;
+  std::vector<compat::AdamWGroup> adamw;
   torch::Tensor x, y, loss, logits;
   StepPhases phases;  // MeasurePhases(); not measured until then
 };
+
+// What a transformer case cannot run (pass infer, a sequence beyond its positions); Yes for
+// every other model.
+Support TransformerSupport(const TrainShape& shape);
+// The step's cost: images or sequences, and conv+linear MACs x 2 (x 3 training), or for a
+// transformer nanoGPT's 6 N + 12 L H Q T FLOPs a token x its tokens.
+Cost StepCost(const Engine& e);
+double TokensPerStep(const Engine& e);              // batch x seq for a transformer, else 0
+std::string TransformerFlopsNote(const Engine& e);  // the FLOP and MFU formula, for the label
 
 // The checks every step op runs before it is timed: one step at kVerifyBatch (the MLP: its own
 // batch) against the float64 CPU reference, and the op's own first step at its batch giving a
 // finite loss. `first_loss` is that loss.
 Verdict VerifyAgainstReference(Engine& e, Where where, double* first_loss);
 
-// Seconds of forward, backward and optimizer of one eager step (median of a few), measured by
-// `now()` readings after each phase; `sync` waits for the device.
+// Seconds of forward, backward and optimizer of one eager step (median of `samples`), measured
+// by `now()` readings after each phase; `sync` waits for the device.
 template <class Clock, class Sync>
-void MeasureEnginePhases(Engine& e, Clock now, Sync sync) {
+void MeasureEnginePhases(Engine& e, int samples, Clock now, Sync sync) {
   const Engine::State s = e.Save();
   std::vector<double> f, b, o;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < samples; ++i) {
     e.SetMath();
     sync();
     const auto t0 = now();

@@ -42,6 +42,16 @@ Engine::Engine(const TrainShape& s, const RunConfig& c, Where where, bool use_f6
                                   : torch::Device(torch::kCPU)),
       f64(use_f64) {
   if (shape.batch <= 0) throw Error("batch must be positive");
+  tf = FindTransformer(shape.model);
+  if (shape.seq > 0 && !tf) {
+    std::string known;
+    for (const std::string& n : TransformerNames()) known += (known.empty() ? "" : ", ") + n;
+    throw Error("unknown transformer '" + shape.model + "' (known: " + known + ")");
+  }
+  if (tf) {
+    InitTransformer();
+    return;
+  }
   model = MakeModel(SpecOf(shape), cfg.seed);
   const torch::ScalarType dt = f64 ? torch::kFloat64 : torch::kFloat32;
   model->to(device, dt);
@@ -74,6 +84,40 @@ Engine::Engine(const TrainShape& s, const RunConfig& c, Where where, bool use_f6
   for (auto& p : params) bufs.push_back(torch::zeros_like(p));
 }
 
+void Engine::InitTransformer() {
+  if (shape.seq <= 0) throw Error(shape.model + ": the sequence length must be positive");
+  if (shape.seq > tf->max_seq)
+    throw Error(shape.model + ": sequence " + std::to_string(shape.seq) + " exceeds its " +
+                std::to_string(tf->max_seq) + " positions");
+  if (shape.classes != tf->vocab)
+    throw Error(shape.model + ": classes " + std::to_string(shape.classes) +
+                " differ from its vocabulary of " + std::to_string(tf->vocab));
+  model = MakeTransformer(*tf, cfg.seed);
+  const torch::ScalarType dt = f64 ? torch::kFloat64 : torch::kFloat32;
+  model->to(device, dt);
+  if (train())
+    model->train();
+  else
+    model->eval();
+  const torch::Tensor tokens = SeededTokens(cfg.seed, shape.batch, shape.seq, tf->vocab);
+  x = tokens.narrow(1, 0, shape.seq).contiguous().to(device);
+  y = tokens.narrow(1, 1, shape.seq).contiguous().to(device);
+  params = model->parameters();
+  const AdamWSettings a;
+  compat::AdamWGroup decay, no_decay;
+  decay.weight_decay = a.weight_decay;
+  torch::NoGradGuard no_grad;
+  for (auto& p : params) {
+    compat::AdamWGroup& g = p.dim() >= 2 ? decay : no_decay;
+    g.params.push_back(p);
+    g.exp_avg.push_back(torch::zeros_like(p));
+    g.exp_avg_sq.push_back(torch::zeros_like(p));
+    g.steps.push_back(
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(device)));
+  }
+  adamw = {decay, no_decay};
+}
+
 void Engine::SetMath() const {
   if (device.is_cuda()) {
     auto& ctx = at::globalContext();
@@ -93,7 +137,8 @@ void Engine::Forward() {
   }
   compat::Autocast ac(shape.amp && !f64, device.type());
   torch::Tensor out = model->forward(x);
-  loss = F::cross_entropy(out, y);
+  loss = tf ? F::cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}))
+            : F::cross_entropy(out, y);
 }
 
 void Engine::Backward() {
@@ -102,6 +147,16 @@ void Engine::Backward() {
 }
 
 void Engine::Optimize() {
+  if (tf) {
+    const AdamWSettings a;
+    for (compat::AdamWGroup& g : adamw) {
+      std::vector<torch::Tensor> grads;
+      grads.reserve(g.params.size());
+      for (auto& p : g.params) grads.push_back(p.grad());
+      compat::AdamWStep(g, grads, a.lr, a.beta1, a.beta2, a.eps);
+    }
+    return;
+  }
   std::vector<torch::Tensor> grads;
   grads.reserve(params.size());
   for (auto& p : params) grads.push_back(p.grad());
@@ -122,6 +177,9 @@ Engine::State Engine::Save() const {
   for (const auto& p : params) s.params.push_back(p.detach().clone());
   for (const auto& b : bufs) s.bufs.push_back(b.clone());
   for (const auto& b : model->buffers()) s.buffers.push_back(b.clone());
+  for (const auto& g : adamw)
+    for (const auto* list : {&g.exp_avg, &g.exp_avg_sq, &g.steps})
+      for (const auto& t : *list) s.adamw.push_back(t.clone());
   return s;
 }
 
@@ -131,6 +189,10 @@ void Engine::Restore(const State& s) {
   for (size_t i = 0; i < bufs.size(); ++i) bufs[i].copy_(s.bufs[i]);
   auto buffers = model->buffers();
   for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(s.buffers[i]);
+  size_t k = 0;
+  for (auto& g : adamw)
+    for (auto* list : {&g.exp_avg, &g.exp_avg_sq, &g.steps})
+      for (auto& t : *list) t.copy_(s.adamw[k++]);
 }
 
 namespace {
@@ -205,7 +267,8 @@ const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg) {
   static std::map<std::string, StepResult> cache;
   std::ostringstream key;
   key << shape.model << '|' << shape.image << '|' << shape.classes << '|' << shape.batch << '|'
-      << cfg.seed << '|' << Name(shape.pass) << '|' << shape.lr << '|' << shape.momentum;
+      << shape.seq << '|' << cfg.seed << '|' << Name(shape.pass) << '|' << shape.lr << '|'
+      << shape.momentum;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key.str());
   if (it == cache.end()) {
@@ -238,7 +301,8 @@ Verdict CompareSteps(const StepResult& got, const StepResult& ref, bool train,
                                                     : INFINITY;
     parts.push_back({"loss", loss_err, 1, tol.loss});
     parts.push_back({"grads", RelL2(got.grads, ref.grads), ref.grads.size(), tol.grads});
-    parts.push_back({"update", RelL2(got.update, ref.update), ref.update.size(), tol.grads});
+    parts.push_back({"update", RelL2(got.update, ref.update), ref.update.size(),
+                     tol.update > 0 ? tol.update : tol.grads});
     if (tol.head > 0) {
       const bool same = got.head == ref.head && ref.head > 0 && ref.head <= ref.grads.size() &&
                         got.grads.size() == ref.grads.size();
@@ -305,7 +369,35 @@ StepTolerances SameStepTolerance(const TrainShape& shape, const RunConfig& cfg) 
   return {1e-5, 1e-3};
 }
 
+// A transformer's step against float64, at its tiny configuration (TinyShape), relative L2:
+//   loss: f32 observed 9e-8 .. 2e-7: 1e-5; bf16 autocast (CPU autocast, GPT) 4e-6, the loss
+//     averaging the rounding out: 2e-2, as the CNN steps.
+//   gradients: f32 3.4e-7 .. 3.6e-7: 1e-4; bf16 2.5e-2 (every matmul's inputs rounded to 8
+//     bits): 0.1.
+//   update: AdamW's first update is lr * g / (|g| + eps) (+ the weight decay lr * wd * p), nearly
+//     lr * sign(g): an element whose gradient rounding moves across zero, or near eps, flips or
+//     shrinks, so the update is further from float64 than the gradients are: f32 2.7e-5 .. 6.3e-5:
+//     1e-3; bf16 0.17: 0.5. Unrelated updates (a wrong kernel) are ~1.4 apart, random signs.
+StepTolerances TransformerTolerance(const TrainShape& shape) {
+  if (shape.amp) return {2e-2, 0.1, 0, 0.5};
+  return {1e-5, 1e-4, 0, 1e-3};
+}
+
+TrainShape TinyShape(const TrainShape& shape) {
+  const TransformerConfig* c = FindTransformer(shape.model);
+  if (!c) throw Error("'" + shape.model + "' is not a transformer");
+  const TransformerConfig& t = TinyOf(*c);
+  TrainShape s = shape;
+  s.model = t.name;
+  s.classes = t.vocab;
+  s.seq = kVerifySeq;
+  s.batch = kVerifyBatch;
+  s.graph = false;
+  return s;
+}
+
 StepTolerances StepTolerance(const TrainShape& shape, const RunConfig& cfg, Where where) {
+  if (shape.seq > 0) return TransformerTolerance(shape);
   if (shape.amp) return {2e-2, INFINITY, 0.25};
   if (where == Where::kGpu && cfg.dtype == DType::kTF32) return {2e-3, 0.25, 0.25};
   return {1e-4, 5e-2, 5e-2};
@@ -353,11 +445,18 @@ void SetTorchThreads(int threads) {
 Verdict VerifyAgainstReference(Engine& e, Where where, double* first_loss) {
   TrainShape vs = e.shape;
   vs.graph = false;
-  if (vs.image > 0) vs.batch = std::min(vs.batch, kVerifyBatch);
+  std::string what = "one step at bs " + std::to_string(vs.batch) + " vs float64 CPU";
+  if (e.tf) {
+    vs = TinyShape(e.shape);
+    what = "one step of " + vs.model + " at bs " + std::to_string(vs.batch) + " seq " +
+           std::to_string(vs.seq) + " vs float64 CPU";
+  } else if (vs.image > 0) {
+    vs.batch = std::min(vs.batch, kVerifyBatch);
+    what = "one step at bs " + std::to_string(vs.batch) + " vs float64 CPU";
+  }
   const StepResult& ref = ReferenceStep(vs, e.cfg);
   const StepResult got = OneStep(vs, e.cfg, where, false);
-  Verdict v = CompareSteps(got, ref, e.train(), StepTolerance(vs, e.cfg, where),
-                           "one step at bs " + std::to_string(vs.batch) + " vs float64 CPU");
+  Verdict v = CompareSteps(got, ref, e.train(), StepTolerance(vs, e.cfg, where), what);
   if (!v.ok) return v;
   // The case's own first step, at its own batch.
   const Engine::State s = e.Save();
@@ -369,14 +468,37 @@ Verdict VerifyAgainstReference(Engine& e, Where where, double* first_loss) {
   if (!std::isfinite(loss)) {
     v.ok = false;
     v.detail += "; the first step at bs " + std::to_string(e.shape.batch) + " is not finite";
+  } else if (e.tf) {
+    // An untrained model predicts nearly uniformly: ln(vocab), plus half the variance of its
+    // logits (std ~0.5 at d 768 with 0.02-std embeddings: ~0.15). 10% leaves room for that and
+    // catches a broken head or a loss over the wrong axis (orders of magnitude off).
+    const double uniform = std::log(double(e.tf->vocab));
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; first step at bs %lld: loss %.3f (ln vocab %.3f)",
+                  static_cast<long long>(e.shape.batch), loss, uniform);
+    v.detail += buf;
+    if (std::fabs(loss - uniform) > 0.1 * uniform) {
+      v.ok = false;
+      v.detail += ", more than 10% away";
+    }
   }
   return v;
 }
 
 // ---- CPU op -------------------------------------------------------------------------------
 
+Support TransformerSupport(const TrainShape& shape) {
+  const TransformerConfig* c = FindTransformer(shape.model);
+  if (!c) return Support::Yes();
+  if (shape.pass != Pass::kTrain) return Support::No("the transformers are timed training only");
+  if (shape.seq <= 0 || shape.seq > c->max_seq)
+    return Support::No(shape.model + " takes sequences of 1.." + std::to_string(c->max_seq));
+  return Support::Yes();
+}
+
 Support TorchStepCpu::Supports(const TrainShape& shape, const RunConfig& cfg) {
   if (shape.batch <= 0) return Support::No("batch must be positive");
+  if (Support t = TransformerSupport(shape); !t.ok) return t;
   if (shape.graph) return Support::No("CUDA graphs are a GPU feature");
   if (shape.amp) return Support::No("bf16 autocast is timed on the GPU only");
   if (cfg.dtype != DType::kF32) return Support::No("the CPU steps run in f32");
@@ -402,8 +524,9 @@ Verdict TorchStepCpu::Verify() {
 void TorchStepCpu::MeasurePhases() {
   ResetPeakRss();  // the peak of the phase steps, not of the float64 verification before them
   Guarded([&] {
+    // A transformer step on the CPU takes seconds (LibTorch's BLAS): 3 samples, not 7.
     MeasureEnginePhases(
-        *e_,
+        *e_, e_->tf ? 3 : 7,
         [] {
           return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
               .count();
@@ -419,15 +542,38 @@ std::vector<std::pair<std::string, double>> TorchStepCpu::Counters() const {
   return out;
 }
 
-Cost TorchStepCpu::cost() const {
+Cost StepCost(const Engine& e) {
   Cost c;
-  c.items = double(e_->shape.batch);
-  c.flops = ForwardFlopsPerSample(e_->shape) * double(e_->shape.batch) * (e_->train() ? 3 : 1);
+  c.items = double(e.shape.batch);
+  if (e.tf)
+    c.flops = TrainFlopsPerToken(*e.tf, e.shape.seq) * double(e.shape.batch * e.shape.seq);
+  else
+    c.flops = ForwardFlopsPerSample(e.shape) * double(e.shape.batch) * (e.train() ? 3 : 1);
   return c;
 }
 
+double TokensPerStep(const Engine& e) { return e.tf ? double(e.shape.batch * e.shape.seq) : 0.0; }
+
+std::string TransformerFlopsNote(const Engine& e) {
+  const TransformerConfig& c = *e.tf;
+  std::ostringstream o;
+  o << "flops = (6 N + 12 L H Q T) a token, nanoGPT's estimate_mfu: N = " << MatmulParamCount(c)
+    << " parameters less position embeddings, L " << c.layers << ", H " << c.heads << ", Q "
+    << c.d / c.heads << ", T " << e.shape.seq << "; mfu = flop_per_s / the dtype's peak";
+  return o.str();
+}
+
+Cost TorchStepCpu::cost() const { return StepCost(*e_); }
+double TorchStepCpu::tokens_per_step() const { return TokensPerStep(*e_); }
+
 std::string TorchStepCpu::label() const {
   std::ostringstream o;
+  if (e_->tf) {
+    o << "LibTorch " << TorchVersion() << " CPU, " << at::get_num_threads() << " threads, "
+      << compat::AdamWName(false) << ", " << (compat::kTorch2 ? "SDPA" : "softmax(QK^T)V") << "; "
+      << TransformerFlopsNote(*e_) << "; peak_mem_bytes = peak RSS";
+    return o.str();
+  }
   o << "LibTorch " << TorchVersion() << " CPU, " << at::get_num_threads() << " threads, "
     << (e_->train() ? compat::SgdName(false) : "inference mode")
     << "; flops = conv+linear MACs x2 (x3 for a training step); peak_mem_bytes = peak RSS";

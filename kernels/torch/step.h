@@ -1,7 +1,8 @@
 // LibTorch training steps, the training family's ops (kernels/common/op.h's contract): forward,
 // cross-entropy, backward and SGD with momentum on seeded inputs already on the device, or the
-// forward alone under inference mode. No LibTorch header here, so that the family's registration
-// compiles without it: the ops keep their state behind a pointer.
+// forward alone under inference mode; for the transformers (kernels/torch/transformer.h) seeded
+// tokens, the cross-entropy of every position's next token, and AdamW. No LibTorch header here, so
+// that the family's registration compiles without it: the ops keep their state behind a pointer.
 #pragma once
 
 #include <memory>
@@ -43,6 +44,7 @@ const StepResult& ReferenceStep(const TrainShape& shape, const RunConfig& cfg);
 struct StepTolerances {
   double loss = 0, grads = 0;  // grads: also the update and the logits; +inf: reported, not gated
   double head = 0;             // the classifier's gradients alone; 0: not compared apart
+  double update = 0;           // the update's, where it differs from the gradients'; 0: grads
 };
 
 // Compares a step with its reference; one verdict with the part nearest its tolerance.
@@ -71,6 +73,11 @@ void SetTorchThreads(int threads);  // LibTorch's intra-op threads; <= 0 leaves 
 // The batch the float64 check runs at: at most this many of the case's samples (a float64 step
 // of VGG-16 at batch 256 would take minutes; two samples exercise every kernel the case does).
 inline constexpr int64_t kVerifyBatch = 2;
+// A transformer's float64 check runs its tiny configuration (kernels/torch/transformer.h: the
+// same code at 2 layers, d 64, 4 heads, vocab 256) at kVerifyBatch and this sequence length.
+inline constexpr int64_t kVerifySeq = 32;
+// That shape for a transformer case; dlb::Error for any other model.
+TrainShape TinyShape(const TrainShape& shape);
 
 struct Engine;  // the model, its inputs and optimizer state (step.cpp)
 
@@ -88,6 +95,7 @@ class TorchStepCpu {
   std::vector<std::pair<std::string, double>> Counters() const;
   Cost cost() const;
   std::string label() const;
+  double tokens_per_step() const;  // batch x seq for a transformer, else 0
 
  private:
   std::unique_ptr<Engine> e_;
@@ -109,6 +117,7 @@ class TorchStepGpu {
   std::vector<std::pair<std::string, double>> Counters() const;
   Cost cost() const;
   std::string label() const;
+  double tokens_per_step() const;  // batch x seq for a transformer, else 0
   StreamRef stream() const;
 
   // The static batch every Run() reads (what a graph replay reads): a data pipeline feeding the

@@ -61,6 +61,9 @@ struct TorchStepGpu::Gpu {
 
 Support TorchStepGpu::Supports(const TrainShape& shape, const RunConfig& cfg) {
   if (shape.batch <= 0) return Support::No("batch must be positive");
+  if (Support t = TransformerSupport(shape); !t.ok) return t;
+  if (shape.graph && IsTransformer(shape.model) && !compat::kTorch2)
+    return Support::No("a graphed AdamW step needs the fused kernel's device step (LibTorch 2)");
   if (cfg.dtype != DType::kF32 && cfg.dtype != DType::kTF32 && cfg.dtype != DType::kBF16)
     return Support::No("the GPU steps run in f32, tf32 or bf16 autocast");
   if ((cfg.dtype == DType::kBF16) != shape.amp)
@@ -135,6 +138,9 @@ DType TorchStepGpu::images_dtype() const {
 void* TorchStepGpu::labels() const { return e_->y.data_ptr(); }
 double TorchStepGpu::last_loss() const {
   return Guarded([&] {
+    // The copy to the host must queue behind the steps: on the step's stream (a pool stream does
+    // not wait for the default one), else it reads the loss of an earlier step.
+    c10::cuda::CUDAStreamGuard sg(g_->stream);
     g_->UseGraphOutputs(*e_);
     return e_->loss.defined() ? e_->loss.item<double>() : NAN;
   });
@@ -221,7 +227,7 @@ void TorchStepGpu::MeasurePhases() {
       return double(ms) / 1e3;
     };
     try {
-      MeasureEnginePhases(*e_, now, [] {});
+      MeasureEnginePhases(*e_, 7, now, [] {});
       g_->UseGraphOutputs(*e_);
     } catch (...) {
       for (cudaEvent_t ev : events) cudaEventDestroy(ev);
@@ -239,15 +245,21 @@ std::vector<std::pair<std::string, double>> TorchStepGpu::Counters() const {
   return out;
 }
 
-Cost TorchStepGpu::cost() const {
-  Cost c;
-  c.items = double(e_->shape.batch);
-  c.flops = ForwardFlopsPerSample(e_->shape) * double(e_->shape.batch) * (e_->train() ? 3 : 1);
-  return c;
-}
+Cost TorchStepGpu::cost() const { return StepCost(*e_); }
+double TorchStepGpu::tokens_per_step() const { return TokensPerStep(*e_); }
 
 std::string TorchStepGpu::label() const {
   std::ostringstream o;
+  if (e_->tf) {
+    o << "LibTorch " << TorchVersion() << " CUDA, " << (g_->graph ? "CUDA graph" : "eager C++")
+      << ", " << compat::AdamWName(true) << ", SDPA"
+      << (e_->shape.amp                   ? ", bf16 autocast"
+          : e_->cfg.dtype == DType::kTF32 ? ", TF32"
+                                          : ", TF32 off")
+      << "; " << TransformerFlopsNote(*e_)
+      << "; peak_mem_bytes = caching allocator peak over eager steps after warm-up";
+    return o.str();
+  }
   o << "LibTorch " << TorchVersion() << " CUDA, " << (g_->graph ? "CUDA graph" : "eager C++")
     << ", " << (e_->train() ? compat::SgdName(true) : "inference mode") << ", cudnn.benchmark, "
     << (e_->shape.amp                   ? "bf16 autocast"

@@ -45,6 +45,17 @@ TEST(BenchTrain, SmokeTierWritesValidJson) {
   EXPECT_TRUE(names.count("train/cpu/libtorch/mlp/bs:2/dt:f32/pass:train/manual_time"));
   EXPECT_TRUE(
       names.count("train/cpu/libtorch/resnet18_cifar/bs:2/dt:f32/fmt:nchw/pass:train/manual_time"));
+  // The transformer step: tokens (bs 2 x seq 32 a step) and MFU (the pct_peak of its FLOPs).
+  const std::string gpt = "train/cpu/libtorch/gpt2_tiny/bs:2/dt:f32/pass:train/seq:32/manual_time";
+  EXPECT_TRUE(names.count(gpt));
+  for (const auto& b : r.json["benchmarks"]) {
+    if (b["name"] != gpt || b.value("error_occurred", false)) continue;
+    const double tokens = b.value("tokens_per_s", 0.0);
+    EXPECT_NEAR(tokens, 32 * b.value("items_per_s", 0.0), 1e-6 * tokens);
+    EXPECT_GT(b.value("mfu", 0.0), 0.0);
+    EXPECT_DOUBLE_EQ(b.value("mfu", 0.0), b.value("pct_peak", -1.0));
+    EXPECT_NE(b.value("label", "").find("6 N + 12 L H Q T"), std::string::npos);
+  }
 }
 
 // One thread count for every CPU path of the process: --dlb_threads=1 gives LibTorch, oneDNN and
