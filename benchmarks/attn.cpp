@@ -22,4 +22,4 @@ void RegisterCases() {
 }  // namespace
 }  // namespace dlb::attn
 
-DLB_BENCH_MAIN((dlb::Family{"attn", {}, dlb::attn::RegisterCases}))
+DLB_BENCH_MAIN((dlb::Family{"attn", dlb::attn::Flags(), dlb::attn::RegisterCases}))

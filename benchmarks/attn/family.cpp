@@ -1,9 +1,11 @@
 #include "benchmarks/attn/family.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "fixtures/checks.h"
+#include "kernels/common/autotune_cache.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
 #include "kernels/reference/attn.h"
@@ -45,6 +47,31 @@ std::vector<Model> LoadModels(const std::string& path) {
     out.push_back(m);
   }
   return out;
+}
+
+namespace {
+Options g_options;
+}  // namespace
+
+const Options& Opts() { return g_options; }
+
+std::vector<FlagSpec> Flags() {
+  return {ChoiceFlag(
+      "autotune",
+      "cache|search|heuristic: how each GPU case picks cuDNN's engine configuration. heuristic: "
+      "the library's first (what PyTorch's cuDNN backend takes); search: the fastest of its "
+      "candidates, timed before the case on every run; cache (default): the winner recorded for "
+      "this cuDNN, device, shape, dtype and pass in <cache dir>/autotune.json, else a search whose "
+      "winner is recorded",
+      {"cache", "search", "heuristic"}, &g_options.algo)};
+}
+
+void UseAutotuneCache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string dir = UserCacheDir();
+    autotune::SetProcessCachePath(dir.empty() ? "" : dir + "/autotune.json");
+  });
 }
 
 std::vector<Model> TierModels() { return TierRows<Model>("attn_", dlb::Opts().tier, LoadModels); }

@@ -17,6 +17,15 @@
 
 namespace dlb::attn {
 
+struct Options {
+  std::string algo = "cache";  // --dlb_autotune: cache | search | heuristic
+};
+const Options& Opts();
+std::vector<FlagSpec> Flags();
+// Points the process's autotune cache at <UserCacheDir()>/autotune.json, once ("" when there is no
+// cache folder: entries then live in memory).
+void UseAutotuneCache();
+
 struct Model {
   WorkloadBasics basics;
   AttnShape shape;  // heads, kv_heads, head_dim, causal; batch, seq and pass left to the case
@@ -69,6 +78,8 @@ void Add(const Model& m, const Point& p, DType dt, AttnPass pass) {
   cfg.dtype = dt;
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
+  cfg.algo = Opts().algo;
+  if (cfg.algo == "cache") UseAutotuneCache();
   NameKeys keys = {{"bs", std::to_string(p.batch)},
                    {"dt", std::string(Name(dt))},
                    {"pass", Name(pass)},
