@@ -53,7 +53,7 @@ for i in "${!families[@]}"; do
     left_weights=0
     for f in "${families[@]:$i}"; do left_weights=$((left_weights + weight[$f])); done
     share=$(awk -v b="$budget" -v s="$(($(date +%s) - start))" -v w="${weight[$family]}" \
-      -v all="$left_weights" 'BEGIN { m = (b * 60 - s) / 60 * w / all; printf "%.3f", m > 0.01 ? m : 0.01 }')
+      -v all="$left_weights" 'BEGIN { m = (b * 60 - s) / 60 * w / all; printf "%.3f", (m > 0.01 ? m : 0.01) }')
     extra=(--dlb_budget="$share")
   fi
   # Write to a temporary file and rename: an interrupted run leaves no half-written JSON.
