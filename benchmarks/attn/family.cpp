@@ -159,18 +159,9 @@ VerifyFn Verifier(const AttnShape& shape, const RunConfig& cfg) {
     ReferenceAttn ref(shape, cfg.seed, cfg.dtype);
     const int64_t total = ref.OutputElems();
     const std::vector<int64_t> pos = VerifyPositions(shape, cfg.seed);
-    OutputReader::Sample got = out.At(pos);
     Verdict v;
-    if (got.elements != total) {
-      v.detail = "output has " + std::to_string(got.elements) + " elements, expected " +
-                 std::to_string(total);
-      return v;
-    }
-    if (got.values.size() != pos.size()) {
-      v.detail = "read " + std::to_string(got.values.size()) + " of " + std::to_string(pos.size()) +
-                 " sampled output elements";
-      return v;
-    }
+    const std::optional<OutputReader::Sample> got = ReadSampled(out, total, pos, &v);
+    if (!got) return v;
     // O/dQ rows, then dK/dV rows (a handful of kv groups): each part spread over every core.
     std::vector<double> want(pos.size());
     const size_t split =
@@ -182,7 +173,7 @@ VerifyFn Verifier(const AttnShape& shape, const RunConfig& cfg) {
     };
     fill(0, split);
     fill(split, pos.size());
-    return Compare(got.values, want, AttnTolerance(cfg.dtype, shape.pass, shape.seq),
+    return Compare(got->values, want, AttnTolerance(cfg.dtype, shape.pass, shape.seq),
                    size_t(total));
   };
 }

@@ -38,6 +38,20 @@ inline std::vector<double> GemmReferenceFor(const GemmShape& s, uint64_t seed, D
 }
 
 // Square filters, strides, padding and dilation: what the layer tables need.
+// An attention problem of the given sizes (kernels/common/shapes.h).
+inline AttnShape TestAttnShape(int64_t b, int64_t h, int64_t g, int64_t seq, int64_t d, bool causal,
+                               AttnPass pass) {
+  AttnShape s;
+  s.batch = b;
+  s.heads = h;
+  s.kv_heads = g;
+  s.seq = seq;
+  s.head_dim = d;
+  s.causal = causal;
+  s.pass = pass;
+  return s;
+}
+
 inline ConvShape TestConvShape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
                                int64_t stride, int64_t pad, int64_t dil = 1, int64_t groups = 1) {
   ConvShape s;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/report_cases.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/render/document.h"
@@ -12,29 +13,10 @@
 namespace dlb::report {
 namespace {
 
-struct Case {
-  std::string name;
-  double us;
-  std::vector<std::pair<std::string, double>> counters;
-};
-
-std::string Json(const std::vector<Case>& cases, const std::string& gpu_name = "") {
-  std::string b;
-  for (const Case& c : cases)
-    for (int rep = 0; rep < 3; ++rep) {
-      if (!b.empty()) b += ",";
-      b += R"({"name": ")" + c.name + R"(/manual_time", "run_type": "iteration", "real_time": )" +
-           std::to_string(c.us * (1 + 0.001 * rep)) + R"(, "time_unit": "us")";
-      for (const auto& [k, v] : c.counters) b += ", \"" + k + "\": " + std::to_string(v);
-      b += "}";
-    }
-  std::string ctx = R"({"host_name": "test")" +
-                    (gpu_name.empty() ? "" : R"(, "gpu_name": ")" + gpu_name + "\"") + "}";
-  return R"({"context": )" + ctx + R"(, "benchmarks": [)" + b + "]}";
-}
+using testing::Case;
 
 MergedRuns Runs(const std::vector<Case>& cases, const std::string& gpu_name = "") {
-  return Merge({ParseBenchmarkJson(Json(cases, gpu_name), "findings.json")});
+  return testing::CasesRuns(cases, gpu_name, "findings.json");
 }
 
 // A training step per batch size with its phases in seconds per step.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/report_cases.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/transformer.h"
@@ -13,30 +14,10 @@
 namespace dlb::report {
 namespace {
 
-struct Case {
-  std::string name;
-  double us;
-  std::vector<std::pair<std::string, double>> counters;
-  std::string network;
-};
-
-std::string Json(const std::vector<Case>& cases) {
-  std::string b;
-  for (const Case& c : cases)
-    for (int rep = 0; rep < 3; ++rep) {
-      if (!b.empty()) b += ",";
-      b += R"({"name": ")" + c.name + R"(/manual_time", "run_type": "iteration", "real_time": )" +
-           std::to_string(c.us * (1 + 0.001 * rep)) + R"(, "time_unit": "us")";
-      for (const auto& [k, v] : c.counters) b += ", \"" + k + "\": " + std::to_string(v);
-      if (!c.network.empty())
-        b += R"(, "dlbench": {"network": ")" + c.network + R"(", "workload": "x"})";
-      b += "}";
-    }
-  return R"({"context": {"host_name": "test", "gpu_name": "H100"}, "benchmarks": [)" + b + "]}";
-}
+using testing::Case;
 
 MergedRuns Runs(const std::vector<Case>& cases) {
-  return Merge({ParseBenchmarkJson(Json(cases), "transformer.json")});
+  return testing::CasesRuns(cases, "H100", "transformer.json");
 }
 
 Case Gpt2(const std::string& device, int bs, const std::string& graph, double step_us, double mfu) {

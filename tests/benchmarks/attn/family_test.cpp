@@ -10,6 +10,7 @@
 #include "kernels/common/error.h"
 #include "kernels/reference/attn.h"
 #include "tests/fixtures/testing.h"
+#include "tests/kernels/testing.h"
 #include "tests/support/temp_dir.h"
 
 namespace dlb::attn {
@@ -17,18 +18,8 @@ namespace {
 
 using dlb::testing::ErrorOf;
 
-AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t seq, int64_t d, bool causal,
-                AttnPass pass) {
-  AttnShape s;
-  s.batch = b;
-  s.heads = h;
-  s.kv_heads = g;
-  s.seq = seq;
-  s.head_dim = d;
-  s.causal = causal;
-  s.pass = pass;
-  return s;
-}
+// The problem of the given sizes (tests/kernels/testing.h).
+const auto Shape = dlb::testing::TestAttnShape;
 
 TEST(AttnFamily, ReadsModelRows) {
   const dlb::testing::TempDir dir("attn_family");

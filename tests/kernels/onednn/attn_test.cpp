@@ -16,18 +16,8 @@ namespace {
 
 using ::dlb::testing::RelativeL2;
 
-AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t seq, int64_t d, bool causal,
-                AttnPass pass) {
-  AttnShape s;
-  s.batch = b;
-  s.heads = h;
-  s.kv_heads = g;
-  s.seq = seq;
-  s.head_dim = d;
-  s.causal = causal;
-  s.pass = pass;
-  return s;
-}
+// The problem of the given sizes (tests/kernels/testing.h).
+const auto Shape = dlb::testing::TestAttnShape;
 
 RunConfig Config(DType dt) {
   RunConfig cfg;

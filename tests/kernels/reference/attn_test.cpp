@@ -10,6 +10,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
+#include "tests/kernels/testing.h"
 
 namespace dlb {
 namespace {
@@ -81,18 +82,8 @@ std::vector<double> FiniteDifferenceGrads(const AttnShape& s, const Inputs& in) 
   return out;
 }
 
-AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t seq, int64_t d, bool causal,
-                AttnPass pass) {
-  AttnShape s;
-  s.batch = b;
-  s.heads = h;
-  s.kv_heads = g;
-  s.seq = seq;
-  s.head_dim = d;
-  s.causal = causal;
-  s.pass = pass;
-  return s;
-}
+// The problem of the given sizes (tests/kernels/testing.h).
+const auto Shape = dlb::testing::TestAttnShape;
 
 TEST(ReferenceAttn, OutputElemsArePassShaped) {
   EXPECT_EQ(

@@ -26,6 +26,14 @@ std::string OtherKeys(const BenchName& n) {
   return out;
 }
 
+std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
+  std::string out;
+  for (const auto& [k, v] : n.keys)
+    if (std::find(skip.begin(), skip.end(), k) == skip.end())
+      out += (out.empty() ? "" : "/") + k + ":" + v;
+  return out;
+}
+
 Cell SpeedupCell(double x, bool doubtful) {
   if (!std::isfinite(x)) return Cell("-");
   if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);

@@ -1,7 +1,9 @@
 // What several analyses build their rows and notes from.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/report/read/gbench_json.h"
@@ -15,6 +17,8 @@ std::string Join(const std::vector<std::string>& v, const std::string& sep);
 std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& sep);
 // A name's keys other than bs and dt, "fmt:nhwc/pass:fwd".
 std::string OtherKeys(const BenchName& n);
+// A name's keys but the ones named, in the name's order: "dt:f32/fmt:nchw".
+std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip);
 // "1.23x", marked where a result behind it was not verified or was mistrusted; "-" when unknown.
 Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.

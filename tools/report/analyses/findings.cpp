@@ -37,15 +37,6 @@ std::string CurveName(const BenchName& n) {
   return out;
 }
 
-// The keys but the ones named, "dt:f32/fmt:nchw".
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
-  std::string out;
-  for (const auto& [k, v] : n.keys)
-    if (std::find(skip.begin(), skip.end(), k) == skip.end())
-      out += (out.empty() ? "" : "/") + k + ":" + v;
-  return out;
-}
-
 std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
 
 // "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput; a

@@ -21,14 +21,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 double Positive(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 double NonNegative(double v) { return std::isfinite(v) && v >= 0 ? v : kNaN; }
 
-// The name's keys but the given ones, "dt:bf16/inplace:1".
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> but) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : n.keys)
-    if (std::find(but.begin(), but.end(), k) == but.end()) parts.push_back(k + ":" + v);
-  return JoinNonEmpty(parts, "/");
-}
-
 const char* SourceName(EfficiencySource s) {
   switch (s) {
     case EfficiencySource::kOneGpuPoint:

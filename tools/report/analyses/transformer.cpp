@@ -20,15 +20,6 @@ bool Usable(const Bench& b) { return b.parsed && b.measured() && b.MedianNs() > 
 
 double Finite(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 
-// The keys but the ones named, "bs:8/dt:amp_bf16/graph:1/seq:1024".
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
-  std::string out;
-  for (const auto& [k, v] : n.keys)
-    if (std::find(skip.begin(), skip.end(), k) == skip.end())
-      out += (out.empty() ? "" : "/") + k + ":" + v;
-  return out;
-}
-
 // Which dtypes a GEMM table has columns for, in this order; a dtype not listed goes last.
 const std::vector<std::string>& DtypeOrder() {
   static const std::vector<std::string> order = {"f32", "tf32",     "f16", "bf16",
