@@ -1,11 +1,9 @@
 #include "benchmarks/attn/family.h"
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 
 #include "fixtures/checks.h"
-#include "kernels/common/autotune_cache.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
 #include "kernels/reference/attn.h"
@@ -64,14 +62,6 @@ std::vector<FlagSpec> Flags() {
       "this cuDNN, device, shape, dtype and pass in <cache dir>/autotune.json, else a search whose "
       "winner is recorded",
       {"cache", "search", "heuristic"}, &g_options.algo)};
-}
-
-void UseAutotuneCache() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const std::string dir = UserCacheDir();
-    autotune::SetProcessCachePath(dir.empty() ? "" : dir + "/autotune.json");
-  });
 }
 
 std::vector<Model> TierModels() { return TierRows<Model>("attn_", dlb::Opts().tier, LoadModels); }

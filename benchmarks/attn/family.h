@@ -22,9 +22,6 @@ struct Options {
 };
 const Options& Opts();
 std::vector<FlagSpec> Flags();
-// Points the process's autotune cache at <UserCacheDir()>/autotune.json, once ("" when there is no
-// cache folder: entries then live in memory).
-void UseAutotuneCache();
 
 struct Model {
   WorkloadBasics basics;

@@ -1,9 +1,6 @@
 #include "benchmarks/conv/family.h"
 
-#include <mutex>
-
 #include "fixtures/checks.h"
-#include "kernels/common/autotune_cache.h"
 #include "kernels/reference/conv.h"
 
 namespace dlb::conv {
@@ -28,16 +25,6 @@ std::vector<FlagSpec> Flags() {
                  "heuristic|search: the older spelling of --dlb_autotune, an alias "
                  "(heuristic: --dlb_autotune=heuristic, search: --dlb_autotune=search)",
                  {"heuristic", "search"}, &g_options.algo)};
-}
-
-std::string AutotuneCachePath() {
-  const std::string dir = UserCacheDir();
-  return dir.empty() ? "" : dir + "/autotune.json";
-}
-
-void UseAutotuneCache() {
-  static std::once_flag once;
-  std::call_once(once, [] { autotune::SetProcessCachePath(AutotuneCachePath()); });
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {

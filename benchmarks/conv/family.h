@@ -32,11 +32,6 @@ const Options& Opts();
 // --dlb_autotune, and --dlb_conv_algo as its alias.
 std::vector<FlagSpec> Flags();
 
-// <UserCacheDir()>/autotune.json, "" when there is no cache folder (entries then live in memory).
-std::string AutotuneCachePath();
-// Points the process's autotune cache at AutotuneCachePath(), once.
-void UseAutotuneCache();
-
 // The float64 reference convolution of the pass at sampled output positions.
 VerifyFn Verifier(const ConvShape& shape, const RunConfig& cfg, ConvPass pass);
 
