@@ -134,8 +134,13 @@ Table KernelDiffTable(const KernelDiff& diff, const std::string& title, size_t t
     Cell change(KernelChangeName(c.change));
     if (c.delta_s > 0) change.With(Tone::kBad);
     if (c.delta_s < 0) change.With(Tone::kGood);
-    t.rows.push_back({Cell(c.name), Cell(c.kind), change, Cell(Seconds(c.base_s), c.base_s),
-                      Cell(Seconds(c.new_s), c.new_s), Cell(SignedSeconds(c.delta_s), c.delta_s),
+    // A side without the kernel reads "-", not a time of 0.
+    Cell base =
+        c.change == KernelChangeKind::kAppeared ? Cell("-") : Cell(Seconds(c.base_s), c.base_s);
+    Cell now =
+        c.change == KernelChangeKind::kVanished ? Cell("-") : Cell(Seconds(c.new_s), c.new_s);
+    t.rows.push_back({Cell(c.name), Cell(c.kind), change, base, now,
+                      Cell(SignedSeconds(c.delta_s), c.delta_s),
                       Cell(FormatPercent(c.of_case, 1), c.of_case)});
   }
   const double case_delta = diff.case_delta_s;
