@@ -108,18 +108,28 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
   }
   // Each roof over the points' range and a little beyond, with its ridge point where it bends.
   std::sort(roofs.begin(), roofs.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  // The range takes in every ridge, so that each roof shows both its slope and its flat.
+  for (const auto& [peak, bw] : roofs) {
+    lo = std::min(lo, peak / bw);
+    hi = std::max(hi, peak / bw);
+  }
   const double x0 = lo / 2, x1 = hi * 2;
   for (size_t i = 0; i < roofs.size(); ++i) {
     const auto [peak, bw] = roofs[i];
     Series s;
-    s.name = "roof " + Join(roof_dts[peak], "/") + ": " + Rate(peak);
+    // Short: the legend has 170 pixels ("roof bf16 800 T").
+    s.name = "roof " + Join(roof_dts[peak], "/") + " " + FormatRate(peak);
     s.markers = false;
     s.solid = true;
     s.color = static_cast<int>(families.size() + i);
-    s.points.emplace_back(x0, std::min(peak, x0 * bw));
+    // Sampled at every power of two as well: the axis then ticks at powers of two rather than
+    // at each x drawn, where the ridge's tick would crowd a case's.
     const double ridge = peak / bw;
-    if (ridge > x0 && ridge < x1) s.points.emplace_back(ridge, peak);
-    s.points.emplace_back(x1, std::min(peak, x1 * bw));
+    std::vector<double> xs = {x0, x1};
+    if (ridge > x0 && ridge < x1) xs.push_back(ridge);
+    for (double x = std::exp2(std::ceil(std::log2(x0))); x < x1; x *= 2) xs.push_back(x);
+    std::sort(xs.begin(), xs.end());
+    for (double x : xs) s.points.emplace_back(x, std::min(peak, x * bw));
     c.series.push_back(std::move(s));
   }
   return c;
