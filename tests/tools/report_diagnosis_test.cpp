@@ -248,6 +248,11 @@ TEST(CompareDiagnosis, WithoutKernelTablesOrContextNoColumns) {
   const std::string md = RenderMarkdown(CompareDocument(r, {}, "a", "b"));
   EXPECT_EQ(md.find("kernels"), std::string::npos);
   EXPECT_EQ(md.find("repro"), std::string::npos);
+  // A run that says it recorded no kernels: one note on how to get them.
+  CompareResult off = Compare(Side(10, ""), Side(14, "", 0.001, R"("dlbench_kernels": "off")"), {});
+  EXPECT_NE(RenderMarkdown(CompareDocument(off, {}, "a", "b"))
+                .find("No kernel tables in these runs (dlbench_kernels off)"),
+            std::string::npos);
 }
 
 // A malformed kernels object never fails the file: the entry stands, the table is left out with

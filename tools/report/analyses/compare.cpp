@@ -135,8 +135,11 @@ void AttachDiagnosis(const MergedRuns& base, const MergedRuns& now, CompareResul
   std::unordered_map<std::string, const Bench*> b_of, n_of;
   for (const Bench& b : base.benches) b_of.emplace(b.name, &b);
   for (const Bench& n : now.benches) n_of.emplace(n.name, &n);
+  if (auto it = now.context.find(std::string(schema::kCtxKernels)); it != now.context.end())
+    r->kernels_recorded = it->second;
   for (CompareRow& row : r->rows) {
     if (!Flagged(row)) continue;
+    ++r->flagged;
     row.repro = ReproCommand(now.context, row.name);
     const Bench* b = b_of.count(row.name) ? b_of[row.name] : nullptr;
     const Bench* n = n_of.count(row.name) ? n_of[row.name] : nullptr;
@@ -306,6 +309,11 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
       "|change| >= threshold and q < " +
       FormatNumber(opt.alpha, 3) + " (or, without repetitions, on the threshold alone).");
+  // The next step for a flagged case is its kernels: say how to get them when no run has them.
+  if (r.flagged && !r.kernel_diffs && r.kernels_recorded.rfind("off", 0) == 0)
+    d.notes.push_back(
+        "No kernel tables in these runs (dlbench_kernels " + r.kernels_recorded +
+        "): runs with --dlb_kernels=on give each flagged case the kernels that changed.");
   if (r.not_compared)
     d.notes.push_back(std::to_string(r.not_compared) +
                       " benchmark(s) with a time in neither file (skipped, failed, or only "

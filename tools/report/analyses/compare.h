@@ -73,6 +73,8 @@ struct CompareResult {
   int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
   int stalled = 0;          // rows marked: either side's timing pass stalled
   int kernel_diffs = 0;     // flagged rows with a kernel diff
+  int flagged = 0;          // rows slower or faster
+  std::string kernels_recorded;  // new's context dlbench_kernels (on / off); empty: not said
   size_t not_compared = 0;  // benchmarks with a time in neither file
   int exit_code = 0;        // 0, or 3 when a row is "slower"
 };
