@@ -1,5 +1,5 @@
 // Repro commands: the command line that re-runs one case of a run, from what the run's context
-// recorded (Google Benchmark's "executable", dlbench's "dlbench_command").
+// recorded (Google Benchmark's executable, dlbench's command line: schema::kCtxCommand).
 #pragma once
 
 #include <map>

@@ -148,9 +148,14 @@ std::vector<Section> RooflineSections(const RooflineResult& r,
       std::to_string(std::min(listed, r.points.size())) + " of " + std::to_string(r.points.size()) +
       " cases furthest below their roof:");
   Table t;
-  t.columns = {{"benchmark", "name"},          {"bound", "bound"},
-               {"FLOP/byte", "flop_per_byte"}, {"roof", "roof_flop_per_s"},
-               {"achieved", "flop_per_s"},     {"% of roof", "pct_roofline"}};
+  // Machines read the columns by the JSON's own names.
+  auto key = [](std::string_view k) { return std::string(k); };
+  t.columns = {{"benchmark", "name"},
+               {"bound", key(schema::kBound)},
+               {"FLOP/byte", key(schema::kFlopPerByte)},
+               {"roof", key(schema::kRoofFlopPerS)},
+               {"achieved", key(schema::kFlopPerS)},
+               {"% of roof", key(schema::kPctRoofline)}};
   for (const RooflinePoint& p : FurthestBelow(r, listed)) {
     Cell pct(FormatNumber(p.pct, 3) + "%", p.pct);
     if (p.pct < 10) pct.With(Tone::kWarn);
