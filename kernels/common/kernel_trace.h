@@ -75,7 +75,9 @@ std::string Demangle(const std::string& name);
 // arguments cut to those that fit, then "...":
 //   "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<...>(...)"
 //     -> "at::native::elementwise_kernel<128,4,...>".
-// A name without template arguments (a C name: "sm90_xmma_gemm_bf16bf16_...") stays whole.
+// A name without template arguments (a C name: "sm90_xmma_gemm_bf16bf16_...") stays whole. A
+// mangled name the demangler cannot read becomes its leading names and a hash of it:
+// "cutlass__5x_cudnn::Kernel<...> #1a2b3c4d".
 std::string ShortenKernelName(const std::string& name, size_t max_len = 100);
 
 // A backend's recorder: collects what its library runs between Start() and Stop(). Start() throws

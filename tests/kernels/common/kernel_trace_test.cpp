@@ -48,6 +48,19 @@ TEST(ShortenKernelName, DemanglesMangledNames) {
   EXPECT_EQ(Demangle("_Zbroken"), "_Zbroken");
 }
 
+// One the demangler gives up on: the leading names and a hash, distinct per name and stable.
+TEST(ShortenKernelName, UndemangleableNamesKeepTheirHeadAndAHash) {
+  const std::string a = "_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernelXXXbrokenA";
+  const std::string b = "_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernelXXXbrokenB";
+  ASSERT_EQ(Demangle(a), a);
+  const std::string sa = ShortenKernelName(a);
+  EXPECT_EQ(sa.rfind("cutlass__5x_cudnn::Kernel<...> #", 0), 0u) << sa;
+  EXPECT_EQ(sa.size(), std::string("cutlass__5x_cudnn::Kernel<...> #").size() + 8);
+  EXPECT_EQ(ShortenKernelName(a), sa);
+  EXPECT_NE(ShortenKernelName(b), sa);
+  EXPECT_EQ(ShortenKernelName("_Z3fooXbroken").rfind("foo #", 0), 0u);
+}
+
 TEST(ShortenKernelName, KeepsTheHeadOfAnOverlongFirstArgument) {
   const std::string inner(120, 'x');
   const std::string name =
