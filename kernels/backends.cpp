@@ -9,9 +9,14 @@
 #include <vector>
 
 #include "kernels/common/cpu.h"
+#include "kernels/common/kernel_trace.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/context.h"
+#include "kernels/onednn/verbose_trace.h"
+#endif
+#ifdef DLBENCH_HAVE_CUPTI
+#include "kernels/cuda/kernel_trace.h"
 #endif
 #ifdef DLBENCH_HAVE_CUDA
 #include "kernels/cublas/peak.h"
@@ -104,6 +109,29 @@ std::map<std::string, std::string> ContextEntries() {
   c["onednn_version"] = "not built";
 #endif
   return c;
+}
+
+std::string EnableKernelTrace(bool gpu) {
+  std::string why;
+  if (gpu) {
+#ifdef DLBENCH_HAVE_CUPTI
+    try {
+      trace::SetRecorder(true, cuda::MakeCuptiRecorder());
+    } catch (const std::exception& e) {
+      why = std::string("GPU: ") + e.what();
+    }
+#else
+    why = "GPU: built without CUPTI";
+#endif
+  }
+#ifdef DLBENCH_HAVE_ONEDNN
+  // Registered for every CPU case, not only those that make dlbench's oneDNN engine: a LibTorch
+  // step that calls the same oneDNN library gets its primitives recorded too.
+  trace::SetRecorder(false, onednn::MakeVerboseRecorder());
+#else
+  why += std::string(why.empty() ? "" : "; ") + "CPU: built without oneDNN";
+#endif
+  return why;
 }
 
 }  // namespace dlb::backends

@@ -46,4 +46,10 @@ GpuGemmPeak MeasureGpuGemmPeak(DType dt);
 // backend this build lacks. The keys are the result schema's context keys (onednn_version, ...).
 std::map<std::string, std::string> ContextEntries();
 
+// --dlb_kernels=on, once before any case is built: registers the recorders of this build's
+// backends with kernels/common/kernel_trace.h, CUPTI for the GPU cases (where `gpu`: a GPU is
+// usable) and oneDNN's verbose mode for the CPU cases. Returns "" or why a device's cases get no
+// table ("GPU: CUPTI: ...; CPU: built without oneDNN").
+std::string EnableKernelTrace(bool gpu);
+
 }  // namespace dlb::backends

@@ -53,6 +53,20 @@ double RealTapShare(const ConvShape& s) {
          along(s.w, s.Q(), s.s, s.stride_w, s.pad_w, s.dil_w);
 }
 
+// --dlb_kernels=on: each oneDNN convolution's table holds its convolution primitive, once per
+// Run().
+TEST(BenchConv, KernelsOnRecordsTheConvolutionPrimitiveOfEachCpuCase) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  Result r = RunBinary(DLB_BENCH_CONV,
+                       "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 --dlb_kernels=on "
+                       "--benchmark_min_time=0.02");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CheckSmokeJson(r.json, "conv");
+  EXPECT_GT(CheckPrimitiveTables(r.json, "convolution"), 0) << r.output;
+}
+
 TEST(BenchConv, RealTapShareCountsTapsInsideTheInput) {
   ConvShape s;
   s.c = s.k = 8;

@@ -42,6 +42,25 @@ TEST(BenchGemm, SmokeCpuCasesStayWithinTheMeasuredPeak) {
   std::printf("highest CPU pct_peak: %.1f%% (%d cases); %s\n", highest, checked, measured.c_str());
 }
 
+// --dlb_kernels=on: each oneDNN GEMM's table holds its matmul primitive, once per Run(); off (the
+// default), no case has a table.
+TEST(BenchGemm, KernelsOnRecordsTheMatmulPrimitiveOfEachCpuCase) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  const std::string args =
+      "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 --benchmark_min_time=0.02";
+  Result on = RunBinary(DLB_BENCH_GEMM, args + " --dlb_kernels=on");
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  CheckSmokeJson(on.json, "gemm");
+  EXPECT_GT(CheckPrimitiveTables(on.json, "matmul"), 0) << on.output;
+  Result off = RunBinary(DLB_BENCH_GEMM, args + " --benchmark_filter=square");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_EQ(off.json["context"].value(std::string(schema::kCtxKernels), ""), "off");
+  for (const auto& b : off.json["benchmarks"])
+    EXPECT_FALSE(b[std::string(schema::kResult)].contains(std::string(schema::kKernels))) << b;
+}
+
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;

@@ -196,4 +196,49 @@ inline std::pair<double, int> CheckCpuPctPeak(
   return {highest, checked};
 }
 
+// --dlb_kernels=on on the CPU: every measured oneDNN case has a table from oneDNN's verbose mode
+// whose largest row is the primitive the case times (`primitive`: "matmul", "convolution"), run
+// once per Run(); every share is in (0, 1]. Returns how many tables were checked.
+inline int CheckPrimitiveTables(const nlohmann::json& json, const std::string& primitive) {
+  const std::string k(schema::kKernels);
+  EXPECT_EQ(json["context"].value(std::string(schema::kCtxKernels), ""), "on");
+  int checked = 0;
+  for (const auto& b : json["benchmarks"]) {
+    const std::string name = b.value("name", "");
+    if (b.value("error_occurred", false) || name.find("/cpu/onednn/") == std::string::npos)
+      continue;
+    const auto& d = b[std::string(schema::kResult)];
+    EXPECT_TRUE(d.contains(k)) << name << " has no kernel table";
+    if (!d.contains(k)) continue;
+    const auto& t = d[k];
+    EXPECT_EQ(t.value(std::string(schema::kKernelsSource), ""), schema::kKernelsSourceOnednn);
+    EXPECT_GT(t.value(std::string(schema::kKernelsRuns), 0), 0) << name;
+    EXPECT_GT(t.value(std::string(schema::kKernelsSpanS), 0.0), 0.0) << name;
+    const auto& rows = t[std::string(schema::kKernelsRows)];
+    EXPECT_FALSE(rows.empty()) << name;
+    if (rows.empty()) continue;
+    ++checked;
+    const auto& top = rows[0];
+    EXPECT_EQ(top.value(std::string(schema::kKernelName), "").rfind(primitive + " ", 0), 0u)
+        << name << ": " << top;
+    EXPECT_EQ(top.value(std::string(schema::kKernelKind), ""), "primitive") << top;
+    EXPECT_DOUBLE_EQ(top.value(std::string(schema::kKernelLaunchesPerRun), 0.0), 1.0) << name;
+    double last = 1e300;
+    for (const auto& r : rows) {
+      const double share = r.value(std::string(schema::kKernelShare), -1.0);
+      EXPECT_GT(share, 0.0) << name << ": " << r;
+      EXPECT_LE(share, 1.0) << name << ": " << r;
+      const double total = r.value(std::string(schema::kKernelTotalS), 0.0);
+      EXPECT_LE(total, last) << name << ": rows not sorted by total_s";
+      last = total;
+      EXPECT_NEAR(r.value(std::string(schema::kKernelMeanS), 0.0) *
+                      r.value(std::string(schema::kKernelLaunchesPerRun), 0.0) *
+                      t.value(std::string(schema::kKernelsRuns), 0),
+                  total, total * 1e-9 + 1e-15)
+          << name;
+    }
+  }
+  return checked;
+}
+
 }  // namespace dlb::testing
