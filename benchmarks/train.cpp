@@ -108,6 +108,17 @@ std::vector<int> DdpGpuCounts() {
   return out;
 }
 
+// The NCCL watchdog's bound on the step's waits: DLB_COMM_TIMEOUT (seconds; 0: none), else 300.
+double CommTimeoutSeconds() {
+  const char* v = std::getenv("DLB_COMM_TIMEOUT");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s >= 0))
+    throw Error(std::string("DLB_COMM_TIMEOUT='") + v + "': expected seconds >= 0");
+  return s;
+}
+
 uint64_t Fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
@@ -123,6 +134,15 @@ struct DdpSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
   using Base = TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape>;
   static std::string Support(const libtorch::DdpShape& shape, const RunConfig& cfg) {
     if (!MultiProcess()) return Base::Support(shape, cfg);
+    // A rank gone (killed, crashed) ends the launch's agreements with one line: every case left
+    // fails with it instead of waiting.
+    try {
+      return AgreedSupport(shape, cfg);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+  static std::string AgreedSupport(const libtorch::DdpShape& shape, const RunConfig& cfg) {
     const std::string key = shape.step.model + " bs " + std::to_string(shape.step.batch) +
                             " graph " + std::to_string(shape.step.graph) + " on " +
                             std::to_string(shape.gpus) + " GPUs";
@@ -217,6 +237,7 @@ void RegisterDdpCases() {
           s.step = ShapeOf(m, batch, c);
           s.gpus = n;
           s.launch = g_launch;
+          s.comm_timeout_s = CommTimeoutSeconds();
           const RunConfig cfg = RunConfigOf(c);
           NameKeys keys = KeysOf(m, batch, c, true);
           keys.push_back({"gpus", std::to_string(n)});

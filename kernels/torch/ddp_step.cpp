@@ -48,6 +48,25 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The communicators are non-blocking (the watchdog, kernels/nccl/comm.h): a call NCCL leaves in
+// progress is polled on its own communicator until it is taken, by the deadline. Per
+// communicator, not Communicator::Settle: each GPU's thread issues its own replica's calls.
+void SettleComm(ncclComm_t comm, double timeout_s, const std::string& what, int rank) {
+  ncclResult_t state = ncclInProgress;
+  const nccl::Probe p = nccl::PollUntil(
+      [&] {
+        const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+        if (r != ncclSuccess) state = r;
+        return state == ncclInProgress ? nccl::Probe::kPending
+               : state == ncclSuccess  ? nccl::Probe::kDone
+                                       : nccl::Probe::kFailed;
+      },
+      nccl::DeadlineAfter(timeout_s));
+  if (p == nccl::Probe::kPending)
+    throw nccl::CommTimeout(nccl::TimeoutMessage(what, rank, timeout_s));
+  if (p == nccl::Probe::kFailed) DLB_CHECK(state);
+}
+
 // An exception's one line, to be agreed among the processes of a run.
 std::string WhatOf(std::exception_ptr e) {
   try {
@@ -154,6 +173,7 @@ struct Replica {
   c10::cuda::CUDAStream stream;       // the step's
   c10::cuda::CUDAStream comm_stream;  // the all-reduces'
   ncclComm_t comm = nullptr;          // owned by the op's communicator
+  double timeout_s = 0;               // the communicator's (the watchdog's) bound on a wait
   std::unique_ptr<Engine> e;
 
   torch::Tensor flat;                // every bucket, f32, in bucket order
@@ -262,8 +282,11 @@ struct Replica {
       DLB_CHECK(cudaStreamWaitEvent(comm_stream.stream(), ready[b].get(), 0));
       if (all_reduce) {
         float* data = flat.data_ptr<float>() + bucket_begin[b];
-        DLB_CHECK(ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg, comm,
-                                comm_stream.stream()));
+        ncclResult_t rc = ncclSuccess;
+        DLB_CHECK(rc = ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg,
+                                     comm, comm_stream.stream()));
+        if (rc == ncclInProgress)
+          SettleComm(comm, timeout_s, "all_reduce of gradient bucket " + std::to_string(b), shard);
       }
       ++next;
     }
@@ -350,8 +373,24 @@ struct DdpStepGpu::Impl {
   void Abort() {
     if (broken || !world) return;
     broken = true;
-    for (nccl::Member& m : world->members())
-      if (ncclComm_t c = m.comm.release()) ncclCommAbort(c);
+    world->Abort("an earlier step failed on one of the GPUs; communicators aborted");
+  }
+
+  // What a wait of this case is for, in the watchdog's one line.
+  std::string What(const std::string& part) const {
+    return "data-parallel step (" + shape.step.model + " bs " + std::to_string(shape.step.batch) +
+           " a GPU, " + std::to_string(n()) + " GPUs) " + part;
+  }
+
+  // Waits for the streams within the communicator's timeout; past it (or on NCCL's error) the
+  // communicator is aborted and the case ends with the watchdog's line.
+  void Wait(const std::vector<cudaStream_t>& streams, const std::string& part) {
+    try {
+      nccl::WaitOrAbort(*world, streams, What(part));
+    } catch (...) {
+      broken = true;
+      throw;
+    }
   }
 
   // fn(replica) on every GPU at once; any failure aborts the communicators and is rethrown.
@@ -370,8 +409,20 @@ struct DdpStepGpu::Impl {
     }
   }
 
-  void SyncAll() {
-    for (auto& R : reps) R->stream.synchronize();
+  // One replica's step stream: with one process per GPU within the watchdog's bound (the only
+  // rank thread of the process waits); with one process, each GPU's thread waits plainly (the
+  // communicator's abort is the calling thread's, after every GPU's thread is done).
+  void WaitOwn(Replica& R, const std::string& part) {
+    if (launch)
+      Wait({R.stream.stream()}, part);
+    else
+      R.stream.synchronize();
+  }
+
+  void SyncAll(const std::string& part = "(a wait for every GPU)") {
+    std::vector<cudaStream_t> streams;
+    for (auto& R : reps) streams.push_back(R->stream.stream());
+    Wait(streams, part);
   }
 
   // Every bucket's all-reduce once, all GPUs in one group from this thread (on whatever the
@@ -385,14 +436,18 @@ struct DdpStepGpu::Impl {
           float* data = R->flat.data_ptr<float>() + R->bucket_begin[b];
           rc = ncclAllReduce(data, data, size_t(R->bucket_elems[b]), ncclFloat32, ncclAvg, R->comm,
                              R->comm_stream.stream());
-          if (rc != ncclSuccess) break;
+          if (rc != ncclSuccess && rc != ncclInProgress) break;
         }
         const ncclResult_t end = ncclGroupEnd();  // always, so this thread leaves the group
-        if (rc == ncclSuccess) rc = end;
+        if (rc == ncclSuccess || rc == ncclInProgress) rc = end;
       }
       DLB_CHECK(rc);
+      if (rc == ncclInProgress)
+        world->Settle(What("(connecting bucket " + std::to_string(b) + ")"));
     }
-    for (auto& R : reps) R->comm_stream.synchronize();
+    std::vector<cudaStream_t> streams;
+    for (auto& R : reps) streams.push_back(R->comm_stream.stream());
+    Wait(streams, "(connecting)");
   }
 
   // The global batch, GPU 0 first: an Engine of n x the per-GPU batch on GPU 0 (its seeded batch
@@ -544,15 +599,15 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     if (!msg.ok) throw Error(why.empty() ? "rank 0 could not make NCCL's unique id" : why);
     std::string failed;
     try {
-      m.world =
-          nccl::Communicator::InitRank(msg.id, s.launch->size(), s.launch->rank(), devices.front());
+      m.world = nccl::Communicator::InitRank(msg.id, s.launch->size(), s.launch->rank(),
+                                             devices.front(), s.comm_timeout_s);
     } catch (...) {
       failed = WhatOf(std::current_exception());
     }
     m.Agree(failed);
   } else {
     for (int r = 0; r < s.gpus; ++r) devices.push_back(r), ranks.push_back(r);
-    m.world = nccl::Communicator::InitAll(devices);
+    m.world = nccl::Communicator::InitAll(devices, s.comm_timeout_s);
   }
   std::string failed;
   try {
@@ -564,6 +619,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
         auto R = std::make_unique<Replica>(int(i), ranks[i], c10::cuda::getStreamFromPool(false, d),
                                            c10::cuda::getStreamFromPool(false, d));
         R->comm = m.world->members()[i].comm.get();
+        R->timeout_s = s.comm_timeout_s;
         c10::cuda::CUDAStreamGuard sg(R->stream);
         R->e = std::make_unique<Engine>(s.step, cfg, Where::kGpu, false, int(d));
         R->MakeBuckets();
@@ -618,7 +674,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     m.EachReplica([&](Replica& R) {
       c10::cuda::CUDAStreamGuard own(R.stream);
       R.Step();
-      R.stream.synchronize();
+      m.WaitOwn(R, "(warm-up steps)");
       R.Reset(seeded[size_t(R.rank)]);
     });
     return;
@@ -638,7 +694,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
       DLB_CHECK(cudaEventRecord(ev.get(), side.stream()));
     }
     DLB_CHECK(cudaStreamWaitEvent(R.stream.stream(), ev.get(), 0));
-    R.stream.synchronize();
+    m.WaitOwn(R, "(warm-up steps)");
     side.synchronize();
     R.Reset(seeded[size_t(R.rank)]);
   });
@@ -864,7 +920,13 @@ double DdpStepGpu::TimedRuns(int runs) {
     DLB_CHECK(cudaEventRecord(start, first.stream.stream()));
     for (int r = 0; r < runs; ++r) Run();
     DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
-    DLB_CHECK(cudaEventSynchronize(stop));
+    try {
+      nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{stop},
+                        m.What("(" + std::to_string(runs) + " timed steps)"));
+    } catch (...) {
+      m.broken = true;
+      throw;
+    }
     float ms = 0;
     DLB_CHECK(cudaEventElapsedTime(&ms, start, stop));
     return double(ms) / 1e3;

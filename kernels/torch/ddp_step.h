@@ -61,6 +61,10 @@ struct DdpShape {
   // The launch of this run: with several processes, one GPU per process (see above); nullptr or
   // one process: this process drives the first `gpus` local GPUs.
   nccl::Launch* launch = nullptr;
+  // The NCCL watchdog's bound (kernels/nccl/comm.h): the communicator's init and every wait for
+  // the step's GPUs; past it the communicator is aborted and the case fails with one line naming
+  // the rank and the wait. <= 0: none.
+  double comm_timeout_s = 300;
 };
 
 class DdpStepGpu {
