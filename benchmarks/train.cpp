@@ -127,8 +127,8 @@ uint64_t Fnv1a(const std::string& s) {
 
 // One process per GPU: every step that a rank could fail alone is agreed (a rank's failure is
 // every rank's), and the calibration and timed spans are the slowest rank's (fixtures/lockstep.h).
-// A warm-up of at least this long (and 2 steps), as the collectives have.
-constexpr double kLockstepWarmupSeconds = 0.2;
+// A warm-up of at least this long (and 2 steps) of every GPU together.
+constexpr double kLockstepWarmupSeconds = 1;
 
 struct DdpSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
   using Base = TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape>;
@@ -168,9 +168,10 @@ struct DdpSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
   }
   static int Calibrate(libtorch::DdpStepGpu& op) {
     if (!MultiProcess()) return Base::Calibrate(op);
-    const int launches = LockstepCalibrate(op, *g_launch, kLockstepWarmupSeconds);
+    // The one-GPU reference first: it leaves every GPU but rank 0's idle (their clocks drop), and
+    // the warm-up after it brings them back before the timed spans.
     op.MeasurePhases();
-    return launches;
+    return LockstepCalibrate(op, *g_launch, kLockstepWarmupSeconds);
   }
   static Timing Time(benchmark::State& st, libtorch::DdpStepGpu& op, int launches) {
     if (!MultiProcess()) return Base::Time(st, op, launches);

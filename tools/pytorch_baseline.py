@@ -780,8 +780,7 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
     y = torch.randint(0, classes, (bs,), generator=gen).to(dev)
 
     def stepper(net):
-        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, fused=True,
-                              capturable=graph)
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, fused=True)
 
         def body():
             # A graph replays what was captured: autocast's weight cache stays out of it.
