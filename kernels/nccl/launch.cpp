@@ -124,6 +124,13 @@ std::unique_ptr<Launch> StartLaunch(int* argc, char*** argv) {
   const int processes = LauncherProcesses(get);
   if (processes == 0 && env.launcher.empty()) return SingleProcess();
   std::unique_ptr<Launch> mpi = StartMpi(argc, argv);
+  // srun without its MPI plugin (--mpi=pmix) starts singletons: each MPI sees only itself.
+  if (mpi && env.size > 1 && mpi->size() != env.size) {
+    if (rendezvous) return StartTcp(env, RendezvousSeconds());
+    throw Error(env.launcher + " started " + std::to_string(env.size) + " processes but MPI sees " +
+                std::to_string(mpi->size()) +
+                " (srun --mpi=pmix, or MASTER_ADDR/MASTER_PORT for the TCP rendezvous)");
+  }
   if (mpi) return mpi;
   if (env.size > 1 && rendezvous) return StartTcp(env, RendezvousSeconds());
   if (std::max(processes, env.size) > 1)

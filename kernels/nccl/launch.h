@@ -41,7 +41,8 @@ class Launch {
 //   - torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the TCP rendezvous;
 //   - an MPI launcher (mpirun, srun, Hydra) and a build with MPI: MPI (MPI_Init, then
 //     MPI_Comm_split_type for the local rank);
-//   - mpirun or srun, a build without MPI and MASTER_ADDR/MASTER_PORT set: the TCP rendezvous;
+//   - mpirun or srun, a build without MPI (or an MPI that sees fewer processes than the launcher
+//     started: srun without --mpi=pmix) and MASTER_ADDR/MASTER_PORT set: the TCP rendezvous;
 //   - no launcher: one process.
 // Throws dlb::Error with one line when MPI_Init or the rendezvous fails, or when a launcher
 // started several processes of a build without MPI and no rendezvous address is set (each would

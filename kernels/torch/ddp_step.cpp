@@ -354,6 +354,7 @@ struct DdpStepGpu::Impl {
   bool broken = false;  // a step failed on some GPU: the communicators are aborted
   double single_s = 0;
   nccl::Launch* launch = nullptr;  // set with several processes, one GPU each
+  torch::Tensor align;             // with several processes: TimedRuns' one-element all-reduce
 
   int n() const { return launch ? launch->size() : int(reps.size()); }  // GPUs of the run
   int own_device() const { return reps.front()->device(); }
@@ -732,6 +733,7 @@ DdpStepGpu::~DdpStepGpu() {
       R->e.reset();
     }
     m.reps.clear();
+    m.align = torch::Tensor();
     m.world.reset();
     c10::cuda::CUDACachingAllocator::emptyCache();  // the next case gets the memory back
   } catch (...) {
@@ -917,6 +919,21 @@ double DdpStepGpu::TimedRuns(int runs) {
     const cuda::Event own_start(start);
     DLB_CHECK(cudaEventCreate(&stop));
     const cuda::Event own_stop(stop);
+    if (m.launch) {
+      // The ranks lined up before the start event (as the collectives' spans are): a rank whose
+      // process launches later would otherwise hold the others' first all-reduce, inside their
+      // spans.
+      if (m.broken) throw Error("an earlier step failed on one of the GPUs; this case is over");
+      if (!m.align.defined())
+        m.align = torch::zeros(
+            {1}, torch::TensorOptions().dtype(torch::kFloat32).device(first.e->device));
+      float* one = m.align.data_ptr<float>();
+      ncclResult_t rc = ncclSuccess;
+      DLB_CHECK(
+          rc = ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, first.comm, first.stream.stream()));
+      if (rc == ncclInProgress)
+        SettleComm(first.comm, first.timeout_s, m.What("(lining up the ranks)"), first.shard);
+    }
     DLB_CHECK(cudaEventRecord(start, first.stream.stream()));
     for (int r = 0; r < runs; ++r) Run();
     DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
