@@ -97,6 +97,13 @@ LaunchEnv DetectLaunch(const std::function<const char*(const char*)>& getenv) {
     if (port < 1 || port > 65535)
       throw Error("MASTER_PORT=" + std::to_string(port) + ": expected a TCP port, 1..65535");
     env.master_port = port;
+    // torchrun's agent holds a store of its own on MASTER_PORT (its workers are told so): the
+    // rendezvous takes the next port.
+    if (const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+        env.launcher == "torchrun" && agent && std::string(agent) == "True") {
+      if (port == 65535) throw Error("MASTER_PORT=65535: torchrun's store holds it, none is left");
+      env.master_port = port + 1;
+    }
   }
   return env;
 }

@@ -55,7 +55,9 @@ struct LaunchEnv {
   int rank = 0, size = 1;
   int local_rank = -1;      // -1: not given (the rendezvous counts the processes of each host)
   std::string master_addr;  // MASTER_ADDR, where rank 0 listens for the TCP rendezvous
-  int master_port = 0;      // MASTER_PORT; 0 when not given
+  // MASTER_PORT; 0 when not given. Under torchrun itself (TORCHELASTIC_USE_AGENT_STORE=True) its
+  // agent's store holds MASTER_PORT, and this is the port after it.
+  int master_port = 0;
 };
 // Reads Open MPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK}, torchrun's RANK, WORLD_SIZE,
 // LOCAL_RANK, Slurm's SLURM_PROCID, SLURM_STEP_NUM_TASKS (or SLURM_NTASKS), SLURM_LOCALID, and

@@ -63,6 +63,13 @@ TEST(Launch, DetectsEachLaunchersEnvironment) {
   EXPECT_EQ(torch.local_rank, 0);
   EXPECT_EQ(torch.master_addr, "node7");
   EXPECT_EQ(torch.master_port, 29500);
+  // torchrun itself: its agent's store is on MASTER_PORT, the rendezvous on the next port.
+  EXPECT_EQ(EnvFrom({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_PORT", "29500"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "True"}})
+                .master_port,
+            29501);
 
   const LaunchEnv slurm = EnvFrom({{"SLURM_PROCID", "5"},
                                    {"SLURM_STEP_NUM_TASKS", "8"},
