@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "fixtures/lockstep.h"
@@ -62,8 +63,14 @@ nccl::Launch& TheLaunch() {
 
 nccl::Communicator& World() {
   State& s = S();
+  if (s.world && s.world->aborted()) {
+    // The watchdog aborted it in an earlier case: the cases after it fail at once with its line.
+    s.world_error = "NCCL communicator aborted by an earlier case: " + s.world->abort_reason();
+    s.world.reset();
+  }
   if (s.world) return *s.world;
   if (!s.world_error.empty()) throw Error(s.world_error);
+  const double timeout = dlb::Opts().comm_timeout_s;
   nccl::Launch& launch = TheLaunch();
   try {
     if (launch.size() > 1) {
@@ -85,7 +92,7 @@ nccl::Communicator& World() {
       launch.Broadcast(&msg, sizeof msg);
       if (!msg.ok) throw Error(why.empty() ? "rank 0 could not make NCCL's unique id" : why);
       const int device = launch.local_rank() % std::max(1, cuda::DeviceCount());
-      s.world = nccl::Communicator::InitRank(msg.id, launch.size(), launch.rank(), device);
+      s.world = nccl::Communicator::InitRank(msg.id, launch.size(), launch.rank(), device, timeout);
       // mpirun binds each of 2 processes to one core by default: the monitor's NVML thread then
       // takes turns with the thread that launches, which slowed 1 MiB all-reduces by 1.4x on the
       // 2 x H200 host (14 us unbound or unmonitored, ~21 us bound and monitored).
@@ -100,7 +107,7 @@ nccl::Communicator& World() {
     } else {
       std::vector<int> devices(static_cast<size_t>(Gpus()));
       for (size_t i = 0; i < devices.size(); ++i) devices[i] = int(i);
-      s.world = nccl::Communicator::InitAll(devices);
+      s.world = nccl::Communicator::InitAll(devices, timeout);
     }
   } catch (const std::exception& e) {
     s.world_error = std::string("NCCL communicator: ") + e.what();
@@ -226,6 +233,7 @@ std::shared_ptr<CollectiveOp> CommSteps::Build(const CommShape& shape, const Run
   std::string why;
   try {
     op = std::make_shared<CollectiveOp>(shape, cfg, World());
+    op->set_case(detail::CurrentSlot().name);  // named in a watchdog's line
   } catch (...) {
     why = FailureMessage(std::current_exception());
   }
