@@ -108,17 +108,6 @@ std::vector<int> DdpGpuCounts() {
   return out;
 }
 
-// The NCCL watchdog's bound on the step's waits: DLB_COMM_TIMEOUT (seconds; 0: none), else 300.
-double CommTimeoutSeconds() {
-  const char* v = std::getenv("DLB_COMM_TIMEOUT");
-  if (!v || !*v) return 300;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  if (*end != '\0' || !(s >= 0))
-    throw Error(std::string("DLB_COMM_TIMEOUT='") + v + "': expected seconds >= 0");
-  return s;
-}
-
 uint64_t Fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
@@ -238,7 +227,7 @@ void RegisterDdpCases() {
           s.step = ShapeOf(m, batch, c);
           s.gpus = n;
           s.launch = g_launch;
-          s.comm_timeout_s = CommTimeoutSeconds();
+          s.comm_timeout_s = Opts().comm_timeout_s;
           const RunConfig cfg = RunConfigOf(c);
           NameKeys keys = KeysOf(m, batch, c, true);
           keys.push_back({"gpus", std::to_string(n)});
