@@ -61,11 +61,12 @@ dt:f32/fmt:nchw[/workers:W].
 ddp: the training step (amp_bf16, channels-last, as train) data parallel on --gpus GPUs of this
 host, a process each (torch.multiprocessing, NCCL process group over 127.0.0.1), the model in
 DistributedDataParallel with its defaults (25 MiB buckets, broadcast_buffers), eager, each GPU on
-its own seeded batch of the per-GPU batch size. A repetition times --steps steps on every rank
+its own seeded batch of the per-GPU batch size; --graph 1: the whole DDP step (its all-reduces
+included) in one CUDA graph per rank after 11 eager steps. A repetition times --steps steps on every rank
 after 10 warm-up steps; the step time is the slowest rank's. Rank 0 also times the same step
 without DDP on one GPU: scaling_efficiency = that time / the DDP step's. NVLink multicast stays
 off (NCCL_NVLS_ENABLE=0 unless set). Names: train/gpu/pytorch/<model>/bs:B/dt:amp_bf16/fmt:nhwc/
-pass:train/graph:0/gpus:N; counters items_per_s (all GPUs), per_gpu_items_per_s,
+pass:train/graph:G/gpus:N; counters items_per_s (all GPUs), per_gpu_items_per_s,
 single_gpu_items_per_s, scaling_efficiency, exposed_comm_s.
   tools/pytorch_baseline.py ddp --models resnet18 --batch-sizes 64,256 --gpus 2 -o pt_ddp.json
 attn: torch.nn.functional.scaled_dot_product_attention on the shapes of
@@ -756,10 +757,16 @@ def dataload_benchmarks(args):
     return benchmarks
 
 
-def ddp_rank(rank, world, port, model_name, bs, steps, reps, out):
-    """One rank of a ddp case: times its steps; rank 0 writes {"times": [...], "single": [...]}."""
+def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
+    """One rank of a ddp case: times its steps; rank 0 writes {"times": [...], "single": [...]}.
+
+    graph: the whole step (forward, DDP's bucketed all-reduces in backward, the optimizer)
+    captured in one CUDA graph after 11 eager DDP steps on a side stream, as PyTorch's CUDA graphs
+    notes ask for DDP (and NCCL's async error handling off)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+    if graph:
+        os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
     torch.cuda.set_device(rank)
     torch.backends.cudnn.benchmark = True
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", world_size=world,
@@ -775,13 +782,29 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out):
     def stepper(net):
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, fused=True)
 
-        def step():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+        def body():
+            # A graph replays what was captured: autocast's weight cache stays out of it.
+            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graph):
                 loss = F.cross_entropy(net(x), y)
             loss.backward()
             opt.step()
-        return step
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            body()
+        if not graph:
+            return step
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(11):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)  # backward in the capture allocates from its pool
+        with torch.cuda.graph(g):
+            body()
+        return g.replay
 
     def timed(step, together):
         for _ in range(10):
@@ -825,9 +848,9 @@ def ddp_benchmarks(args):
     items = epoch_items()
     benchmarks = []
     for model in args.models:
-        for bs in args.batch_sizes:
-            name = (f"train/gpu/pytorch/{model}/bs:{bs}/dt:amp_bf16/fmt:nhwc/pass:train/graph:0/"
-                    f"gpus:{args.gpus}")
+        for bs, graph in [(b, g) for b in args.batch_sizes for g in args.graph]:
+            name = (f"train/gpu/pytorch/{model}/bs:{bs}/dt:amp_bf16/fmt:nhwc/pass:train/"
+                    f"graph:{graph}/gpus:{args.gpus}")
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
@@ -835,7 +858,8 @@ def ddp_benchmarks(args):
                 out = os.path.join(d, "rank0.json")
                 try:
                     mp.spawn(ddp_rank, nprocs=args.gpus,
-                             args=(args.gpus, port, model, bs, args.steps, args.repetitions, out))
+                             args=(args.gpus, port, model, bs, args.steps, args.repetitions, out,
+                                   graph == "1"))
                     with open(out) as f:
                         got = json.load(f)
                 except Exception as e:  # a rank failed (out of memory, NCCL): the case's error
@@ -1001,8 +1025,9 @@ def main():
     ap.add_argument("--filter", default=".*", help="regex on the workload (train: model) name")
     ap.add_argument("--models", default=",".join(TRAIN_MODELS), help="train: the models")
     ap.add_argument("--fmt", default="nchw", help="train: nchw,nhwc (the MLP has none)")
-    ap.add_argument("--graph", default="0,1",
-                    help="train, GPU: 0 eager, 1 the step in a CUDA graph")
+    ap.add_argument("--graph", default=None,
+                    help="train, GPU: 0 eager, 1 the step in a CUDA graph (default 0,1); "
+                         "ddp: the same (default 0)")
     ap.add_argument("--pass", dest="passes", default=None,
                     help="train: train (default),infer; attn: fwd,bwd (default both)")
     ap.add_argument("--seq", type=int, default=0,
@@ -1021,6 +1046,7 @@ def main():
     args = ap.parse_args()
     args.batch_sizes_given = args.batch_sizes is not None
     args.batch_sizes = args.batch_sizes or "64"
+    args.graph = args.graph or ("0" if args.family == "ddp" else "0,1")
     if args.family == "attn":
         args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
         args.seqs = [int(x) for x in args.seqs.split(",")] if args.seqs else []
@@ -1045,6 +1071,9 @@ def main():
         return
     if args.family == "ddp":
         args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+        args.graph = args.graph.split(",")
+        if any(g not in ("0", "1") for g in args.graph):
+            sys.exit(f"pytorch_baseline: ddp: --graph {','.join(args.graph)}: expected 0 and/or 1")
         args.models = args.models.split(",")
         bad = [m for m in args.models if m not in TRAIN_MODELS]
         if bad or args.gpus < 1 or args.steps < 1:

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "fixtures/lockstep.h"
 #include "fixtures/output.h"
 #include "fixtures/schema/schema.h"
 #include "kernels/cuda/device.h"
@@ -51,24 +52,6 @@ std::string HostName() {
 
 std::string GpuText(int device) {
   return "GPU " + std::to_string(device) + ": " + nccl::DeviceSummary(device);
-}
-
-// The slowest rank's span of `timed` (seconds), agreed by every process. A rank whose call failed
-// (the watchdog aborted its communicator, an NCCL error) joins the agreement with +inf instead of
-// leaving the others waiting in it; then every process throws the lowest failing rank's line.
-template <class F>
-double AgreedSpan(nccl::Launch& launch, F timed) {
-  double span = 0;
-  std::string mine;
-  try {
-    span = timed();
-  } catch (...) {
-    mine = FailureMessage(std::current_exception());
-    span = std::numeric_limits<double>::infinity();
-  }
-  const double slowest = launch.Max(span);
-  if (std::isfinite(slowest)) return slowest;
-  throw Error(launch.FirstError(mine));
 }
 
 }  // namespace
@@ -260,46 +243,11 @@ std::shared_ptr<CollectiveOp> CommSteps::Build(const CommShape& shape, const Run
 }
 
 int CommSteps::Calibrate(CollectiveOp& op) {
-  nccl::Launch& launch = TheLaunch();
-  double spent = 0, one = 0;
-  for (int i = 0; i < 2 || spent < kWarmupSeconds; ++i) {
-    one = AgreedSpan(launch, [&] { return op.TimedRuns(1); });
-    spent += one;
-    if (i >= 1000) break;
-  }
-  const double target = dlb::Opts().min_launch_ms / 1e3;
-  if (one <= 0 || one >= target) return 1;
-  return int(std::min(1000.0, std::ceil(target / one)));
+  return LockstepCalibrate(op, TheLaunch(), kWarmupSeconds);
 }
 
 Timing CommSteps::Time(benchmark::State& st, CollectiveOp& op, int launches) {
-  nccl::Launch& launch = TheLaunch();
-  Timing t;
-  const double cpu0 = detail::ProcessCpuSeconds();
-  const auto wall0 = std::chrono::steady_clock::now();
-  try {
-    double per_run = 0;
-    int64_t left_in_batch = 0;
-    for (auto _ : st) {
-      if (left_in_batch == 0) {
-        // The last span launches only what the iterations still to go need; the iteration count
-        // is the same on every process (see family.h), so is this.
-        left_in_batch = std::max<int64_t>(
-            1, std::min<int64_t>(launches, int64_t(st.max_iterations) - t.iterations));
-        per_run = AgreedSpan(launch, [&] { return op.TimedRuns(int(left_in_batch)); }) /
-                  double(left_in_batch);
-      }
-      st.SetIterationTime(per_run);
-      t.total += per_run;
-      ++t.iterations;
-      --left_in_batch;
-    }
-  } catch (...) {
-    t.error = FailureMessage(std::current_exception());
-  }
-  t.cpu_s = detail::ProcessCpuSeconds() - cpu0;
-  t.wall_s = detail::SecondsSince(wall0);
-  return t;
+  return LockstepTime(st, op, launches, TheLaunch());
 }
 
 void CommSteps::Record(benchmark::State& st, const CollectiveOp& op, const CaseInfo&,
@@ -340,52 +288,8 @@ int Main(int argc, char** argv, const Family& family) {
     return 1;
   }
   S().launch = launch.get();
-  std::vector<char*> args(argv, argv + argc);
-  if (launch->size() > 1) {
-    // Google Benchmark's random interleaving shuffles cases with a seed of each process's own.
-    for (char* a : args)
-      if (std::strncmp(a, "--benchmark_enable_random_interleaving", 38) == 0 &&
-          std::strstr(a, "=false") == nullptr) {
-        if (launch->rank() == 0)
-          std::fprintf(stderr,
-                       "dlbench: %s: the processes of an MPI run would run different "
-                       "cases\n",
-                       a);
-        return 2;
-      }
-    // Rank 0 alone writes the JSON; whether it can is known before any case runs, by all.
-    std::string why;
-    if (launch->rank() == 0) {
-      std::vector<char*> copy = args;
-      OutputArgs out;
-      if (TakeOutputArgs(&copy, &out).empty() && !out.out_path.empty()) {
-        try {
-          CheckWritable(out.out_path);
-        } catch (const std::exception& e) {
-          why = e.what();
-        }
-      }
-    }
-    if (!launch->FirstError(why).empty()) {
-      if (launch->rank() == 0) std::fprintf(stderr, "dlbench: %s\n", why.c_str());
-      return 2;
-    }
-    if (launch->rank() != 0) {
-      OutputArgs ignored;
-      TakeOutputArgs(&args, &ignored);
-      if (std::freopen("/dev/null", "w", stdout) == nullptr) {
-        std::fprintf(stderr, "dlbench: rank %d: cannot silence its console output\n",
-                     launch->rank());
-        return 1;
-      }
-    }
-  }
-  args.push_back(nullptr);
-  // Rank 0 speaks for the run: the others show no progress and no summary.
-  Family mine = family;
-  mine.quiet = launch->rank() != 0;
-  mine.may_run_again = false;  // the launch may have started MPI; the collectives use no OpenMP
-  const int rc = BenchMain(int(args.size()) - 1, args.data(), mine);
+  // The collectives use no OpenMP, and the launch may have started MPI: no second start.
+  const int rc = LaunchedMain(argc, argv, family, *launch, true);
   ReleaseWorld();
   S().launch = nullptr;
   return rc;

@@ -1,6 +1,8 @@
 #include "kernels/nccl/launch.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "kernels/common/error.h"
 
@@ -47,14 +49,101 @@ int LauncherProcesses(const std::function<const char*(const char*)>& getenv) {
 
 std::unique_ptr<Launch> SingleProcess() { return std::make_unique<Single>(); }
 
+namespace {
+
+// An environment variable as a whole number into *out; false when unset, one line when not one.
+bool ReadInt(const std::function<const char*(const char*)>& getenv, const char* var, int* out) {
+  const char* v = getenv(var);
+  if (!v || !*v) return false;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > (1 << 30))
+    throw Error(std::string(var) + "='" + v + "': expected a whole number");
+  *out = int(n);
+  return true;
+}
+
+}  // namespace
+
+LaunchEnv DetectLaunch(const std::function<const char*(const char*)>& getenv) {
+  LaunchEnv env;
+  int rank = -1, size = -1, local = -1;
+  if (ReadInt(getenv, "OMPI_COMM_WORLD_SIZE", &size)) {
+    env.launcher = "mpirun";
+    ReadInt(getenv, "OMPI_COMM_WORLD_RANK", &rank);
+    ReadInt(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", &local);
+  } else if (ReadInt(getenv, "WORLD_SIZE", &size) && ReadInt(getenv, "RANK", &rank)) {
+    env.launcher = "torchrun";
+    ReadInt(getenv, "LOCAL_RANK", &local);
+  } else if (ReadInt(getenv, "SLURM_PROCID", &rank) &&
+             (ReadInt(getenv, "SLURM_STEP_NUM_TASKS", &size) ||
+              ReadInt(getenv, "SLURM_NTASKS", &size))) {
+    env.launcher = "slurm";
+    ReadInt(getenv, "SLURM_LOCALID", &local);
+  } else {
+    return LaunchEnv();
+  }
+  if (size < 1) throw Error(env.launcher + ": the number of processes is " + std::to_string(size));
+  if (rank < 0) rank = 0;
+  if (rank >= size)
+    throw Error(env.launcher + ": rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                " processes");
+  env.rank = rank;
+  env.size = size;
+  env.local_rank = local;
+  if (const char* a = getenv("MASTER_ADDR"); a && *a) env.master_addr = a;
+  int port = 0;
+  if (ReadInt(getenv, "MASTER_PORT", &port)) {
+    if (port < 1 || port > 65535)
+      throw Error("MASTER_PORT=" + std::to_string(port) + ": expected a TCP port, 1..65535");
+    env.master_port = port;
+    // torchrun's agent holds a store of its own on MASTER_PORT (its workers are told so): the
+    // rendezvous takes the next port.
+    if (const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+        env.launcher == "torchrun" && agent && std::string(agent) == "True") {
+      if (port == 65535) throw Error("MASTER_PORT=65535: torchrun's store holds it, none is left");
+      env.master_port = port + 1;
+    }
+  }
+  return env;
+}
+
+double RendezvousSeconds() {
+  const char* v = std::getenv("DLB_RENDEZVOUS_TIMEOUT");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s > 0))
+    throw Error(std::string("DLB_RENDEZVOUS_TIMEOUT='") + v + "': expected seconds > 0");
+  return s;
+}
+
 std::unique_ptr<Launch> StartLaunch(int* argc, char*** argv) {
-  const int processes = LauncherProcesses([](const char* v) { return std::getenv(v); });
-  if (processes == 0) return SingleProcess();
+  const auto get = [](const char* v) -> const char* { return std::getenv(v); };
+  const LaunchEnv env = DetectLaunch(get);
+  const bool rendezvous = !env.master_addr.empty() && env.master_port > 0;
+  if (env.launcher == "torchrun") {
+    if (env.size == 1) return SingleProcess();
+    if (!rendezvous)
+      throw Error("torchrun's RANK and WORLD_SIZE are set but not MASTER_ADDR and MASTER_PORT");
+    return StartTcp(env, RendezvousSeconds());
+  }
+  const int processes = LauncherProcesses(get);
+  if (processes == 0 && env.launcher.empty()) return SingleProcess();
   std::unique_ptr<Launch> mpi = StartMpi(argc, argv);
+  // srun without its MPI plugin (--mpi=pmix) starts singletons: each MPI sees only itself.
+  if (mpi && env.size > 1 && mpi->size() != env.size) {
+    if (rendezvous) return StartTcp(env, RendezvousSeconds());
+    throw Error(env.launcher + " started " + std::to_string(env.size) + " processes but MPI sees " +
+                std::to_string(mpi->size()) +
+                " (srun --mpi=pmix, or MASTER_ADDR/MASTER_PORT for the TCP rendezvous)");
+  }
   if (mpi) return mpi;
-  if (processes > 1)
-    throw Error("started as one of " + std::to_string(processes) +
-                " processes by an MPI launcher, but built without MPI (DLBENCH_WITH_MPI)");
+  if (env.size > 1 && rendezvous) return StartTcp(env, RendezvousSeconds());
+  if (std::max(processes, env.size) > 1)
+    throw Error("started as one of " + std::to_string(std::max(processes, env.size)) +
+                " processes by a launcher, but built without MPI (DLBENCH_WITH_MPI) and with no "
+                "MASTER_ADDR/MASTER_PORT for the TCP rendezvous");
   return SingleProcess();
 }
 

@@ -9,11 +9,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <functional>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "kernels/cuda/handles.h"
 #include "kernels/nccl/check.h"
 #include "kernels/nccl/comm.h"
+#include "kernels/nccl/launch.h"
 #include "kernels/torch/compat.h"
 #include "kernels/torch/engine.h"
 #include "kernels/torch/step.h"
@@ -43,8 +45,37 @@ constexpr int kSingleSteps = 20;  // one-GPU steps timed for the scaling referen
 constexpr double kSingleSeconds = 0.5;  // and this long
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The communicators are non-blocking (the watchdog, kernels/nccl/comm.h): a call NCCL leaves in
+// progress is polled on its own communicator until it is taken, by the deadline. Per
+// communicator, not Communicator::Settle: each GPU's thread issues its own replica's calls.
+void SettleComm(ncclComm_t comm, double timeout_s, const std::string& what, int rank) {
+  ncclResult_t state = ncclInProgress;
+  const nccl::Probe p = nccl::PollUntil(
+      [&] {
+        const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+        if (r != ncclSuccess) state = r;
+        return state == ncclInProgress ? nccl::Probe::kPending
+               : state == ncclSuccess  ? nccl::Probe::kDone
+                                       : nccl::Probe::kFailed;
+      },
+      nccl::DeadlineAfter(timeout_s));
+  if (p == nccl::Probe::kPending)
+    throw nccl::CommTimeout(nccl::TimeoutMessage(what, rank, timeout_s));
+  if (p == nccl::Probe::kFailed) DLB_CHECK(state);
+}
+
+// An exception's one line, to be agreed among the processes of a run.
+std::string WhatOf(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown error";
+  }
 }
 
 cuda::Event SyncEvent() {
@@ -134,13 +165,15 @@ class RankThreads {
 
 // One GPU's model, its buckets and the state of the step in flight.
 struct Replica {
-  Replica(int r, c10::cuda::CUDAStream s, c10::cuda::CUDAStream c)
-      : rank(r), stream(s), comm_stream(c) {}
+  Replica(int r, int sh, c10::cuda::CUDAStream s, c10::cuda::CUDAStream c)
+      : rank(r), shard(sh), stream(s), comm_stream(c) {}
 
-  int rank;
+  int rank;   // among this process's replicas
+  int shard;  // its part of the global batch: the replica's rank in the communicator
   c10::cuda::CUDAStream stream;       // the step's
   c10::cuda::CUDAStream comm_stream;  // the all-reduces'
   ncclComm_t comm = nullptr;          // owned by the op's communicator
+  double timeout_s = 0;               // the communicator's (the watchdog's) bound on a wait
   std::unique_ptr<Engine> e;
 
   torch::Tensor flat;                // every bucket, f32, in bucket order
@@ -249,8 +282,11 @@ struct Replica {
       DLB_CHECK(cudaStreamWaitEvent(comm_stream.stream(), ready[b].get(), 0));
       if (all_reduce) {
         float* data = flat.data_ptr<float>() + bucket_begin[b];
-        DLB_CHECK(ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg, comm,
-                                comm_stream.stream()));
+        ncclResult_t rc = ncclSuccess;
+        DLB_CHECK(rc = ncclAllReduce(data, data, size_t(bucket_elems[b]), ncclFloat32, ncclAvg,
+                                     comm, comm_stream.stream()));
+        if (rc == ncclInProgress)
+          SettleComm(comm, timeout_s, "all_reduce of gradient bucket " + std::to_string(b), shard);
       }
       ++next;
     }
@@ -317,15 +353,45 @@ struct DdpStepGpu::Impl {
   std::unique_ptr<RankThreads> threads;
   bool broken = false;  // a step failed on some GPU: the communicators are aborted
   double single_s = 0;
+  nccl::Launch* launch = nullptr;  // set with several processes, one GPU each
+  torch::Tensor align;             // with several processes: TimedRuns' one-element all-reduce
 
-  int n() const { return int(reps.size()); }
+  int n() const { return launch ? launch->size() : int(reps.size()); }  // GPUs of the run
+  int own_device() const { return reps.front()->device(); }
+
+  // One process per GPU: "" on every rank when none failed, else the lowest failing rank's words
+  // (thrown): the ranks go on to a collective together or not at all.
+  void Agree(const std::string& mine) const {
+    if (!launch) {
+      if (!mine.empty()) throw Error(mine);
+      return;
+    }
+    const std::string first = launch->FirstError(mine);
+    if (!first.empty()) throw Error(first);
+  }
 
   // The communicators aborted: collectives waiting for a GPU that failed return.
   void Abort() {
     if (broken || !world) return;
     broken = true;
-    for (nccl::Member& m : world->members())
-      if (ncclComm_t c = m.comm.release()) ncclCommAbort(c);
+    world->Abort("an earlier step failed on one of the GPUs; communicators aborted");
+  }
+
+  // What a wait of this case is for, in the watchdog's one line.
+  std::string What(const std::string& part) const {
+    return "data-parallel step (" + shape.step.model + " bs " + std::to_string(shape.step.batch) +
+           " a GPU, " + std::to_string(n()) + " GPUs) " + part;
+  }
+
+  // Waits for the streams within the communicator's timeout; past it (or on NCCL's error) the
+  // communicator is aborted and the case ends with the watchdog's line.
+  void Wait(const std::vector<cudaStream_t>& streams, const std::string& part) {
+    try {
+      nccl::WaitOrAbort(*world, streams, What(part));
+    } catch (...) {
+      broken = true;
+      throw;
+    }
   }
 
   // fn(replica) on every GPU at once; any failure aborts the communicators and is rethrown.
@@ -344,8 +410,20 @@ struct DdpStepGpu::Impl {
     }
   }
 
-  void SyncAll() {
-    for (auto& R : reps) R->stream.synchronize();
+  // One replica's step stream: with one process per GPU within the watchdog's bound (the only
+  // rank thread of the process waits); with one process, each GPU's thread waits plainly (the
+  // communicator's abort is the calling thread's, after every GPU's thread is done).
+  void WaitOwn(Replica& R, const std::string& part) {
+    if (launch)
+      Wait({R.stream.stream()}, part);
+    else
+      R.stream.synchronize();
+  }
+
+  void SyncAll(const std::string& part = "(a wait for every GPU)") {
+    std::vector<cudaStream_t> streams;
+    for (auto& R : reps) streams.push_back(R->stream.stream());
+    Wait(streams, part);
   }
 
   // Every bucket's all-reduce once, all GPUs in one group from this thread (on whatever the
@@ -359,24 +437,29 @@ struct DdpStepGpu::Impl {
           float* data = R->flat.data_ptr<float>() + R->bucket_begin[b];
           rc = ncclAllReduce(data, data, size_t(R->bucket_elems[b]), ncclFloat32, ncclAvg, R->comm,
                              R->comm_stream.stream());
-          if (rc != ncclSuccess) break;
+          if (rc != ncclSuccess && rc != ncclInProgress) break;
         }
         const ncclResult_t end = ncclGroupEnd();  // always, so this thread leaves the group
-        if (rc == ncclSuccess) rc = end;
+        if (rc == ncclSuccess || rc == ncclInProgress) rc = end;
       }
       DLB_CHECK(rc);
+      if (rc == ncclInProgress)
+        world->Settle(What("(connecting bucket " + std::to_string(b) + ")"));
     }
-    for (auto& R : reps) R->comm_stream.synchronize();
+    std::vector<cudaStream_t> streams;
+    for (auto& R : reps) streams.push_back(R->comm_stream.stream());
+    Wait(streams, "(connecting)");
   }
 
   // The global batch, GPU 0 first: an Engine of n x the per-GPU batch on GPU 0 (its seeded batch
   // and weights are those of the one-GPU reference).
   std::unique_ptr<Engine> GlobalEngine() const {
     TrainShape s = shape.step;
-    s.batch = shape.step.batch * int64_t(reps.size());
+    s.batch = shape.step.batch * int64_t(n());
     s.graph = false;
-    c10::cuda::CUDAGuard dg(c10::DeviceIndex(0));
-    return std::make_unique<Engine>(s, cfg, Where::kGpu, false, 0);
+    const int d = reps.empty() ? 0 : own_device();
+    c10::cuda::CUDAGuard dg(c10::DeviceIndex(d));
+    return std::make_unique<Engine>(s, cfg, Where::kGpu, false, d);
   }
 
   // The one-GPU reference over the concatenated batch, from GPU 0's state `from`: each GPU's shard
@@ -384,20 +467,20 @@ struct DdpStepGpu::Impl {
   // as a replica does.
   StepResult ReferenceStep(const Engine::State& from) const {
     std::unique_ptr<Engine> g = GlobalEngine();
-    c10::cuda::CUDAGuard dg(c10::DeviceIndex(0));
+    c10::cuda::CUDAGuard dg(c10::DeviceIndex(own_device()));
     g->Restore(from);
     const Engine::State before = g->Save();
     g->SetMath();
     for (auto& p : g->params) p.mutable_grad().reset();
     const int64_t b = shape.step.batch;
-    const double n = double(reps.size());
+    const double n = double(this->n());
     double loss = 0;
-    for (int64_t r = 0; r < int64_t(reps.size()); ++r) {
+    for (int64_t r = 0; r < int64_t(this->n()); ++r) {
       torch::Tensor part;
       {
         compat::Autocast ac(shape.step.amp, c10::DeviceType::CUDA);
-        part = F::cross_entropy(g->model->forward(g->x.narrow(0, r * b, b)),
-                                g->y.narrow(0, r * b, b));
+        part =
+            F::cross_entropy(g->model->forward(g->x.narrow(0, r * b, b)), g->y.narrow(0, r * b, b));
       }
       (part / n).backward();
       loss += part.item<double>() / n;
@@ -405,6 +488,29 @@ struct DdpStepGpu::Impl {
     g->loss = torch::scalar_tensor(loss, torch::kFloat64);
     g->Optimize();
     return g->Result(before);
+  }
+
+  // The one-GPU step (the training family's, GPU 0, the same per-GPU batch and configuration):
+  // seconds a step, eager or graphed as the case.
+  double TimeOneGpu() {
+    return Guarded([&] {
+      SyncAll();  // the GPUs idle: the one-GPU step below tunes and waits on GPU 0 alone
+      TorchStepGpu one(shape.step, cfg);
+      const cudaStream_t s = reinterpret_cast<cudaStream_t>(one.stream());
+      for (int i = 0; i < kWarmupSteps; ++i) one.Run();
+      DLB_CHECK(cudaStreamSynchronize(s));
+      // At least kSingleSteps steps and kSingleSeconds: an eager step's time moves with the host.
+      const double t0 = Now();
+      int steps = 0;
+      double spent = 0;
+      while (steps < kSingleSteps || spent < kSingleSeconds) {
+        for (int i = 0; i < kSingleSteps; ++i) one.Run();
+        DLB_CHECK(cudaStreamSynchronize(s));
+        steps += kSingleSteps;
+        spent = Now() - t0;
+      }
+      return spent / steps;
+    });
   }
 
   // One step of every GPU, ordered on GPU 0's stream: each GPU starts after what GPU 0's stream
@@ -444,6 +550,16 @@ Support DdpStepGpu::Supports(const DdpShape& s, const RunConfig& cfg) {
   if (s.step.pass != Pass::kTrain) return Support::No("data parallelism is a training step's");
   if (const Support one = TorchStepGpu::Supports(s.step, cfg); !one.ok) return one;
   const int have = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+  if (s.launch && s.launch->size() > 1) {
+    if (s.gpus != s.launch->size())
+      return Support::No("one GPU per process: " + std::to_string(s.launch->size()) +
+                         " processes, " + std::to_string(s.gpus) + " GPUs asked for");
+    if (have == 0) return Support::No("LibTorch sees no CUDA device");
+    if (s.launch->local_size() > have)
+      return Support::No("needs a GPU per process: " + std::to_string(s.launch->local_size()) +
+                         " processes on this host, " + std::to_string(have) + " GPUs");
+    return Support::Yes();
+  }
   if (have < s.gpus)
     return Support::No("needs " + std::to_string(s.gpus) + " GPUs, this host has " +
                        std::to_string(have));
@@ -458,38 +574,78 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
   Impl& m = *impl_;
   m.shape = s;
   m.cfg = cfg;
-  std::vector<int> devices(size_t(s.gpus));
-  for (int r = 0; r < s.gpus; ++r) devices[size_t(r)] = r;
-  m.world = nccl::Communicator::InitAll(devices);
-  Guarded([&] {
-    for (int r = 0; r < s.gpus; ++r) {
-      const c10::DeviceIndex d = c10::DeviceIndex(r);
-      c10::cuda::CUDAGuard dg(d);
-      torch::empty({1}, torch::Device(torch::kCUDA, d));  // the caching allocator exists
-      auto R = std::make_unique<Replica>(r, c10::cuda::getStreamFromPool(false, d),
-                                         c10::cuda::getStreamFromPool(false, d));
-      R->comm = m.world->members()[size_t(r)].comm.get();
-      c10::cuda::CUDAStreamGuard sg(R->stream);
-      R->e = std::make_unique<Engine>(s.step, cfg, Where::kGpu, false, r);
-      R->MakeBuckets();
-      m.reps.push_back(std::move(R));
-    }
-    // Every replica's shard of the global batch (their weights are the same seeded ones).
-    {
-      std::unique_ptr<Engine> g = m.GlobalEngine();
-      const int64_t b = s.step.batch;
-      torch::NoGradGuard no_grad;
-      for (auto& R : m.reps) {
-        c10::cuda::CUDAGuard dg(c10::DeviceIndex(R->device()));
-        c10::cuda::CUDAStreamGuard sg(R->stream);
-        R->e->x.copy_(g->x.narrow(0, R->rank * b, b));
-        R->e->y.copy_(g->y.narrow(0, R->rank * b, b));
+  const bool multi = s.launch && s.launch->size() > 1;
+  if (multi) m.launch = s.launch;
+  // This process's GPUs and their ranks in the communicator.
+  std::vector<int> devices, ranks;
+  if (multi) {
+    devices = {s.launch->local_rank() % std::max(1, int(torch::cuda::device_count()))};
+    ranks = {s.launch->rank()};
+    // Rank 0 makes the id and sends it with whether it could (the others must not wait for an
+    // id that never comes), as the collectives family does.
+    struct {
+      char ok = 0;
+      nccl::UniqueId id{};
+    } msg;
+    std::string why;
+    if (s.launch->rank() == 0) {
+      try {
+        msg.id = nccl::NewUniqueId();
+        msg.ok = 1;
+      } catch (const std::exception& e) {
+        why = e.what();
       }
-      for (auto& R : m.reps) R->stream.synchronize();
     }
-    for (auto& R : m.reps) R->comm_on = true;
-  });
-  m.threads = std::make_unique<RankThreads>(s.gpus);
+    s.launch->Broadcast(&msg, sizeof msg);
+    if (!msg.ok) throw Error(why.empty() ? "rank 0 could not make NCCL's unique id" : why);
+    std::string failed;
+    try {
+      m.world = nccl::Communicator::InitRank(msg.id, s.launch->size(), s.launch->rank(),
+                                             devices.front(), s.comm_timeout_s);
+    } catch (...) {
+      failed = WhatOf(std::current_exception());
+    }
+    m.Agree(failed);
+  } else {
+    for (int r = 0; r < s.gpus; ++r) devices.push_back(r), ranks.push_back(r);
+    m.world = nccl::Communicator::InitAll(devices, s.comm_timeout_s);
+  }
+  std::string failed;
+  try {
+    Guarded([&] {
+      for (size_t i = 0; i < devices.size(); ++i) {
+        const c10::DeviceIndex d = c10::DeviceIndex(devices[i]);
+        c10::cuda::CUDAGuard dg(d);
+        torch::empty({1}, torch::Device(torch::kCUDA, d));  // the caching allocator exists
+        auto R = std::make_unique<Replica>(int(i), ranks[i], c10::cuda::getStreamFromPool(false, d),
+                                           c10::cuda::getStreamFromPool(false, d));
+        R->comm = m.world->members()[i].comm.get();
+        R->timeout_s = s.comm_timeout_s;
+        c10::cuda::CUDAStreamGuard sg(R->stream);
+        R->e = std::make_unique<Engine>(s.step, cfg, Where::kGpu, false, int(d));
+        R->MakeBuckets();
+        m.reps.push_back(std::move(R));
+      }
+      // Every replica's shard of the global batch (their weights are the same seeded ones).
+      {
+        std::unique_ptr<Engine> g = m.GlobalEngine();
+        const int64_t b = s.step.batch;
+        torch::NoGradGuard no_grad;
+        for (auto& R : m.reps) {
+          c10::cuda::CUDAGuard dg(c10::DeviceIndex(R->device()));
+          c10::cuda::CUDAStreamGuard sg(R->stream);
+          R->e->x.copy_(g->x.narrow(0, R->shard * b, b));
+          R->e->y.copy_(g->y.narrow(0, R->shard * b, b));
+        }
+        for (auto& R : m.reps) R->stream.synchronize();
+      }
+      for (auto& R : m.reps) R->comm_on = true;
+    });
+  } catch (...) {
+    failed = WhatOf(std::current_exception());
+  }
+  m.Agree(failed);
+  m.threads = std::make_unique<RankThreads>(int(m.reps.size()));
   std::vector<Engine::State> seeded(m.reps.size());
   // Phases, each on every GPU's thread and each ended on all GPUs before the next begins:
   // 1. One step on every GPU alone (no all-reduce). CUDA loads a kernel into a GPU's context on
@@ -497,15 +653,20 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
   //    and cuDNN's autotuning waits for the GPU too: with an all-reduce queued that waits for
   //    another GPU, whose thread waits for that lock, the GPUs wait for each other for ever. After
   //    this step every kernel of the step is loaded and every convolution tuned, on every GPU.
-  m.EachReplica([&](Replica& R) {
-    c10::cuda::CUDAStreamGuard own(R.stream);  // saved and restored in the step's stream order
-    seeded[size_t(R.rank)] = R.e->Save();
-    R.SetAllReduce(false);
-    R.Step();
-    R.SetAllReduce(true);
-    R.stream.synchronize();
-    R.Reset(seeded[size_t(R.rank)]);
-  });
+  try {
+    m.EachReplica([&](Replica& R) {
+      c10::cuda::CUDAStreamGuard own(R.stream);  // saved and restored in the step's stream order
+      seeded[size_t(R.rank)] = R.e->Save();
+      R.SetAllReduce(false);
+      R.Step();
+      R.SetAllReduce(true);
+      R.stream.synchronize();
+      R.Reset(seeded[size_t(R.rank)]);
+    });
+  } catch (...) {
+    failed = WhatOf(std::current_exception());
+  }
+  m.Agree(failed);
   // 2. Every bucket's all-reduce once from this thread: NCCL connects the GPUs on first use, in
   //    host calls that wait for every GPU's.
   m.Connect();
@@ -514,7 +675,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
     m.EachReplica([&](Replica& R) {
       c10::cuda::CUDAStreamGuard own(R.stream);
       R.Step();
-      R.stream.synchronize();
+      m.WaitOwn(R, "(warm-up steps)");
       R.Reset(seeded[size_t(R.rank)]);
     });
     return;
@@ -534,7 +695,7 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
       DLB_CHECK(cudaEventRecord(ev.get(), side.stream()));
     }
     DLB_CHECK(cudaStreamWaitEvent(R.stream.stream(), ev.get(), 0));
-    R.stream.synchronize();
+    m.WaitOwn(R, "(warm-up steps)");
     side.synchronize();
     R.Reset(seeded[size_t(R.rank)]);
   });
@@ -572,6 +733,7 @@ DdpStepGpu::~DdpStepGpu() {
       R->e.reset();
     }
     m.reps.clear();
+    m.align = torch::Tensor();
     m.world.reset();
     c10::cuda::CUDACachingAllocator::emptyCache();  // the next case gets the memory back
   } catch (...) {
@@ -599,7 +761,8 @@ Verdict DdpStepGpu::Verify() {
     m.SyncAll();
     Replica& first = *m.reps.front();
     Verdict model;
-    {
+    std::string failed;
+    try {
       c10::cuda::CUDAGuard dg(c10::DeviceIndex(first.device()));
       c10::cuda::CUDAStreamGuard sg(first.stream);
       {
@@ -613,6 +776,16 @@ Verdict DdpStepGpu::Verify() {
       }
       first.UseGraphOutputs();
       first.stream.synchronize();
+    } catch (...) {
+      failed = WhatOf(std::current_exception());
+    }
+    m.Agree(failed);
+    if (m.launch) {
+      const std::string bad = m.launch->FirstError(model.ok ? "" : model.detail);
+      if (!bad.empty()) {
+        model.ok = false;
+        model.detail = bad;
+      }
     }
     if (!model.ok) return model;
 
@@ -639,15 +812,31 @@ Verdict DdpStepGpu::Verify() {
     // of the whole batch.
     // On GPU 0's thread: LibTorch keeps cuDNN's autotuned choices per thread, so the reference's
     // shards (GPU 0's shape) run the algorithms GPU 0's replica ran.
+    // One process per GPU: every rank computes the reference over the whole batch on its own GPU
+    // (the global batch and the weights are seeded alike on every rank).
     StepResult want;
-    m.threads->Run([&](int r) {
-      if (r != 0) return;
-      c10::cuda::CUDAGuard dg(c10::DeviceIndex(0));
-      want = Guarded([&] { return m.ReferenceStep(before.front()); });
-    });
+    try {
+      m.threads->Run([&](int r) {
+        if (r != 0) return;
+        c10::cuda::CUDAGuard dg(c10::DeviceIndex(m.own_device()));
+        want = Guarded([&] { return m.ReferenceStep(before.front()); });
+      });
+    } catch (...) {
+      failed = WhatOf(std::current_exception());
+    }
+    m.Agree(failed);
     StepResult all = got.front();
     all.loss = 0;
-    for (const StepResult& g : got) all.loss += g.loss / double(got.size());
+    if (m.launch) {
+      for (const std::string& l : m.launch->AllGather(
+               std::string(reinterpret_cast<const char*>(&got.front().loss), sizeof(double)))) {
+        double x = 0;
+        std::memcpy(&x, l.data(), sizeof x);
+        all.loss += x / double(m.n());
+      }
+    } else {
+      for (const StepResult& g : got) all.loss += g.loss / double(got.size());
+    }
     const int64_t global = m.shape.step.batch * int64_t(m.n());
     // The same kernels on the same shards, but the other GPUs' threads autotune on their own and
     // may pick other cuDNN algorithms, whose other summation orders show through BatchNorm in
@@ -658,20 +847,35 @@ Verdict DdpStepGpu::Verify() {
     StepTolerances tol = SameStepTolerance(m.shape.step, m.cfg);
     if (m.shape.step.amp) tol = {1e-2, 0.3};
     Verdict v = CompareSteps(all, want, true, tol,
-                             std::to_string(m.n()) + " GPUs vs one GPU over the concatenated batch "
-                             "(bs " + std::to_string(global) + ")");
+                             std::to_string(m.n()) +
+                                 " GPUs vs one GPU over the concatenated batch "
+                                 "(bs " +
+                                 std::to_string(global) + ")");
     // Every replica holds the same weights after the all-reduced step.
     double apart = 0;
     for (size_t r = 1; r < got.size(); ++r)
       apart = std::max(apart, RelL2(got[r].update, got.front().update));
+    size_t compared = got.front().update.size() * (got.size() - 1);
+    if (m.launch) {
+      // Rank 0's update, sent to every rank, against its own; the largest distance, on all.
+      std::vector<float> zero = got.front().update;
+      m.launch->Broadcast(zero.data(), zero.size() * sizeof(float));
+      apart = m.launch->Max(m.launch->rank() == 0 ? 0.0 : RelL2(got.front().update, zero));
+      compared = zero.size() * size_t(m.n() - 1);
+    }
     char buf[96];
     std::snprintf(buf, sizeof buf, "; replicas' updates apart by %.1e (rel L2)", apart);
     v.detail += buf;
-    v.checked += got.front().update.size() * (got.size() - 1);
+    v.checked += compared;
     v.of = v.checked;
-    if (!(apart <= 1e-6)) {
-      v.ok = false;
-      return v;
+    if (!(apart <= 1e-6)) v.ok = false;
+    if (m.launch) {
+      // Every rank's comparison with the reference: one failing is the run's failure.
+      const std::string bad = m.launch->FirstError(v.ok ? "" : v.detail);
+      if (!bad.empty()) {
+        v.ok = false;
+        v.detail = bad;
+      }
     }
     if (!v.ok) return v;
     Verdict out = (v.error / v.tolerance > model.error / model.tolerance) ? v : model;
@@ -684,23 +888,65 @@ Verdict DdpStepGpu::Verify() {
 
 void DdpStepGpu::MeasurePhases() {
   Impl& m = *impl_;
-  Guarded([&] {
-    m.SyncAll();  // the GPUs idle: the one-GPU step below tunes and waits on GPU 0 alone
-    TorchStepGpu one(m.shape.step, m.cfg);  // GPU 0, the same per-GPU batch and configuration
-    const cudaStream_t s = reinterpret_cast<cudaStream_t>(one.stream());
-    for (int i = 0; i < kWarmupSteps; ++i) one.Run();
-    DLB_CHECK(cudaStreamSynchronize(s));
-    // At least kSingleSteps steps and kSingleSeconds: an eager step's time moves with the host.
-    const double t0 = Now();
-    int steps = 0;
-    double spent = 0;
-    while (steps < kSingleSteps || spent < kSingleSeconds) {
-      for (int i = 0; i < kSingleSteps; ++i) one.Run();
-      DLB_CHECK(cudaStreamSynchronize(s));
-      steps += kSingleSteps;
-      spent = Now() - t0;
+  if (!m.launch) {
+    m.single_s = m.TimeOneGpu();
+    return;
+  }
+  // Rank 0 on its GPU while the others wait at the broadcast: the one-GPU step runs on GPU 0 of
+  // those this process sees, which is rank 0's own (local rank 0), or every rank's where each
+  // sees only its own; elsewhere the scaling reference is left out.
+  double single = 0;
+  std::string failed;
+  if (m.launch->rank() == 0 && m.own_device() == 0) {
+    try {
+      single = m.TimeOneGpu();
+    } catch (...) {
+      failed = WhatOf(std::current_exception());
     }
-    m.single_s = spent / steps;
+  }
+  m.Agree(failed);
+  m.launch->Broadcast(&single, sizeof single);
+  m.single_s = single;
+}
+
+double DdpStepGpu::TimedRuns(int runs) {
+  Impl& m = *impl_;
+  Replica& first = *m.reps.front();
+  return Guarded([&] {
+    c10::cuda::CUDAGuard dg(c10::DeviceIndex(first.device()));
+    cudaEvent_t start = nullptr, stop = nullptr;
+    DLB_CHECK(cudaEventCreate(&start));
+    const cuda::Event own_start(start);
+    DLB_CHECK(cudaEventCreate(&stop));
+    const cuda::Event own_stop(stop);
+    if (m.launch) {
+      // The ranks lined up before the start event (as the collectives' spans are): a rank whose
+      // process launches later would otherwise hold the others' first all-reduce, inside their
+      // spans.
+      if (m.broken) throw Error("an earlier step failed on one of the GPUs; this case is over");
+      if (!m.align.defined())
+        m.align = torch::zeros(
+            {1}, torch::TensorOptions().dtype(torch::kFloat32).device(first.e->device));
+      float* one = m.align.data_ptr<float>();
+      ncclResult_t rc = ncclSuccess;
+      DLB_CHECK(
+          rc = ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, first.comm, first.stream.stream()));
+      if (rc == ncclInProgress)
+        SettleComm(first.comm, first.timeout_s, m.What("(lining up the ranks)"), first.shard);
+    }
+    DLB_CHECK(cudaEventRecord(start, first.stream.stream()));
+    for (int r = 0; r < runs; ++r) Run();
+    DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
+    try {
+      nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{stop},
+                        m.What("(" + std::to_string(runs) + " timed steps)"));
+    } catch (...) {
+      m.broken = true;
+      throw;
+    }
+    float ms = 0;
+    DLB_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return double(ms) / 1e3;
   });
 }
 
@@ -731,14 +977,17 @@ std::string DdpStepGpu::label() const {
   int64_t bytes = 0;
   for (int64_t e : first.bucket_elems) bytes += e * 4;
   std::ostringstream o;
-  o << "LibTorch " << TorchVersion() << " CUDA, data parallel on " << m.n()
-    << " GPUs (one process, NCCL " << nccl::Version() << "), "
-    << (first.graph ? "a CUDA graph per GPU" : "eager C++, a thread per GPU") << ", "
-    << first.bucket_begin.size() << " gradient buckets of " << bytes / (1 << 20)
+  o << "LibTorch " << TorchVersion() << " CUDA, data parallel on " << m.n() << " GPUs ("
+    << (m.launch ? "one process per GPU: " + m.launch->how() : std::string("one process"))
+    << ", NCCL " << nccl::Version() << "), "
+    << (first.graph ? "a CUDA graph per GPU"
+        : m.launch  ? "eager C++"
+                    : "eager C++, a thread per GPU")
+    << ", " << first.bucket_begin.size() << " gradient buckets of " << bytes / (1 << 20)
     << " MiB f32 (first <= 1 MiB, then <= 25 MiB) all-reduced (ncclAvg) on a side stream as "
        "backward fills them, "
     << compat::SgdName(true) << ", cudnn.benchmark, "
-    << (m.shape.step.amp                ? "bf16 autocast"
+    << (m.shape.step.amp              ? "bf16 autocast"
         : m.cfg.dtype == DType::kTF32 ? "TF32"
                                       : "TF32 off")
     << ", BatchNorm per GPU; time = the slowest GPU's step; flops = conv+linear MACs x2 x3, all "

@@ -30,6 +30,14 @@
 // the GPUs: CUDA loads a kernel on its first launch holding the GPU context's lock while the GPU's
 // queue drains, which with an all-reduce queued that waits for another GPU's thread is a deadlock
 // (the step hung on 2 GPUs before it did this).
+//
+// One process per GPU (DdpShape::launch of several processes: mpirun, srun or torchrun): this
+// process builds one replica, on its host's GPU local_rank (modulo the GPUs it sees), its shard
+// of the global batch the launch rank's; rank 0's NCCL unique id reaches the others through the
+// launch (MPI or its TCP rendezvous), and the communicator is ncclCommInitRank's. The step is the
+// same, one CUDA graph per process with its all-reduces; the setup's failures are agreed before
+// any collective (a rank that failed does not leave the others waiting in NCCL). TimedRuns() is
+// this process's time; the family takes the slowest rank's (the launch's Max).
 #pragma once
 
 #include <memory>
@@ -41,11 +49,22 @@
 #include "kernels/common/train.h"
 #include "kernels/common/verdict.h"
 
+namespace dlb::nccl {
+class Launch;
+}
+
 namespace dlb::libtorch {
 
 struct DdpShape {
   TrainShape step;  // batch: per GPU
-  int gpus = 2;     // the first `gpus` local GPUs
+  int gpus = 2;     // the first `gpus` local GPUs; with a launch of several processes, its size
+  // The launch of this run: with several processes, one GPU per process (see above); nullptr or
+  // one process: this process drives the first `gpus` local GPUs.
+  nccl::Launch* launch = nullptr;
+  // The NCCL watchdog's bound (kernels/nccl/comm.h): the communicator's init and every wait for
+  // the step's GPUs; past it the communicator is aborted and the case fails with one line naming
+  // the rank and the wait. <= 0: none.
+  double comm_timeout_s = 300;
 };
 
 class DdpStepGpu {
@@ -63,17 +82,23 @@ class DdpStepGpu {
   // GPU 0's replica against the float64 reference (bs 2); then one timed-path step of all GPUs
   // from their current weights against one GPU's step over the concatenated batch (one shard after
   // the other, gradients accumulated, BatchNorm per shard as the replicas have it), and every
-  // replica's weights after the step against GPU 0's.
+  // replica's weights after the step against GPU 0's. One process per GPU: every rank checks its
+  // own replica against the float64 reference and computes the one-GPU reference over the whole
+  // concatenated batch on its own GPU; its update is compared with it and with rank 0's (sent by
+  // the launch); the verdict is agreed (a rank's failure is every rank's).
   Verdict Verify();
   // Times the one-GPU step (the training family's, same per-GPU batch and configuration) in this
-  // process: the scaling reference; also its forward/backward/optimizer phases.
+  // process: the scaling reference; also its forward/backward/optimizer phases. One process per
+  // GPU: rank 0 times it on its GPU (GPU 0 of those it sees) and sends the time to the others.
   void MeasurePhases();
+  // `runs` steps between two CUDA events on this process's step stream: seconds, this process's.
+  double TimedRuns(int runs);
   std::vector<std::pair<std::string, double>> Counters() const;
   Cost cost() const;  // items and flops of all GPUs
   std::string label() const;
   StreamRef stream() const;  // GPU 0's step stream
 
-  int gpus() const;
+  int gpus() const;              // every process's together
   double single_step_s() const;  // after MeasurePhases(): one GPU's step time, seconds
 
  private:
