@@ -245,7 +245,7 @@ void RegisterDdpCases() {
 #endif
 
 std::vector<FlagSpec> TrainFlags() {
-  std::vector<FlagSpec> flags;
+  std::vector<FlagSpec> flags = {AutotuneFlag()};
 #ifdef DLBENCH_HAVE_TORCH_FED
   // --dlb_data, --dlb_workers, ... for the fed steps, as the data-loading family has them.
   for (data::SourceFlag& f : data::SourceFlags())

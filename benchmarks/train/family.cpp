@@ -146,8 +146,24 @@ std::vector<Config> Configs(bool gpu) {
   return out;
 }
 
+namespace {
+// --dlb_autotune: how LibTorch's convolutions pick their cuDNN algorithm. search (and cache, the
+// other families' default, which LibTorch keeps in the process only): cudnn.benchmark, as PyTorch
+// users train; heuristic: cuDNN's first choice.
+std::string g_autotune = "cache";
+}  // namespace
+
+FlagSpec AutotuneFlag() {
+  return ChoiceFlag("autotune",
+                    "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
+                    "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
+                    "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
+                    {"cache", "search", "heuristic"}, &g_autotune);
+}
+
 RunConfig RunConfigOf(const Config& c) {
   RunConfig cfg;
+  cfg.algo = g_autotune == "heuristic" ? "heuristic" : "search";
   cfg.dtype = c.dtype;
   cfg.layout = c.layout;
   cfg.seed = dlb::Opts().seed;

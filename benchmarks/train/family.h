@@ -55,6 +55,8 @@ std::string DtName(const Config& c);  // f32 | tf32 | amp_bf16
 // The run configuration of a case in configuration c: its dtype and layout, the run's seed and
 // threads.
 RunConfig RunConfigOf(const Config& c);
+// --dlb_autotune for the LibTorch steps (cudnn.benchmark on or off); RunConfigOf carries it.
+FlagSpec AutotuneFlag();
 // bf16 autocast, NHWC, training: what the end-to-end and data-parallel steps run.
 Config AmpNhwcTrain(bool graph);
 // A model's step at `batch` in configuration `c`, and the name keys every training case starts

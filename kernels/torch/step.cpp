@@ -124,7 +124,8 @@ void Engine::SetMath() const {
     const bool tf32 = cfg.dtype == DType::kTF32;
     ctx.setAllowTF32CuBLAS(tf32);
     ctx.setAllowTF32CuDNN(tf32);
-    ctx.setBenchmarkCuDNN(true);  // as PyTorch users train: cudnn.benchmark = True
+    // As PyTorch users train, cudnn.benchmark = True; algo "heuristic": cuDNN's first choice.
+    ctx.setBenchmarkCuDNN(cfg.algo != "heuristic");
   }
 }
 
