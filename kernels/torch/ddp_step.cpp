@@ -723,6 +723,14 @@ DdpStepGpu::DdpStepGpu(const DdpShape& s, const RunConfig& cfg) : impl_(std::mak
 
 DdpStepGpu::~DdpStepGpu() {
   Impl& m = *impl_;
+  if (m.broken) {
+    // The communicators are aborted and a peer may be gone: work queued behind its collectives
+    // may never finish, and every synchronizing teardown (a stream's, cudaFree's) would wait for
+    // it for good. The replicas' memory is left to the process's end; the run goes on.
+    for (auto& R : m.reps) R.release();
+    m.reps.clear();
+    return;
+  }
   try {
     m.threads.reset();
     for (auto& R : m.reps) {
@@ -934,12 +942,30 @@ double DdpStepGpu::TimedRuns(int runs) {
       if (rc == ncclInProgress)
         SettleComm(first.comm, first.timeout_s, m.What("(lining up the ranks)"), first.shard);
     }
+    // At most kInFlight steps queued ahead of the GPU: the host waits (under the watchdog) for
+    // the step before last before it launches the next. A span of many graphed steps would
+    // otherwise fill the launch queue, and with a peer gone the host would block inside a launch,
+    // where no deadline reaches it. Two queued steps keep the GPU as busy as a full queue: a
+    // replay's launch takes microseconds, a step milliseconds.
+    constexpr int kInFlight = 2;
+    std::vector<cuda::Event> marks;
+    const std::string what = m.What("(" + std::to_string(runs) + " timed steps)");
     DLB_CHECK(cudaEventRecord(start, first.stream.stream()));
-    for (int r = 0; r < runs; ++r) Run();
-    DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
     try {
-      nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{stop},
-                        m.What("(" + std::to_string(runs) + " timed steps)"));
+      for (int r = 0; r < runs; ++r) {
+        if (r >= kInFlight)
+          nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{marks[size_t(r - kInFlight)].get()},
+                            what);
+        Run();
+        if (runs > kInFlight && r + kInFlight < runs) {
+          cudaEvent_t e = nullptr;
+          DLB_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+          marks.emplace_back(e);
+          DLB_CHECK(cudaEventRecord(e, first.stream.stream()));
+        }
+      }
+      DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
+      nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{stop}, what);
     } catch (...) {
       m.broken = true;
       throw;
