@@ -779,7 +779,15 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
     x = torch.randn((bs,) + shape, generator=gen).to(dev).contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, classes, (bs,), generator=gen).to(dev)
 
-    def stepper(net):
+    def stepper(make):
+        # PyTorch's CUDA-graph notes for DDP: DDP built on a side stream, the warm-up and the
+        # capture on that same stream (a retained AccumulateGrad node of another stream breaks the
+        # capture).
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            net = make()
+        torch.cuda.current_stream().wait_stream(side)
         opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, fused=True)
 
         def body():
@@ -794,7 +802,6 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
             body()
         if not graph:
             return step
-        side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(11):
@@ -802,8 +809,9 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
         torch.cuda.current_stream().wait_stream(side)
         g = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=True)  # backward in the capture allocates from its pool
-        with torch.cuda.graph(g):
+        with torch.cuda.graph(g, stream=side):
             body()
+        torch.cuda.current_stream().wait_stream(side)
         return g.replay
 
     def timed(step, together):
@@ -827,9 +835,9 @@ def ddp_rank(rank, world, port, model_name, bs, steps, reps, out, graph=False):
     single = []
     if rank == 0:
         import copy
-        single = timed(stepper(copy.deepcopy(model)), False)
+        single = timed(stepper(lambda: copy.deepcopy(model)), False)
     dist.barrier()
-    times = timed(stepper(DDP(model, device_ids=[rank])), True)
+    times = timed(stepper(lambda: DDP(model, device_ids=[rank])), True)
     if rank == 0:
         with open(out, "w") as f:
             json.dump({"times": times, "single": single}, f)
