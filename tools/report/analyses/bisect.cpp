@@ -1,0 +1,304 @@
+#include "tools/report/analyses/bisect.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
+#include "tools/report/analyses/stats.h"
+
+namespace dlb::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// What Google Benchmark appends to a registered name: the time it reports.
+constexpr const char* kTimeSuffixes[] = {"/manual_time", "/real_time"};
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+std::string CaseBaseName(const std::string& name) {
+  for (const char* suffix : kTimeSuffixes)
+    if (EndsWith(name, suffix)) return name.substr(0, name.size() - std::string(suffix).size());
+  return name;
+}
+
+std::string CaseFamily(const std::string& name) { return name.substr(0, name.find('/')); }
+
+std::string CaseFilter(const std::string& name) {
+  // Only ERE's special characters: libstdc++'s std::regex (extended), which Google Benchmark
+  // uses, rejects an escaped ordinary character such as '\:'.
+  std::string out = "^";
+  for (char c : CaseBaseName(name)) {
+    if (std::string_view(".[]{}()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  out += "(";
+  for (size_t i = 0; i < std::size(kTimeSuffixes); ++i)
+    out += std::string(i ? "|" : "") + kTimeSuffixes[i];
+  return out + ")?$";
+}
+
+std::string ShellQuote(const std::string& w) {
+  bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_-./:=@%+,^").find(c) != std::string_view::npos;
+  });
+  if (plain) return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string CleanRevision(const std::string& rev) {
+  return EndsWith(rev, "-dirty") ? rev.substr(0, rev.size() - 6) : rev;
+}
+
+std::string BisectCommand(const std::string& good, const std::string& bad,
+                          const std::string& case_name) {
+  return "dlbench-report bisect --good " + ShellQuote(CleanRevision(good)) + " --bad " +
+         ShellQuote(CleanRevision(bad)) + " --case " + ShellQuote(CaseBaseName(case_name));
+}
+
+const char* CallName(Call c) {
+  switch (c) {
+    case Call::kGood:
+      return "good";
+    case Call::kBad:
+      return "bad";
+    case Call::kSkip:
+      return "skip";
+  }
+  return "?";
+}
+
+CompareRow CompareOne(const Bench& base, const Bench& now, const CompareOptions& opt) {
+  MergedRuns b, n;
+  b.benches.push_back(base);
+  n.benches.push_back(now);
+  n.benches.back().name = b.benches.back().name;
+  CompareResult r = Compare(b, n, opt);
+  return r.rows.at(0);
+}
+
+double SmallestP(int n) {
+  // 2 / C(2n, n), as a product to stay finite.
+  double c = 1;
+  for (int i = 1; i <= n; ++i) c = c * (n + i) / i;
+  return 2 / c;
+}
+
+Judgement JudgeStep(const Bench& good, const Bench& bad, const Bench& step,
+                    const CompareOptions& opt) {
+  Judgement j;
+  j.vs_good = CompareOne(good, step, opt);
+  j.vs_bad = CompareOne(bad, step, opt);
+  double g = j.vs_good.base_ns, b = j.vs_bad.base_ns, s = j.vs_good.new_ns;
+  j.position = std::log(s / g) / std::log(b / g);
+  const bool like_good = j.vs_good.verdict != Verdict::kSlower;
+  const bool like_bad = j.vs_bad.verdict != Verdict::kFaster;
+  auto by_position = [&](const std::string& where) {
+    if (j.position <= 1.0 / 3) {
+      j.call = Call::kGood;
+      j.why = where + ", in the good third";
+    } else if (j.position >= 2.0 / 3) {
+      j.call = Call::kBad;
+      j.why = where + ", in the bad third";
+    } else {
+      j.why = where + ", in the middle third: ambiguous";
+    }
+  };
+  if (like_good && !like_bad) {
+    j.call = Call::kGood;
+    j.why = "not slower than good, faster than bad";
+  } else if (like_bad && !like_good) {
+    j.call = Call::kBad;
+    j.why = "slower than good, not faster than bad";
+  } else if (!like_good && !like_bad) {
+    by_position("between good and bad");
+  } else if (j.vs_good.verdict == Verdict::kSame && j.vs_bad.verdict == Verdict::kSame) {
+    by_position("within the threshold of both");
+  } else {
+    j.why = "not significantly different from either: noisy";
+  }
+  return j;
+}
+
+std::optional<KernelTable> ReadKernelTable(const std::string& path, const std::string& case_name) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("benchmarks") || !j["benchmarks"].is_array())
+    return std::nullopt;
+  const std::string want = CaseBaseName(case_name);
+  for (const auto& e : j["benchmarks"]) {
+    if (!e.is_object() || e.value("run_type", "iteration") != "iteration") continue;
+    if (CaseBaseName(e.value("run_name", e.value("name", ""))) != want) continue;
+    auto f = e.find(std::string(schema::kResult));
+    if (f == e.end() || !f->is_object()) continue;
+    auto k = f->find(std::string(schema::kKernels));
+    if (k == f->end() || !k->is_object()) continue;
+    auto rows = k->find(std::string(schema::kKernelsRows));
+    if (rows == k->end() || !rows->is_array()) continue;
+    double runs = k->value(std::string(schema::kKernelsRuns), 1.0);
+    if (!(runs > 0)) runs = 1;
+    KernelTable t;
+    t.source = k->value(std::string(schema::kKernelsSource), "");
+    for (const auto& r : *rows) {
+      if (!r.is_object()) continue;
+      KernelRow row;
+      row.name = r.value(std::string(schema::kKernelName), "");
+      row.kind = r.value(std::string(schema::kKernelKind), "");
+      row.per_run_s = r.value(std::string(schema::kKernelTotalS), 0.0) / runs;
+      row.launches_per_run = r.value(std::string(schema::kKernelLaunchesPerRun), 0.0);
+      if (!row.name.empty()) t.rows.push_back(std::move(row));
+    }
+    return t;
+  }
+  return std::nullopt;
+}
+
+std::vector<KernelChange> DiffKernels(const KernelTable& before, const KernelTable& after,
+                                      double case_before_s, double case_after_s, double threshold) {
+  std::map<std::string, KernelChange> by_name;
+  std::vector<std::string> order;
+  auto take = [&](const KernelTable& t, bool is_after) {
+    for (const auto& r : t.rows) {
+      auto [it, inserted] = by_name.emplace(r.name, KernelChange{});
+      if (inserted) {
+        order.push_back(r.name);
+        it->second.name = r.name;
+        it->second.kind = r.kind;
+      }
+      (is_after ? it->second.after_s : it->second.before_s) += r.per_run_s;
+    }
+  };
+  take(before, false);
+  take(after, true);
+  const double case_change = case_after_s - case_before_s;
+  std::vector<KernelChange> out;
+  for (const auto& name : order) {
+    KernelChange c = by_name[name];
+    if (c.before_s == 0)
+      c.what = "appeared";
+    else if (c.after_s == 0)
+      c.what = "vanished";
+    else {
+      double ch = RelativeChange(c.before_s, c.after_s);
+      c.what = std::fabs(ch) < threshold ? "same" : ch > 0 ? "grew" : "shrank";
+    }
+    c.share_of_change = case_change != 0 ? (c.after_s - c.before_s) / case_change : kNaN;
+    out.push_back(std::move(c));
+  }
+  auto rank = [](const KernelChange& c) {
+    return c.what == "appeared" || c.what == "vanished" ? 0 : 1;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const KernelChange& a, const KernelChange& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return std::fabs(a.after_s - a.before_s) > std::fabs(b.after_s - b.before_s);
+  });
+  return out;
+}
+
+namespace {
+
+std::string Short(const std::string& hash) { return hash.substr(0, 12); }
+
+Section StepsSection(const BisectResult& r) {
+  Section s;
+  s.title = "Steps";
+  s.notes.push_back(
+      "In the order measured; change and p against the good endpoint's repetitions; position: "
+      "where the median lies between good (0) and bad (1) on a log scale.");
+  Table t;
+  t.columns = {{"commit", "commit"},
+               {"subject", "subject"},
+               {"role", "role"},
+               {"median", "median_ns"},
+               {"change vs good", "change"},
+               {"p", "p"},
+               {"position", "position"},
+               {"reps", "reps"},
+               {"verdict", "verdict"},
+               {"note", "note"}};
+  for (const auto& st : r.steps) {
+    Cell verdict(CallName(st.call));
+    if (st.call == Call::kBad) verdict.With(Tone::kBad);
+    if (st.call == Call::kSkip) verdict.With(Tone::kWarn);
+    bool m = st.measured;
+    t.rows.push_back({Cell(Short(st.commit)), Cell(st.subject), Cell(st.role),
+                      m ? Cell(FormatTime(st.median_ns), st.median_ns) : Cell("-"),
+                      m ? Cell(FormatSigned(st.change), st.change) : Cell("-"),
+                      m ? Cell(FormatP(st.p), st.p) : Cell("-"),
+                      m ? Cell(FormatNumber(st.position, 3), st.position) : Cell("-"),
+                      Cell(std::to_string(st.reps), static_cast<double>(st.reps)), verdict,
+                      Cell(st.note)});
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+Section KernelSection(const BisectResult& r) {
+  Section s;
+  s.title = "Kernels across the first bad commit";
+  s.notes.push_back(r.kernels_note);
+  if (!r.kernels) return s;
+  Table t;
+  t.columns = {{"kernel", "name"},         {"kind", "kind"},     {"before / run", "before_s"},
+               {"after / run", "after_s"}, {"change", "change"}, {"of the case's change", "share"}};
+  for (const auto& k : *r.kernels) {
+    Cell what(k.what);
+    if (k.what == "appeared" || k.what == "grew") what.With(Tone::kBad);
+    t.rows.push_back({Cell(k.name), Cell(k.kind), Cell(FormatTime(k.before_s * 1e9), k.before_s),
+                      Cell(FormatTime(k.after_s * 1e9), k.after_s), what,
+                      Cell(FormatSigned(k.share_of_change), k.share_of_change)});
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+}  // namespace
+
+Document BisectDocument(const BisectResult& r, const BisectOptions& opt) {
+  Document d;
+  d.title = "dlbench bisect";
+  d.notes.push_back("Case " + CaseBaseName(r.case_name) + "; good " + Short(r.good) + ", bad " +
+                    Short(r.bad) + "; " + std::to_string(opt.repeats) + " repetitions a step.");
+  if (!r.first_bad.empty()) {
+    d.notes.push_back("**First bad commit**: " + r.first_bad + " " + r.first_bad_subject);
+  } else {
+    std::string list;
+    for (const auto& c : r.candidates) list += (list.empty() ? "" : ", ") + Short(c);
+    d.notes.push_back("**Undecided**: skipped commits leave the first bad commit among " + list +
+                      " (git bisect: only skipped commits left to test).");
+  }
+  std::vector<std::string> skipped;
+  for (const auto& st : r.steps)
+    if (st.call == Call::kSkip) skipped.push_back(Short(st.commit) + " (" + st.note + ")");
+  d.notes.push_back(skipped.empty() ? std::string("Skipped: none.")
+                                    : "Skipped: " + std::to_string(skipped.size()) + ": " +
+                                          Join(skipped, "; ") + ".");
+  d.notes.push_back(
+      "A step is judged with compare's rules (threshold " +
+      FormatPercent(opt.compare.threshold, 1) + ", U test at alpha " +
+      FormatNumber(opt.compare.alpha, 3) +
+      ") against both endpoints: good when not significantly slower than good and significantly "
+      "faster than bad; bad the other way round; between both (or within the threshold of both) "
+      "by its position, good up to 1/3 and bad from 2/3; otherwise skipped.");
+  d.sections.push_back(StepsSection(r));
+  if (!r.first_bad.empty()) d.sections.push_back(KernelSection(r));
+  return d;
+}
+
+}  // namespace dlb::report
