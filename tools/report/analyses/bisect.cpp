@@ -71,6 +71,15 @@ std::string BisectCommand(const std::string& good, const std::string& bad,
          ShellQuote(CleanRevision(bad)) + " --case " + ShellQuote(CaseBaseName(case_name));
 }
 
+std::string StepBisect(const std::string& before, const std::string& after,
+                       const std::string& case_name) {
+  auto unknown = [](const std::string& c) { return c.empty() || c == "unknown"; };
+  if (unknown(before) || unknown(after)) return "no git revision stored for the runs";
+  if (CleanRevision(before) == CleanRevision(after))
+    return "the same commit on both sides: not a code change";
+  return BisectCommand(before, after, case_name);
+}
+
 const char* CallName(Call c) {
   switch (c) {
     case Call::kGood:

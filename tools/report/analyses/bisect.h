@@ -48,6 +48,10 @@ std::string ShellQuote(const std::string& word);
 std::string BisectCommand(const std::string& good, const std::string& bad,
                           const std::string& case_name);
 std::string CleanRevision(const std::string& rev);
+// history check's bisect cell for a step between runs of `before` and `after` (stored commits):
+// the command, or why there is none (no revision recorded, the same commit on both sides).
+std::string StepBisect(const std::string& before, const std::string& after,
+                       const std::string& case_name);
 
 enum class Call { kGood, kBad, kSkip };
 const char* CallName(Call c);
