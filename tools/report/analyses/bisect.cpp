@@ -302,7 +302,8 @@ Document BisectDocument(const BisectResult& r, const BisectOptions& opt) {
       "A step is judged with compare's rules (threshold " +
       FormatPercent(opt.compare.threshold, 1) + ", U test at alpha " +
       FormatNumber(opt.compare.alpha, 3) +
-      ") against both endpoints: good when not significantly slower than good and significantly "
+      ") against both endpoints (good: its two runs, before and after bad's, pooled): good when "
+      "not significantly slower than good and significantly "
       "faster than bad; bad the other way round; between both (or within the threshold of both) "
       "by its position, good up to 1/3 and bad from 2/3; otherwise skipped.");
   d.sections.push_back(StepsSection(r));

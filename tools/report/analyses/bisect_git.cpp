@@ -408,26 +408,54 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
   good_step.call = Call::kGood;
   good_step.p = std::nan("");
   drv.Progress(good_step);
-  r.steps.push_back(good_step);
   auto [bad_step, bad] = measure_endpoint(r.bad, "bad");
+  // The good endpoint once more, after the bad one: a machine whose load changed in between would
+  // otherwise pass for a regression (or hide one). Both runs of it are the steps' reference.
+  auto [again_step, again] = measure_endpoint(r.good, "good again");
+  CompareRow steady = CompareOne(good, again, opt.compare);
+  again_step.change = steady.delta;
+  again_step.p = steady.p;
+  again_step.call = Call::kGood;
+  again_step.note =
+      "the good endpoint re-run: compare says " + std::string(VerdictName(steady.verdict));
+  drv.Progress(again_step);
+  Bench reference = good;
+  reference.real_ns.insert(reference.real_ns.end(), again.real_ns.begin(), again.real_ns.end());
+  reference.cpu_ns.insert(reference.cpu_ns.end(), again.cpu_ns.begin(), again.cpu_ns.end());
+  good = reference;
   CompareRow gb = CompareOne(good, bad, opt.compare);
   bad_step.change = gb.delta;
   bad_step.p = gb.p;
   bad_step.position = 1;
   bad_step.call = Call::kBad;
+  auto position = [&](const BisectStep& st) {
+    return std::log(st.median_ns / gb.base_ns) / std::log(gb.new_ns / gb.base_ns);
+  };
+  good_step.position = position(good_step);
+  again_step.position = position(again_step);
   drv.Progress(bad_step);
+  r.steps.push_back(good_step);
   r.steps.push_back(bad_step);
+  r.steps.push_back(again_step);
+  if (steady.verdict == Verdict::kSlower || steady.verdict == Verdict::kFaster) {
+    *message = "the machine is not steady: the good endpoint " + Short(r.good) + " read " +
+               FormatTime(steady.base_ns) + ", then " + FormatTime(steady.new_ns) + " (" +
+               FormatSigned(steady.delta) + ", p " + FormatP(steady.p) +
+               ") after the bad one: other load came or went; bisect on a quiet machine";
+    r.exit_code = kBisectNotReproduced;
+    return r;
+  }
   if (gb.verdict != Verdict::kSlower) {
     *message = "the regression does not reproduce: good " + Short(r.good) + " " +
-               FormatTime(gb.base_ns) + ", bad " + Short(r.bad) + " " + FormatTime(gb.new_ns) +
-               " (" + FormatSigned(gb.delta) + ", p " + FormatP(gb.p) + "): compare says " +
-               VerdictName(gb.verdict) + " at threshold " + FormatPercent(opt.compare.threshold) +
-               ", alpha " + FormatNumber(opt.compare.alpha, 3);
+               FormatTime(gb.base_ns) + " (both runs), bad " + Short(r.bad) + " " +
+               FormatTime(gb.new_ns) + " (" + FormatSigned(gb.delta) + ", p " + FormatP(gb.p) +
+               "): compare says " + VerdictName(gb.verdict) + " at threshold " +
+               FormatPercent(opt.compare.threshold) + ", alpha " +
+               FormatNumber(opt.compare.alpha, 3);
     r.exit_code = kBisectNotReproduced;
     return r;
   }
 
-  std::map<std::string, Bench> measured = {{r.good, good}, {r.bad, bad}};
   Driver::Out out = drv.Git({"-C", scratch.worktree, "bisect", "start", r.bad, r.good}, "/");
   for (int guard = 0; guard < 1000; ++guard) {
     BisectState state = ParseBisect(out.text);
@@ -451,7 +479,6 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
       st.position = j.position;
       st.call = j.call;
       st.note = j.why;
-      measured.emplace(head, *b);
     }
     drv.Progress(st);
     r.steps.push_back(st);
