@@ -33,20 +33,20 @@ TEST(Bisect, JudgesAStepByBothEndpoints) {
   const CompareOptions opt;
   struct Want {
     double us, spread;
-    Call call;
+    StepCall call;
     const char* why;
   };
   const Want cases[] = {
-      {101, 0.002, Call::kGood, "not slower than good"},  // within the threshold of good
-      {80, 0.002, Call::kGood, "not slower than good"},   // faster than good: no regression
-      {198, 0.002, Call::kBad, "slower than good, not faster than bad"},
-      {240, 0.002, Call::kBad, "slower than good, not faster than bad"},  // slower still
+      {101, 0.002, StepCall::kGood, "not slower than good"},  // within the threshold of good
+      {80, 0.002, StepCall::kGood, "not slower than good"},   // faster than good: no regression
+      {198, 0.002, StepCall::kBad, "slower than good, not faster than bad"},
+      {240, 0.002, StepCall::kBad, "slower than good, not faster than bad"},  // slower still
       // Significantly unlike both: by the position on the log scale from good to bad.
-      {115, 0.002, Call::kGood, "between good and bad, in the good third"},
-      {175, 0.002, Call::kBad, "between good and bad, in the bad third"},
-      {141, 0.002, Call::kSkip, "between good and bad, in the middle third: ambiguous"},
+      {115, 0.002, StepCall::kGood, "between good and bad, in the good third"},
+      {175, 0.002, StepCall::kBad, "between good and bad, in the bad third"},
+      {141, 0.002, StepCall::kSkip, "between good and bad, in the middle third: ambiguous"},
       // Repetitions spread from 30 to 270 us: the U test tells it from neither.
-      {150, 0.25, Call::kSkip, "not significantly different from either: noisy"},
+      {150, 0.25, StepCall::kSkip, "not significantly different from either: noisy"},
   };
   for (const Want& w : cases) {
     Judgement j = JudgeStep(good, bad, Reps(w.us, w.spread), opt);
@@ -65,10 +65,10 @@ TEST(Bisect, JudgesAStepByBothEndpoints) {
 TEST(Bisect, EndpointsCloserThanTwiceTheThresholdUseThePosition) {
   // Good 100, bad 108: a step at 104 is within 5% of both; it lies in the middle third.
   Judgement mid = JudgeStep(Reps(100), Reps(108), Reps(104), {});
-  EXPECT_EQ(mid.call, Call::kSkip) << mid.why;
+  EXPECT_EQ(mid.call, StepCall::kSkip) << mid.why;
   EXPECT_EQ(mid.why.rfind("within the threshold of both", 0), 0u) << mid.why;
   Judgement near_good = JudgeStep(Reps(100), Reps(108), Reps(101), {});
-  EXPECT_EQ(near_good.call, Call::kGood) << near_good.why;
+  EXPECT_EQ(near_good.call, StepCall::kGood) << near_good.why;
 }
 
 TEST(Bisect, SmallestPOfTheExactUTest) {
@@ -98,10 +98,10 @@ TEST(Bisect, FilterSelectsExactlyTheCase) {
 }
 
 TEST(Bisect, CommandsAreShellQuoted) {
-  EXPECT_EQ(ShellQuote("gemm/cpu/x.1/dt:f32"), "gemm/cpu/x.1/dt:f32");
-  EXPECT_EQ(ShellQuote("a b"), "'a b'");
-  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
-  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(QuoteArg("gemm/cpu/x.1/dt:f32"), "gemm/cpu/x.1/dt:f32");
+  EXPECT_EQ(QuoteArg("a b"), "'a b'");
+  EXPECT_EQ(QuoteArg("it's"), "'it'\\''s'");
+  EXPECT_EQ(QuoteArg(""), "''");
   EXPECT_EQ(BisectCommand("v1.2-3-gabc-dirty", "def", "conv/gpu/cudnn/r.c/bs:64/manual_time"),
             "dlbench-report bisect --good v1.2-3-gabc --bad def --case conv/gpu/cudnn/r.c/bs:64");
   EXPECT_EQ(StepBisect("abc", "def", "g/c/b/w"),
@@ -112,8 +112,8 @@ TEST(Bisect, CommandsAreShellQuoted) {
   EXPECT_EQ(StepBisect("unknown", "abc", "g/c/b/w"), "no git revision stored for the runs");
 }
 
-KernelTable Table(std::vector<std::pair<std::string, double>> rows) {
-  KernelTable t;
+StepKernels Table(std::vector<std::pair<std::string, double>> rows) {
+  StepKernels t;
   for (auto& [name, s] : rows) t.rows.push_back({name, "kernel", s, 1});
   return t;
 }
@@ -121,9 +121,9 @@ KernelTable Table(std::vector<std::pair<std::string, double>> rows) {
 TEST(Bisect, KernelDiffSaysWhatAppearedVanishedAndGrew) {
   // The case goes from 3 to 6 ms a run: B doubles (+2 ms), C appears (+1 ms), D goes (-0.5 ms)
   // while A stays.
-  KernelTable before = Table({{"A", 1e-3}, {"B", 1.5e-3}, {"D", 0.5e-3}});
-  KernelTable after = Table({{"A", 1e-3}, {"B", 3.5e-3}, {"C", 1.5e-3}});
-  auto d = DiffKernels(before, after, 3e-3, 6e-3, 0.05);
+  StepKernels before = Table({{"A", 1e-3}, {"B", 1.5e-3}, {"D", 0.5e-3}});
+  StepKernels after = Table({{"A", 1e-3}, {"B", 3.5e-3}, {"C", 1.5e-3}});
+  auto d = DiffStepKernels(before, after, 3e-3, 6e-3, 0.05);
   ASSERT_EQ(d.size(), 4u);
   // Appeared and vanished first, then by how much each moved.
   EXPECT_EQ(d[0].name, "C");
@@ -157,13 +157,13 @@ TEST(Bisect, ReadsTheCasesKernelTable) {
          {"name": "gemm_kernel", "kind": "kernel", "launches_per_run": 2, "total_s": 0.002,
           "mean_s": 0.00025, "share": 0.5}]}}}]})";
   }
-  auto t = ReadKernelTable(path, "g/c/b/w");
+  auto t = ReadStepKernels(path, "g/c/b/w");
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->source, "cupti");
   ASSERT_EQ(t->rows.size(), 1u);
   EXPECT_EQ(t->rows[0].name, "gemm_kernel");
   EXPECT_NEAR(t->rows[0].per_run_s, 0.0005, 1e-15);
-  EXPECT_FALSE(ReadKernelTable(path, "g/c/b/none").has_value());
+  EXPECT_FALSE(ReadStepKernels(path, "g/c/b/none").has_value());
   std::remove(path);
 }
 

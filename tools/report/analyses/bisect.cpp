@@ -50,7 +50,7 @@ std::string CaseFilter(const std::string& name) {
   return out + ")?$";
 }
 
-std::string ShellQuote(const std::string& w) {
+std::string QuoteArg(const std::string& w) {
   bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) ||
            std::string_view("_-./:=@%+,^").find(c) != std::string_view::npos;
@@ -67,8 +67,8 @@ std::string CleanRevision(const std::string& rev) {
 
 std::string BisectCommand(const std::string& good, const std::string& bad,
                           const std::string& case_name) {
-  return "dlbench-report bisect --good " + ShellQuote(CleanRevision(good)) + " --bad " +
-         ShellQuote(CleanRevision(bad)) + " --case " + ShellQuote(CaseBaseName(case_name));
+  return "dlbench-report bisect --good " + QuoteArg(CleanRevision(good)) + " --bad " +
+         QuoteArg(CleanRevision(bad)) + " --case " + QuoteArg(CaseBaseName(case_name));
 }
 
 std::string StepBisect(const std::string& before, const std::string& after,
@@ -80,13 +80,13 @@ std::string StepBisect(const std::string& before, const std::string& after,
   return BisectCommand(before, after, case_name);
 }
 
-const char* CallName(Call c) {
+const char* CallName(StepCall c) {
   switch (c) {
-    case Call::kGood:
+    case StepCall::kGood:
       return "good";
-    case Call::kBad:
+    case StepCall::kBad:
       return "bad";
-    case Call::kSkip:
+    case StepCall::kSkip:
       return "skip";
   }
   return "?";
@@ -119,20 +119,20 @@ Judgement JudgeStep(const Bench& good, const Bench& bad, const Bench& step,
   const bool like_bad = j.vs_bad.verdict != Verdict::kFaster;
   auto by_position = [&](const std::string& where) {
     if (j.position <= 1.0 / 3) {
-      j.call = Call::kGood;
+      j.call = StepCall::kGood;
       j.why = where + ", in the good third";
     } else if (j.position >= 2.0 / 3) {
-      j.call = Call::kBad;
+      j.call = StepCall::kBad;
       j.why = where + ", in the bad third";
     } else {
       j.why = where + ", in the middle third: ambiguous";
     }
   };
   if (like_good && !like_bad) {
-    j.call = Call::kGood;
+    j.call = StepCall::kGood;
     j.why = "not slower than good, faster than bad";
   } else if (like_bad && !like_good) {
-    j.call = Call::kBad;
+    j.call = StepCall::kBad;
     j.why = "slower than good, not faster than bad";
   } else if (!like_good && !like_bad) {
     by_position("between good and bad");
@@ -144,7 +144,7 @@ Judgement JudgeStep(const Bench& good, const Bench& bad, const Bench& step,
   return j;
 }
 
-std::optional<KernelTable> ReadKernelTable(const std::string& path, const std::string& case_name) {
+std::optional<StepKernels> ReadStepKernels(const std::string& path, const std::string& case_name) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -162,11 +162,11 @@ std::optional<KernelTable> ReadKernelTable(const std::string& path, const std::s
     if (rows == k->end() || !rows->is_array()) continue;
     double runs = k->value(std::string(schema::kKernelsRuns), 1.0);
     if (!(runs > 0)) runs = 1;
-    KernelTable t;
+    StepKernels t;
     t.source = k->value(std::string(schema::kKernelsSource), "");
     for (const auto& r : *rows) {
       if (!r.is_object()) continue;
-      KernelRow row;
+      StepKernelRow row;
       row.name = r.value(std::string(schema::kKernelName), "");
       row.kind = r.value(std::string(schema::kKernelKind), "");
       row.per_run_s = r.value(std::string(schema::kKernelTotalS), 0.0) / runs;
@@ -178,13 +178,14 @@ std::optional<KernelTable> ReadKernelTable(const std::string& path, const std::s
   return std::nullopt;
 }
 
-std::vector<KernelChange> DiffKernels(const KernelTable& before, const KernelTable& after,
-                                      double case_before_s, double case_after_s, double threshold) {
-  std::map<std::string, KernelChange> by_name;
+std::vector<StepKernelChange> DiffStepKernels(const StepKernels& before, const StepKernels& after,
+                                              double case_before_s, double case_after_s,
+                                              double threshold) {
+  std::map<std::string, StepKernelChange> by_name;
   std::vector<std::string> order;
-  auto take = [&](const KernelTable& t, bool is_after) {
+  auto take = [&](const StepKernels& t, bool is_after) {
     for (const auto& r : t.rows) {
-      auto [it, inserted] = by_name.emplace(r.name, KernelChange{});
+      auto [it, inserted] = by_name.emplace(r.name, StepKernelChange{});
       if (inserted) {
         order.push_back(r.name);
         it->second.name = r.name;
@@ -196,9 +197,9 @@ std::vector<KernelChange> DiffKernels(const KernelTable& before, const KernelTab
   take(before, false);
   take(after, true);
   const double case_change = case_after_s - case_before_s;
-  std::vector<KernelChange> out;
+  std::vector<StepKernelChange> out;
   for (const auto& name : order) {
-    KernelChange c = by_name[name];
+    StepKernelChange c = by_name[name];
     if (c.before_s == 0)
       c.what = "appeared";
     else if (c.after_s == 0)
@@ -210,13 +211,14 @@ std::vector<KernelChange> DiffKernels(const KernelTable& before, const KernelTab
     c.share_of_change = case_change != 0 ? (c.after_s - c.before_s) / case_change : kNaN;
     out.push_back(std::move(c));
   }
-  auto rank = [](const KernelChange& c) {
+  auto rank = [](const StepKernelChange& c) {
     return c.what == "appeared" || c.what == "vanished" ? 0 : 1;
   };
-  std::stable_sort(out.begin(), out.end(), [&](const KernelChange& a, const KernelChange& b) {
-    if (rank(a) != rank(b)) return rank(a) < rank(b);
-    return std::fabs(a.after_s - a.before_s) > std::fabs(b.after_s - b.before_s);
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const StepKernelChange& a, const StepKernelChange& b) {
+                     if (rank(a) != rank(b)) return rank(a) < rank(b);
+                     return std::fabs(a.after_s - a.before_s) > std::fabs(b.after_s - b.before_s);
+                   });
   return out;
 }
 
@@ -243,8 +245,8 @@ Section StepsSection(const BisectResult& r) {
                {"note", "note"}};
   for (const auto& st : r.steps) {
     Cell verdict(CallName(st.call));
-    if (st.call == Call::kBad) verdict.With(Tone::kBad);
-    if (st.call == Call::kSkip) verdict.With(Tone::kWarn);
+    if (st.call == StepCall::kBad) verdict.With(Tone::kBad);
+    if (st.call == StepCall::kSkip) verdict.With(Tone::kWarn);
     bool m = st.measured;
     t.rows.push_back({Cell(Short(st.commit)), Cell(st.subject), Cell(st.role),
                       m ? Cell(FormatTime(st.median_ns), st.median_ns) : Cell("-"),
@@ -294,7 +296,7 @@ Document BisectDocument(const BisectResult& r, const BisectOptions& opt) {
   }
   std::vector<std::string> skipped;
   for (const auto& st : r.steps)
-    if (st.call == Call::kSkip) skipped.push_back(Short(st.commit) + " (" + st.note + ")");
+    if (st.call == StepCall::kSkip) skipped.push_back(Short(st.commit) + " (" + st.note + ")");
   d.notes.push_back(skipped.empty() ? std::string("Skipped: none.")
                                     : "Skipped: " + std::to_string(skipped.size()) + ": " +
                                           Join(skipped, "; ") + ".");

@@ -42,7 +42,7 @@ std::string CaseFamily(const std::string& name);
 // --benchmark_filter that selects exactly the case: "^<name, regex-escaped>(/manual_time|...)?$".
 std::string CaseFilter(const std::string& name);
 // POSIX shell quoting: the word as is when it needs none, else in single quotes.
-std::string ShellQuote(const std::string& word);
+std::string QuoteArg(const std::string& word);
 // The command that bisects a case between two revisions (history check prints it). A revision
 // `git describe --dirty` wrote loses its "-dirty".
 std::string BisectCommand(const std::string& good, const std::string& bad,
@@ -53,8 +53,8 @@ std::string CleanRevision(const std::string& rev);
 std::string StepBisect(const std::string& before, const std::string& after,
                        const std::string& case_name);
 
-enum class Call { kGood, kBad, kSkip };
-const char* CallName(Call c);
+enum class StepCall { kGood, kBad, kSkip };
+const char* CallName(StepCall c);
 
 // A step's repetitions against each endpoint's, with compare's rules (CompareOptions):
 //  - not significantly slower than good and significantly faster than bad: good;
@@ -63,7 +63,7 @@ const char* CallName(Call c);
 //    log scale from good (0) to bad (1): up to 1/3 good, from 2/3 bad, else skipped;
 //  - significantly different from neither (noisy): skipped.
 struct Judgement {
-  Call call = Call::kSkip;
+  StepCall call = StepCall::kSkip;
   std::string why;
   double position = 0;  // log(step/good) / log(bad/good) of the medians
   CompareRow vs_good, vs_bad;
@@ -75,27 +75,29 @@ CompareRow CompareOne(const Bench& base, const Bench& now, const CompareOptions&
 // The smallest two-sided exact U-test p-value of n against n repetitions: 2 / C(2n, n).
 double SmallestP(int n);
 
-// A case's kernel table (the "kernels" object of its dlbench fields, --dlb_kernels=on).
-struct KernelRow {
+// A step's kernel table (the "kernels" object of the case's dlbench fields, --dlb_kernels=on), read
+// straight from the step's JSON file, and the diff of two: all bisect needs of them.
+struct StepKernelRow {
   std::string name, kind;
   double per_run_s = 0;  // total_s / runs
   double launches_per_run = 0;
 };
-struct KernelTable {
+struct StepKernels {
   std::string source;
-  std::vector<KernelRow> rows;
+  std::vector<StepKernelRow> rows;
 };
 // The first repetition's table of the case in a Google Benchmark JSON file; nullopt without one.
-std::optional<KernelTable> ReadKernelTable(const std::string& path, const std::string& case_name);
-struct KernelChange {
+std::optional<StepKernels> ReadStepKernels(const std::string& path, const std::string& case_name);
+struct StepKernelChange {
   std::string name, kind;
   double before_s = 0, after_s = 0;  // per run; 0 where absent
   std::string what;                  // appeared, vanished, grew, shrank, same
   double share_of_change = 0;        // (after - before) / (the case's after - before); NaN if 0
 };
 // Appeared and vanished kernels first, then the rest by how much of the change they carry.
-std::vector<KernelChange> DiffKernels(const KernelTable& before, const KernelTable& after,
-                                      double case_before_s, double case_after_s, double threshold);
+std::vector<StepKernelChange> DiffStepKernels(const StepKernels& before, const StepKernels& after,
+                                              double case_before_s, double case_after_s,
+                                              double threshold);
 
 // What a bisection measured and decided.
 struct BisectStep {
@@ -106,7 +108,7 @@ struct BisectStep {
   double change = 0, p = 0;  // against the good endpoint
   double position = 0;
   size_t reps = 0;
-  Call call = Call::kSkip;
+  StepCall call = StepCall::kSkip;
   std::string note;
   std::string json;  // the run's JSON (in the temporary folder, gone after Bisect)
 };
@@ -115,7 +117,7 @@ struct BisectResult {
   std::vector<BisectStep> steps;     // in the order measured
   std::string first_bad, first_bad_subject;
   std::vector<std::string> candidates;  // undecided: the commits the first bad one may be
-  std::optional<std::vector<KernelChange>> kernels;
+  std::optional<std::vector<StepKernelChange>> kernels;
   std::string kernels_note;
   int exit_code = kBisectUndecided;
 };

@@ -268,7 +268,7 @@ class Driver {
     flags.insert(flags.end(), opt_.extra.begin(), opt_.extra.end());
     if (!opt_.run.empty()) {
       std::string cmd = opt_.run;
-      for (const auto& f : flags) cmd += " " + ShellQuote(f);
+      for (const auto& f : flags) cmd += " " + QuoteArg(f);
       rc = RunProcess({"/bin/sh", "-c", cmd}, s_.worktree, run_log, env);
     } else {
       std::string bin =
@@ -405,7 +405,7 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
     return std::make_pair(st, *b);
   };
   auto [good_step, good] = measure_endpoint(r.good, "good");
-  good_step.call = Call::kGood;
+  good_step.call = StepCall::kGood;
   good_step.p = std::nan("");
   drv.Progress(good_step);
   auto [bad_step, bad] = measure_endpoint(r.bad, "bad");
@@ -415,7 +415,7 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
   CompareRow steady = CompareOne(good, again, opt.compare);
   again_step.change = steady.delta;
   again_step.p = steady.p;
-  again_step.call = Call::kGood;
+  again_step.call = StepCall::kGood;
   again_step.note =
       "the good endpoint re-run: compare says " + std::string(VerdictName(steady.verdict));
   drv.Progress(again_step);
@@ -427,7 +427,7 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
   bad_step.change = gb.delta;
   bad_step.p = gb.p;
   bad_step.position = 1;
-  bad_step.call = Call::kBad;
+  bad_step.call = StepCall::kBad;
   auto position = [&](const BisectStep& st) {
     return std::log(st.median_ns / gb.base_ns) / std::log(gb.new_ns / gb.base_ns);
   };
@@ -495,20 +495,20 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
     Driver::Out parent = drv.Git({"-C", scratch.repo, "rev-parse", r.first_bad + "^"}, "/");
     std::string before = r.good;
     for (const auto& st : r.steps)
-      if (st.commit == Trim(parent.text) && st.call == Call::kGood) before = st.commit;
+      if (st.commit == Trim(parent.text) && st.call == StepCall::kGood) before = st.commit;
     const BisectStep *bs = nullptr, *as = nullptr;
     for (const auto& st : r.steps) {
       if (st.commit == before && st.measured) bs = &st;
       if (st.commit == r.first_bad && st.measured) as = &st;
     }
-    std::optional<KernelTable> kb, ka;
+    std::optional<StepKernels> kb, ka;
     if (bs && as) {
-      kb = ReadKernelTable(bs->json, r.case_name);
-      ka = ReadKernelTable(as->json, r.case_name);
+      kb = ReadStepKernels(bs->json, r.case_name);
+      ka = ReadStepKernels(as->json, r.case_name);
     }
     if (kb && ka) {
-      r.kernels =
-          DiffKernels(*kb, *ka, bs->median_ns * 1e-9, as->median_ns * 1e-9, opt.compare.threshold);
+      r.kernels = DiffStepKernels(*kb, *ka, bs->median_ns * 1e-9, as->median_ns * 1e-9,
+                                  opt.compare.threshold);
       r.kernels_note = "Kernel tables of " + Short(before) + " (good) and " + Short(r.first_bad) +
                        " (first bad), per run: kernels that appeared, vanished, grew or "
                        "shrank, and the part of the case's change each carries.";
