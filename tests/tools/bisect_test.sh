@@ -3,9 +3,10 @@
 # around Google Benchmark, compiled once; op.c, a serial float sum, compiled by --build at each
 # step) where one commit makes the op 2x slower. It must name that commit; with a commit whose
 # build fails in the range, say it skipped it and still name the right one, or say it cannot
-# decide between the skipped commit and the next, as git bisect does. Then bad input, a regression
-# that does not reproduce and an interrupt: one line, the documented exit code, no worktree or
-# temporary folder left.
+# decide between the skipped commit and the next, as git bisect does (the binary found where
+# dlbench's build puts it, through --work-dir and through --run). Then bad input, a regression that
+# does not reproduce and an interrupt: one line, the documented exit code, no worktree or temporary
+# folder left.
 #   bisect_test.sh DLBENCH_REPORT GBENCH_INCLUDE_DIRS(:-separated) GBENCH_LIBRARY
 set -u
 exe=$1 inc=$2 lib=$3
@@ -24,8 +25,9 @@ IFS=: read -r -a dirs <<<"$inc"
 for d in "${dirs[@]}"; do [[ -n "$d" ]] && incflags+=("-I$d"); done
 c++ -O2 -std=c++17 "${incflags[@]}" -c "$here/bisect/harness.cpp" -o "$tmp/harness.o" ||
   fail "cannot compile the harness"
-build="mkdir -p build && cc -O2 -c op.c -o build/op.o && c++ $tmp/harness.o build/op.o $lib \
--Wl,-rpath,$(dirname "$lib") -lpthread -o build/bench_toy"
+# Where dlbench's build puts the family's binary, so bisect finds it without --binary.
+build="b=\$DLBENCH_BISECT_BUILD_DIR && mkdir -p \$b/benchmarks && cc -O2 -c op.c -o \$b/op.o && \
+c++ $tmp/harness.o \$b/op.o $lib -Wl,-rpath,$(dirname "$lib") -lpthread -o \$b/benchmarks/bench_toy"
 case_name='toy/cpu/native/sum.64k/dt:f32'
 
 # make_repo DIR SLOW BROKEN: commits c0..c7; from commit SLOW on the sum runs twice as many
@@ -73,8 +75,8 @@ leftovers() {  # $1: repo
 bisect() {  # repo, then more options
   local repo=$1
   shift
-  "$exe" bisect --source "$repo" --case "$case_name" --build "$build" --binary build/bench_toy \
-    --repeats 8 "$@" -- --benchmark_min_time=0.02
+  "$exe" bisect --source "$repo" --case "$case_name" --build "$build" --repeats 8 "$@" \
+    -- --benchmark_min_time=0.02
 }
 
 # 1. The op gets 2x slower at commit 5; the revisions as the user types them, the report as JSON.
@@ -100,10 +102,10 @@ fi
 leftovers "$tmp/a"
 
 # 2. The build fails at commit 3 (the first one git tries), commit 4 fixes it, commit 6 is slow:
-# 3 is skipped, 6 named.
+# 3 is skipped, 6 named. The build is kept in --work-dir, the worktree is not.
 make_repo "$tmp/b" 6 3
 bisect "$tmp/b" --good "$(commit "$tmp/b" 0)" --bad "$(commit "$tmp/b" 7)" -o "$tmp/b.md" \
-  2>"$tmp/b.log"
+  --work-dir "$tmp/work" 2>"$tmp/b.log"
 rc=$?
 [[ $rc -eq 0 ]] || fail "scenario 2: exit $rc, want 0: $(cat "$tmp/b.log")"
 grep -q "First bad commit\*\*: $(commit "$tmp/b" 6)" "$tmp/b.md" ||
@@ -111,12 +113,16 @@ grep -q "First bad commit\*\*: $(commit "$tmp/b" 6)" "$tmp/b.md" ||
 short3=$(commit "$tmp/b" 3 | cut -c1-12)
 grep -q "Skipped: 1: $short3 (build failed" "$tmp/b.md" ||
   fail "scenario 2 does not say it skipped commit 3: $(cat "$tmp/b.md")"
+[[ -x "$tmp/work/build/benchmarks/bench_toy" ]] || fail "scenario 2: --work-dir's build is gone"
+[[ ! -e "$tmp/work/src" ]] || fail "scenario 2: --work-dir's worktree is left"
 leftovers "$tmp/b"
 
-# 3. The build fails at commit 5 and commit 6 is slow: git cannot tell 5 from 6.
+# 3. The build fails at commit 5 and commit 6 is slow: git cannot tell 5 from 6. The benchmark
+# runs through --run.
 make_repo "$tmp/c" 6 5
-bisect "$tmp/c" --good "$(commit "$tmp/c" 0)" --bad "$(commit "$tmp/c" 7)" -o "$tmp/c.md" \
-  2>"$tmp/c.log"
+"$exe" bisect --source "$tmp/c" --case "$case_name" --build "$build" --repeats 8 \
+  --run '"$DLBENCH_BISECT_BUILD_DIR/benchmarks/bench_toy" --benchmark_min_time=0.02' \
+  --good "$(commit "$tmp/c" 0)" --bad "$(commit "$tmp/c" 7)" -o "$tmp/c.md" 2>"$tmp/c.log"
 rc=$?
 [[ $rc -eq 5 ]] || fail "scenario 3: exit $rc, want 5: $(cat "$tmp/c.log")"
 grep -q "Undecided.*$(commit "$tmp/c" 5 | cut -c1-12), $(commit "$tmp/c" 6 | cut -c1-12)" \
@@ -142,9 +148,8 @@ bisect "$tmp/a" --good nosuchrev --bad HEAD 2>"$tmp/e1.log"
 one_line $? "unknown revision" "$tmp/e1.log"
 grep -q "unknown revision 'nosuchrev'" "$tmp/e1.log" || fail "unknown revision: $(cat "$tmp/e1.log")"
 leftovers "$tmp/a"
-"$exe" bisect --source "$tmp/a" --case toy/cpu/native/nosuch --build "$build" \
-  --binary build/bench_toy --repeats 8 --good HEAD~7 --bad HEAD -- --benchmark_min_time=0.02 \
-  2>"$tmp/e2.log"
+"$exe" bisect --source "$tmp/a" --case toy/cpu/native/nosuch --build "$build" --repeats 8 \
+  --good HEAD~7 --bad HEAD -- --benchmark_min_time=0.02 2>"$tmp/e2.log"
 one_line $? "case not in the family" "$tmp/e2.log"
 grep -q 'not in the run' "$tmp/e2.log" || fail "case not in the family: $(cat "$tmp/e2.log")"
 leftovers "$tmp/a"
