@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dlbench-report bisect on git repositories made here: eight commits of a tiny program (harness.cpp
 # around Google Benchmark, compiled once; op.c, a serial float sum, compiled by --build at each
-# step) where one commit makes the op 2x slower. It must name that commit; with a commit whose
+# step) where one commit makes the op 2x slower. It must name that commit and diff the kernel tables
+# across it (written into the JSON by the repository's run.sh); with a commit whose
 # build fails in the range, say it skipped it and still name the right one, or say it cannot
 # decide between the skipped commit and the next, as git bisect does (the binary found where
 # dlbench's build puts it, through --work-dir and through --run). Then bad input, a regression that
@@ -52,6 +53,16 @@ float toy_op(const float* x, int n) {
 }
 C
     ((broken > 0 && i == broken)) && echo "this does not compile;" >>"$dir/op.c"
+    # run.sh: the benchmark, then a kernel table in its JSON as --dlb_kernels=on writes one: the
+    # op is one primitive named by its rounds.
+    cat >"$dir/run.sh" <<S
+#!/bin/sh
+"\$DLBENCH_BISECT_BUILD_DIR/benchmarks/bench_toy" "\$@" || exit
+for a in "\$@"; do case \$a in --benchmark_out=*) out=\${a#--benchmark_out=} ;; esac; done
+sed -i 's/"run_type": "iteration",/"run_type": "iteration", "dlbench": {"kernels": {"source": \
+"onednn_verbose", "runs": 1, "rows": [{"name": "sum_x$rounds", "kind": "primitive", \
+"launches_per_run": 1, "total_s": 0.000$rounds}]}},/' "\$out"
+S
     echo "change $i" >>"$dir/notes.txt"
     local subject="commit $i"
     ((i == slow)) && subject="commit $i: twice the rounds"
@@ -81,13 +92,19 @@ bisect() {  # repo, then more options
 
 # 1. The op gets 2x slower at commit 5; the revisions as the user types them, the report as JSON.
 make_repo "$tmp/a" 5 0
-bisect "$tmp/a" --good HEAD~7 --bad HEAD --format json -o "$tmp/a.json" 2>"$tmp/a.log"
+bisect "$tmp/a" --good HEAD~7 --bad HEAD --format json -o "$tmp/a.json" --run 'sh run.sh' \
+  2>"$tmp/a.log"
 rc=$?
 [[ $rc -eq 0 ]] || fail "scenario 1: exit $rc, want 0: $(cat "$tmp/a.log")"
 grep -q "First bad commit\*\*: $(commit "$tmp/a" 5) commit 5: twice the rounds" "$tmp/a.json" ||
   fail "scenario 1 does not name commit 5: $(cat "$tmp/a.json")"
 grep -q '"Skipped: none."' "$tmp/a.json" || fail "scenario 1 skipped a commit: $(cat "$tmp/a.json")"
-grep -q 'No kernel diff' "$tmp/a.json" || fail "scenario 1: no word on the kernel diff"
+# Across commit 5 (against commit 4, its parent, measured good) one primitive left, another came.
+tr -d ' \n' <"$tmp/a.json" >"$tmp/a.flat"
+grep -q '{"name":"sum_x8","kind":"primitive","before_s":null,"after_s":0.0008,"what":"appeared"' \
+  "$tmp/a.flat" || fail "scenario 1: the kernel diff lacks the kernel that appeared: $(cat "$tmp/a.json")"
+grep -q '{"name":"sum_x4","kind":"primitive","before_s":0.0004,"after_s":null,"what":"vanished"' \
+  "$tmp/a.flat" || fail "scenario 1: the kernel diff lacks the kernel that vanished"
 if command -v python3 >/dev/null; then
   python3 - "$tmp/a.json" <<'PY' || fail "scenario 1: $(cat "$tmp/a.json")"
 import json, sys
@@ -113,6 +130,7 @@ grep -q "First bad commit\*\*: $(commit "$tmp/b" 6)" "$tmp/b.md" ||
 short3=$(commit "$tmp/b" 3 | cut -c1-12)
 grep -q "Skipped: 1: $short3 (build failed" "$tmp/b.md" ||
   fail "scenario 2 does not say it skipped commit 3: $(cat "$tmp/b.md")"
+grep -q 'No kernel diff' "$tmp/b.md" || fail "scenario 2: no word on the kernel diff"
 [[ -x "$tmp/work/build/benchmarks/bench_toy" ]] || fail "scenario 2: --work-dir's build is gone"
 [[ ! -e "$tmp/work/src" ]] || fail "scenario 2: --work-dir's worktree is left"
 leftovers "$tmp/b"

@@ -266,13 +266,18 @@ Section KernelSection(const BisectResult& r) {
   s.notes.push_back(r.kernels_note);
   if (!r.kernels) return s;
   Table t;
-  t.columns = {{"kernel", "name"},         {"kind", "kind"},     {"before / run", "before_s"},
-               {"after / run", "after_s"}, {"change", "change"}, {"of the case's change", "share"}};
+  t.columns = {{"kernel", "name"},           {"kind", "kind"},
+               {"before / run", "before_s"}, {"after / run", "after_s"},
+               {"change", "what"},           {"of the case's change", "of_change"}};
+  // A side without the kernel reads "-" (null in JSON), not a time of 0.
+  auto time = [](const std::string& what, const char* absent, double s) {
+    return what == absent ? Cell("-") : Cell(FormatTime(s * 1e9), s);
+  };
   for (const auto& k : *r.kernels) {
     Cell what(k.what);
     if (k.what == "appeared" || k.what == "grew") what.With(Tone::kBad);
-    t.rows.push_back({Cell(k.name), Cell(k.kind), Cell(FormatTime(k.before_s * 1e9), k.before_s),
-                      Cell(FormatTime(k.after_s * 1e9), k.after_s), what,
+    t.rows.push_back({Cell(k.name), Cell(k.kind), time(k.what, "appeared", k.before_s),
+                      time(k.what, "vanished", k.after_s), what,
                       Cell(FormatSigned(k.share_of_change), k.share_of_change)});
   }
   s.tables.push_back(std::move(t));
