@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # dlbench-report bisect on git repositories made here: eight commits of a tiny program (harness.cpp
 # around Google Benchmark, compiled once; op.c, a serial float sum, compiled by --build at each
-# step) where one commit makes the op 2x slower. It must name that commit and diff the kernel tables
-# across it (written into the JSON by the repository's run.sh); with a commit whose
-# build fails in the range, say it skipped it and still name the right one, or say it cannot
-# decide between the skipped commit and the next, as git bisect does (the binary found where
-# dlbench's build puts it, through --work-dir and through --run). Then bad input, a regression that
-# does not reproduce and an interrupt: one line, the documented exit code, no worktree or temporary
-# folder left.
+# step) where one commit makes the op 2x slower. It must name that commit and diff the kernel
+# tables across it (written into the JSON by the repository's run.sh); with a commit whose build
+# fails in the range, say it skipped it and still name the right one, or say it cannot decide
+# between the skipped commit and the next, as git bisect does (the binary found where dlbench's
+# build puts it, through --work-dir and through --run). Then bad input, a regression that does not
+# reproduce and an interrupt: one line, the documented exit code, no worktree or temporary folder
+# left.
 #   bisect_test.sh DLBENCH_REPORT GBENCH_INCLUDE_DIRS(:-separated) GBENCH_LIBRARY
 set -u
 exe=$1 inc=$2 lib=$3
