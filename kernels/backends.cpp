@@ -13,6 +13,9 @@
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/context.h"
 #endif
+#ifdef DLBENCH_HAVE_CUDA
+#include "kernels/cublas/peak.h"
+#endif
 
 namespace dlb::backends {
 
@@ -81,6 +84,16 @@ int SetCpuThreads(int n, bool may_run_again) {
 }
 
 int CpuThreads() { return g_threads > 0 ? g_threads : AllowedPhysicalCores(); }
+
+GpuGemmPeak MeasureGpuGemmPeak(DType dt) {
+#ifdef DLBENCH_HAVE_CUDA
+  const cublas::GemmPeakRun run = cublas::MeasureGemmPeak(dt);
+  return {run.flops, run.sm_clock_mhz, run.method};
+#else
+  (void)dt;
+  return {0, 0, "not built with CUDA"};
+#endif
+}
 
 std::map<std::string, std::string> ContextEntries() {
   std::map<std::string, std::string> c;

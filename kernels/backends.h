@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "kernels/common/dtype.h"
+
 namespace dlb::backends {
 
 // Readies the CPU backends of this build, once per process before any case is built (the thread
@@ -28,6 +30,17 @@ int CpuThreads();
 // 2 CPUs busy at the start" (set by SetCpuThreads), the user's own OMP_WAIT_POLICY or
 // GOMP_SPINCOUNT, or "OpenMP's default wait" (spin, then sleep).
 std::string OpenMpWait();
+
+// The GEMM rate the GPU (the current device) reaches for the dtype with the best library GEMM
+// this build has (cuBLASLt, kernels/cublas/peak.h), and the SM clock it ran at: what the harness
+// records as the GPU's measured peak. flops 0, and why in `method`, where there is none (no CUDA
+// in this build, no device, a dtype the GPU lacks). Takes about a second; never throws.
+struct GpuGemmPeak {
+  double flops = 0;
+  double sm_clock_mhz = 0;  // median while timed; 0 when unknown
+  std::string method;
+};
+GpuGemmPeak MeasureGpuGemmPeak(DType dt);
 
 // Context entries, key -> value: each backend's version and threads, and "not built" for a
 // backend this build lacks. The keys are the result schema's context keys (onednn_version, ...).

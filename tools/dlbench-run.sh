@@ -47,6 +47,7 @@ families=(gemm conv attn train train_native dataload comm)
 declare -A weight=([gemm]=4 [conv]=4 [attn]=1 [train]=5 [train_native]=1 [dataload]=1 [comm]=1)
 start=$(date +%s)
 times=""
+timed_out=()
 for i in "${!families[@]}"; do
   family=${families[$i]}
   [[ -x "$bin/bench_$family" ]] || { echo "dlbench: bench_$family not built, skipped"; continue; }
@@ -63,7 +64,17 @@ for i in "${!families[@]}"; do
   trap 'rm -f "$tmp"' EXIT
   echo "dlbench: running bench_$family (tier $tier${extra:+, budget ${extra[0]#--dlb_budget=} min})"
   t0=$(date +%s)
-  "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@" "${extra[@]}"
+  rc=0
+  "$bin/bench_$family" --benchmark_out="$tmp" --benchmark_out_format=json "$@" "${extra[@]}" || rc=$?
+  # 124: a case ran past --dlb_case_timeout (DLB_CASE_TIMEOUT); the binary wrote the cases before
+  # it and that one ("timed out: ...") whole: keep them and go on with the next family. Any other
+  # failure stops the job, as before.
+  if ((rc == 124)); then
+    echo "dlbench: bench_$family: a case timed out (--dlb_case_timeout); its finished cases are kept, going on"
+    timed_out+=("$family")
+  elif ((rc != 0)); then
+    exit "$rc"
+  fi
   t=$(($(date +%s) - t0))
   times+="${times:+, }$family $((t / 60)):$(printf %02d $((t % 60)))"
   chmod 644 "$tmp"  # mktemp makes it private; results are for sharing
@@ -83,3 +94,7 @@ done
 build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out" >/dev/null
 echo "dlbench: results in:"
 for f in "${jsons[@]}" "$out/report.md" "$out/report.html"; do echo "  $root/$f"; done
+if ((${#timed_out[@]} > 0)); then
+  echo "dlbench: timed out (--dlb_case_timeout), the rest of the family not run: ${timed_out[*]}" >&2
+  exit 1
+fi

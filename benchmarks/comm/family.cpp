@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "fixtures/output.h"
@@ -52,6 +53,24 @@ std::string GpuText(int device) {
   return "GPU " + std::to_string(device) + ": " + nccl::DeviceSummary(device);
 }
 
+// The slowest rank's span of `timed` (seconds), agreed by every process. A rank whose call failed
+// (the watchdog aborted its communicator, an NCCL error) joins the agreement with +inf instead of
+// leaving the others waiting in it; then every process throws the lowest failing rank's line.
+template <class F>
+double AgreedSpan(nccl::Launch& launch, F timed) {
+  double span = 0;
+  std::string mine;
+  try {
+    span = timed();
+  } catch (...) {
+    mine = FailureMessage(std::current_exception());
+    span = std::numeric_limits<double>::infinity();
+  }
+  const double slowest = launch.Max(span);
+  if (std::isfinite(slowest)) return slowest;
+  throw Error(launch.FirstError(mine));
+}
+
 }  // namespace
 
 nccl::Launch& TheLaunch() {
@@ -61,8 +80,14 @@ nccl::Launch& TheLaunch() {
 
 nccl::Communicator& World() {
   State& s = S();
+  if (s.world && s.world->aborted()) {
+    // The watchdog aborted it in an earlier case: the cases after it fail at once with its line.
+    s.world_error = "NCCL communicator aborted by an earlier case: " + s.world->abort_reason();
+    s.world.reset();
+  }
   if (s.world) return *s.world;
   if (!s.world_error.empty()) throw Error(s.world_error);
+  const double timeout = dlb::Opts().comm_timeout_s;
   nccl::Launch& launch = TheLaunch();
   try {
     if (launch.size() > 1) {
@@ -84,7 +109,7 @@ nccl::Communicator& World() {
       launch.Broadcast(&msg, sizeof msg);
       if (!msg.ok) throw Error(why.empty() ? "rank 0 could not make NCCL's unique id" : why);
       const int device = launch.local_rank() % std::max(1, cuda::DeviceCount());
-      s.world = nccl::Communicator::InitRank(msg.id, launch.size(), launch.rank(), device);
+      s.world = nccl::Communicator::InitRank(msg.id, launch.size(), launch.rank(), device, timeout);
       // mpirun binds each of 2 processes to one core by default: the monitor's NVML thread then
       // takes turns with the thread that launches, which slowed 1 MiB all-reduces by 1.4x on the
       // 2 x H200 host (14 us unbound or unmonitored, ~21 us bound and monitored).
@@ -99,7 +124,7 @@ nccl::Communicator& World() {
     } else {
       std::vector<int> devices(static_cast<size_t>(Gpus()));
       for (size_t i = 0; i < devices.size(); ++i) devices[i] = int(i);
-      s.world = nccl::Communicator::InitAll(devices);
+      s.world = nccl::Communicator::InitAll(devices, timeout);
     }
   } catch (const std::exception& e) {
     s.world_error = std::string("NCCL communicator: ") + e.what();
@@ -225,6 +250,7 @@ std::shared_ptr<CollectiveOp> CommSteps::Build(const CommShape& shape, const Run
   std::string why;
   try {
     op = std::make_shared<CollectiveOp>(shape, cfg, World());
+    op->set_case(detail::CurrentSlot().name);  // named in a watchdog's line
   } catch (...) {
     why = FailureMessage(std::current_exception());
   }
@@ -237,7 +263,7 @@ int CommSteps::Calibrate(CollectiveOp& op) {
   nccl::Launch& launch = TheLaunch();
   double spent = 0, one = 0;
   for (int i = 0; i < 2 || spent < kWarmupSeconds; ++i) {
-    one = launch.Max(op.TimedRuns(1));
+    one = AgreedSpan(launch, [&] { return op.TimedRuns(1); });
     spent += one;
     if (i >= 1000) break;
   }
@@ -260,7 +286,8 @@ Timing CommSteps::Time(benchmark::State& st, CollectiveOp& op, int launches) {
         // is the same on every process (see family.h), so is this.
         left_in_batch = std::max<int64_t>(
             1, std::min<int64_t>(launches, int64_t(st.max_iterations) - t.iterations));
-        per_run = launch.Max(op.TimedRuns(int(left_in_batch))) / double(left_in_batch);
+        per_run = AgreedSpan(launch, [&] { return op.TimedRuns(int(left_in_batch)); }) /
+                  double(left_in_batch);
       }
       st.SetIterationTime(per_run);
       t.total += per_run;

@@ -7,7 +7,9 @@
 // from the times it is given; here every process gives it the same times: each timed span is the
 // slowest rank's (MPI_Allreduce MAX of the per-rank CUDA-event spans), so every process makes the
 // same choices, call for call. The same holds for warm-up and launches per span, decided on those
-// agreed times, and for failures: a case that fails or is unsupported on one rank fails on all.
+// agreed times, and for failures: a case that fails or is unsupported on one rank fails on all;
+// a timed span that fails on one rank (the NCCL watchdog aborted its communicator after
+// --dlb_comm_timeout, kernels/nccl/comm.h) is agreed as failed by all, with that rank's line.
 // Each case also checks that every process is at the same case before touching NCCL.
 #pragma once
 
@@ -31,8 +33,8 @@ using nccl::CommShape;
 // The launch of this run, set by Main before any case registers.
 nccl::Launch& TheLaunch();
 // The communicator every case runs on, built by the first case that needs it (all processes
-// reach it together) and kept for the run; a failure is kept too, and every later case fails
-// with it.
+// reach it together, its init bounded by --dlb_comm_timeout) and kept for the run; a failure is
+// kept too, and every later case fails with it, as after the watchdog aborted it.
 nccl::Communicator& World();
 // Frees the communicator (before MPI_Finalize and CUDA's teardown).
 void ReleaseWorld();

@@ -63,10 +63,22 @@ double RelL2From(double err2, double ref2) {
   return std::sqrt(err2 / ref2);
 }
 
+double StepBytes(double param_bytes, double batch_bytes, Pass pass, bool adamw) {
+  const double passes = pass == Pass::kTrain ? (adamw ? 10 : 8) : 1;
+  return passes * param_bytes + batch_bytes;
+}
+
 Cost MlpStepCost(const TrainShape& shape) {
   Cost c;
   c.items = double(shape.batch);
   c.flops = MlpStepFlops(shape.widths, shape.batch, shape.pass);
+  double params = 0;
+  for (size_t l = 0; l + 1 < shape.widths.size(); ++l)
+    params += double(shape.widths[l] + 1) * double(shape.widths[l + 1]);
+  const double batch = shape.widths.empty() ? 0
+                                            : double(shape.batch) * double(shape.widths[0]) * 4 +
+                                                  double(shape.batch) * 8;
+  c.bytes = StepBytes(params * 4, batch, shape.pass, false);
   return c;
 }
 

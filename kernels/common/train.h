@@ -63,7 +63,16 @@ std::string WidthsText(const std::vector<int64_t>& widths);
 // Floating-point operations of one MLP step over `batch` samples: 2 * batch * sum(in * out) for
 // the forward; a training step adds the data and weight gradients (3x in all).
 double MlpStepFlops(const std::vector<int64_t>& widths, int64_t batch, Pass pass);
-// What one step of an MLP case costs: its flops, and `batch` items.
+// The compulsory bytes of one training step (docs/families/train.md): the parameters (in their
+// stored dtype) read by the forward, and when training read again by the backward, their
+// gradients written, and the optimizer's reads and writes (SGD with momentum: w, grad and buf
+// read, w and buf written; AdamW: w, grad, m and v read, w, m and v written): 8 passes over the
+// parameters (AdamW 10), 1 for inference; plus the batch (inputs and labels) read once.
+// Activations are not counted: what of them reaches memory depends on fusion and caches, not on
+// the model.
+double StepBytes(double param_bytes, double batch_bytes, Pass pass, bool adamw);
+// What one step of an MLP case costs: its flops, StepBytes over its f32 weights and biases and
+// its f32 inputs and int64 labels, and `batch` items.
 Cost MlpStepCost(const TrainShape& shape);
 
 // ||got - ref||^2 and ||ref||^2 of one pair of vectors, added to *err2 and *ref2 (double

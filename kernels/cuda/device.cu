@@ -2,15 +2,19 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 #include "kernels/common/fill.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/handles.h"
 
 #ifdef DLBENCH_HAVE_NVML
 #include <nvml.h>
@@ -335,5 +339,70 @@ autotune::Sample EventTimer::TimeLaunches(StreamRef stream, int runs,
 }
 
 void Sync(StreamRef stream) { DLB_CHECK(cudaStreamSynchronize(stream)); }
+
+double SyncSamplingSmClock(StreamRef stream, int device) {
+  std::vector<double> mhz;
+#ifdef DLBENCH_HAVE_NVML
+  const bool nvml = nvmlInit_v2() == NVML_SUCCESS;
+  nvmlDevice_t dev{};
+  char bus[32] = {};
+  // The PCI bus id names the same GPU to NVML whatever CUDA_VISIBLE_DEVICES renumbers.
+  const bool found = nvml && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
+                     nvmlDeviceGetHandleByPciBusId_v2(bus, &dev) == NVML_SUCCESS;
+  cudaGetLastError();
+  if (found) {
+    while (cudaStreamQuery(stream) == cudaErrorNotReady) {
+      unsigned clock = 0;
+      if (nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &clock) == NVML_SUCCESS && clock > 0)
+        mhz.push_back(clock);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    cudaGetLastError();  // a real error surfaces in the synchronisation below
+  }
+  if (nvml) nvmlShutdown();
+#else
+  (void)device;
+#endif
+  Sync(stream);
+  if (mhz.empty()) return 0;
+  std::nth_element(mhz.begin(), mhz.begin() + mhz.size() / 2, mhz.end());
+  return mhz[mhz.size() / 2];
+}
+
+CopyBandwidth MeasureCopyBandwidth(int device) {
+  DLB_CHECK(cudaSetDevice(device));
+  int l2 = 0;
+  DLB_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  size_t free_b = 0, total_b = 0;
+  DLB_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  size_t bytes = std::max(size_t{1} << 30, size_t(l2) * 16);
+  // Two buffers in at most half the free memory: the rest stays for whoever runs beside.
+  while (bytes > (size_t{64} << 20) && 2 * bytes > free_b / 2) bytes /= 2;
+  DeviceBuffer<uint8_t> src(bytes), dst(bytes);
+  DLB_CHECK(cudaMemsetAsync(src.get(), 1, bytes));
+  Stream stream = MakeStream();
+  EventTimer timer;
+  auto copy = [&] {
+    DLB_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream.get()));
+  };
+  DLB_CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < 3; ++i) copy();  // warm-up: clocks up, pages mapped
+  Sync(stream.get());
+  constexpr int kCopies = 10, kBatches = 5;
+  double best = 0;
+  for (int b = 0; b < kBatches; ++b) {
+    timer.Start(stream.get());
+    for (int i = 0; i < kCopies; ++i) copy();
+    timer.Stop(stream.get());
+    const double s = timer.Seconds();
+    if (s > 0) best = std::max(best, 2.0 * double(bytes) * kCopies / s);
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "cudaMemcpyAsync device to device, %.0f MiB buffer, read + write counted, best of "
+                "%d x %d copies",
+                bytes / 1048576.0, kBatches, kCopies);
+  return {best, buf};
+}
 
 }  // namespace dlb::cuda

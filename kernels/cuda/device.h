@@ -98,6 +98,21 @@ class EventTimer {
 // Blocks until the stream's work is done (throws on an asynchronous error).
 void Sync(StreamRef stream);
 
+// Blocks until the stream's work is done like Sync, reading the device's SM clock (NVML) about
+// every millisecond meanwhile: the median of what it read, in MHz; 0 when nothing could be read
+// (no NVML in this build or on this machine, or work too short for one reading).
+double SyncSamplingSmClock(StreamRef stream, int device = 0);
+
+// The memory bandwidth a device reaches: device-to-device cudaMemcpyAsync of a buffer far beyond
+// L2 (1 GiB, or 16 x L2 where that is more; halved while it does not fit), the best of 5 timed
+// batches of copies after a warm-up. Counted as read + written, 2 x the buffer per copy (as
+// nvbandwidth and PyTorch's x.copy_(y) timing count it; cudaMemcpy reports only one direction).
+struct CopyBandwidth {
+  double bytes_per_s = 0;
+  std::string method;  // "cudaMemcpyAsync device to device, 1 GiB buffer, read + write counted"
+};
+CopyBandwidth MeasureCopyBandwidth(int device = 0);
+
 }  // namespace dlb::cuda
 
 namespace dlb::cuda {

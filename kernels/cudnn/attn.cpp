@@ -500,11 +500,11 @@ Cost CudnnAttn::cost() const {
   const AttnShape& s = state_->shape;
   const double es = double(StorageBytes(state_->cfg.dtype));
   const double q = double(s.QElems()), kv = double(s.KvElems());
-  const double stats = 4.0 * double(s.batch * s.heads * s.seq);
-  // Forward: Q, K, V in, O and the statistics out. Backward: Q, K, V, O, dO and the statistics
-  // in, dQ, dK, dV out.
-  if (!state_->Bwd()) return {s.FwdFlops(), es * (2 * q + 2 * kv) + stats, double(s.batch)};
-  return {s.BwdFlops(), es * (3 * q + 2 * kv) + stats + es * (q + 2 * kv), double(s.batch)};
+  // The family's bytes (docs/families/attn.md), the same for every backend: forward Q, K, V in and
+  // O out; backward Q, K, V, O, dO in and dQ, dK, dV out. The softmax statistics cuDNN keeps
+  // between the passes are its own, and not counted.
+  if (!state_->Bwd()) return {s.FwdFlops(), es * (2 * q + 2 * kv), double(s.batch)};
+  return {s.BwdFlops(), es * (4 * q + 4 * kv), double(s.batch)};
 }
 
 std::string CudnnAttn::label() const { return state_->label; }

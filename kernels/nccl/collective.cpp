@@ -30,9 +30,12 @@ class Group {
   explicit Group(bool on) : on_(on) {
     if (on_) DLB_CHECK(ncclGroupStart());
   }
-  void End() {
-    if (on_) DLB_CHECK(ncclGroupEnd());
+  // ncclGroupEnd's result, checked: ncclInProgress (non-blocking communicators) passes.
+  ncclResult_t End() {
+    ncclResult_t r = ncclSuccess;
+    if (on_) DLB_CHECK(r = ncclGroupEnd());
     on_ = false;
+    return r;
   }
   ~Group() {
     if (on_) DLB_CHECK_NOEXCEPT(ncclGroupEnd());
@@ -110,25 +113,32 @@ void CollectiveOp::Seed() {
   for (const Member& m : members) cuda::Sync(m.stream.get());
 }
 
-void CollectiveOp::Enqueue(const Member& m, PerGpu& g) {
+std::string CollectiveOp::What() const {
+  std::string s = case_.empty() ? "" : case_ + ": ";
+  return s + std::string(Name(shape_.collective)) + " " + std::to_string(shape_.bytes) + " B " +
+         std::string(Name(cfg_.dtype));
+}
+
+ncclResult_t CollectiveOp::Enqueue(const Member& m, PerGpu& g) {
   const ncclDataType_t t = NcclType(cfg_.dtype);
   ncclComm_t c = m.comm.get();
   cudaStream_t s = m.stream.get();
   void* in = Input(g, m);
   void* out = Output(g, m);
+  ncclResult_t r = ncclSuccess;
   switch (shape_.collective) {
     case Collective::kAllReduce:
-      DLB_CHECK(ncclAllReduce(in, out, size_t(counts_.send), t, ncclSum, c, s));
-      return;
+      DLB_CHECK(r = ncclAllReduce(in, out, size_t(counts_.send), t, ncclSum, c, s));
+      return r;
     case Collective::kAllGather:
-      DLB_CHECK(ncclAllGather(in, out, size_t(counts_.chunk), t, c, s));
-      return;
+      DLB_CHECK(r = ncclAllGather(in, out, size_t(counts_.chunk), t, c, s));
+      return r;
     case Collective::kReduceScatter:
-      DLB_CHECK(ncclReduceScatter(in, out, size_t(counts_.chunk), t, ncclSum, c, s));
-      return;
+      DLB_CHECK(r = ncclReduceScatter(in, out, size_t(counts_.chunk), t, ncclSum, c, s));
+      return r;
     case Collective::kBroadcast:
-      DLB_CHECK(ncclBroadcast(in, out, size_t(counts_.send), t, /*root=*/0, c, s));
-      return;
+      DLB_CHECK(r = ncclBroadcast(in, out, size_t(counts_.send), t, /*root=*/0, c, s));
+      return r;
     case Collective::kAllToAll: {
       const size_t bytes = size_t(counts_.chunk) * StorageBytes(cfg_.dtype);
       Group group(true);
@@ -138,17 +148,25 @@ void CollectiveOp::Enqueue(const Member& m, PerGpu& g) {
         DLB_CHECK(ncclRecv(static_cast<char*>(out) + size_t(peer) * bytes, size_t(counts_.chunk), t,
                            peer, c, s));
       }
-      group.End();
-      return;
+      return group.End();
     }
   }
+  return r;
 }
 
 void CollectiveOp::Run() {
+  comm_.RequireUsable();
   std::vector<Member>& members = comm_.members();
-  Group group(members.size() > 1);
-  for (size_t i = 0; i < members.size(); ++i) Enqueue(members[i], gpus_[i]);
-  group.End();
+  bool in_progress = false;
+  {
+    Group group(members.size() > 1);
+    for (size_t i = 0; i < members.size(); ++i)
+      in_progress |= Enqueue(members[i], gpus_[i]) == ncclInProgress;
+    in_progress |= group.End() == ncclInProgress;
+  }
+  // Only a non-blocking call NCCL left in progress (a connection set up on first use) is polled:
+  // the usual enqueue returns ncclSuccess and costs the timed loop nothing more.
+  if (in_progress) comm_.Settle(What());
 }
 
 Verdict CollectiveOp::Verify() {
@@ -165,17 +183,24 @@ Verdict CollectiveOp::Verify() {
   }
   // Every rank's count, summed on every GPU: all processes reach the same verdict.
   {
+    bool in_progress = false;
     Group group(members.size() > 1);
-    for (size_t i = 0; i < members.size(); ++i)
-      DLB_CHECK(ncclAllReduce(gpus_[i].wrong.get(), gpus_[i].wrong.get(), 1, ncclUint64, ncclSum,
-                              members[i].comm.get(), members[i].stream.get()));
-    group.End();
+    for (size_t i = 0; i < members.size(); ++i) {
+      ncclResult_t r = ncclSuccess;
+      DLB_CHECK(r = ncclAllReduce(gpus_[i].wrong.get(), gpus_[i].wrong.get(), 1, ncclUint64,
+                                  ncclSum, members[i].comm.get(), members[i].stream.get()));
+      in_progress |= r == ncclInProgress;
+    }
+    in_progress |= group.End() == ncclInProgress;
+    if (in_progress) comm_.Settle(What() + " (the check's count)");
   }
   unsigned long long wrong = 0;
   DLB_CHECK(cudaSetDevice(members.front().device));
   DLB_CHECK(cudaMemcpyAsync(&wrong, gpus_.front().wrong.get(), sizeof wrong, cudaMemcpyDeviceToHost,
                             members.front().stream.get()));
-  for (const Member& m : members) cuda::Sync(m.stream.get());
+  std::vector<cudaStream_t> streams;
+  for (const Member& m : members) streams.push_back(m.stream.get());
+  WaitOrAbort(comm_, streams, What() + " (verification)");
   // The in-place timed runs start from this output, not the seeded input: for the reductions
   // that only changes the values summed, never the work.
   Verdict v;
@@ -193,12 +218,20 @@ Verdict CollectiveOp::Verify() {
 }
 
 void CollectiveOp::Align() {
+  comm_.RequireUsable();
   std::vector<Member>& members = comm_.members();
-  Group group(members.size() > 1);
-  for (size_t i = 0; i < members.size(); ++i)
-    DLB_CHECK(ncclAllReduce(gpus_[i].align.get(), gpus_[i].align.get(), 1, ncclUint64, ncclSum,
-                            members[i].comm.get(), members[i].stream.get()));
-  group.End();
+  bool in_progress = false;
+  {
+    Group group(members.size() > 1);
+    for (size_t i = 0; i < members.size(); ++i) {
+      ncclResult_t r = ncclSuccess;
+      DLB_CHECK(r = ncclAllReduce(gpus_[i].align.get(), gpus_[i].align.get(), 1, ncclUint64,
+                                  ncclSum, members[i].comm.get(), members[i].stream.get()));
+      in_progress |= r == ncclInProgress;
+    }
+    in_progress |= group.End() == ncclInProgress;
+  }
+  if (in_progress) comm_.Settle(What() + " (the ranks' alignment)");
 }
 
 double CollectiveOp::TimedRuns(int runs) {
@@ -213,9 +246,13 @@ double CollectiveOp::TimedRuns(int runs) {
     DLB_CHECK(cudaSetDevice(members[i].device));
     DLB_CHECK(cudaEventRecord(gpus_[i].stop.get(), members[i].stream.get()));
   }
+  // The wait polls the stop events where cudaEventSynchronize blocked: the span between the
+  // events is the same; a hang ends at the communicator's deadline instead of never.
+  std::vector<cudaEvent_t> stops;
+  for (PerGpu& g : gpus_) stops.push_back(g.stop.get());
+  WaitOrAbort(comm_, stops, What());
   double slowest = 0;
   for (size_t i = 0; i < members.size(); ++i) {
-    DLB_CHECK(cudaEventSynchronize(gpus_[i].stop.get()));
     float ms = 0;
     DLB_CHECK(cudaEventElapsedTime(&ms, gpus_[i].start.get(), gpus_[i].stop.get()));
     slowest = std::max(slowest, double(ms) * 1e-3);

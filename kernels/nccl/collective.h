@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/op.h"
@@ -39,6 +40,10 @@ class CollectiveOp {
   // GPU: that host skew reached milliseconds).
   double TimedRuns(int runs);
 
+  // The case this op times, named in a watchdog's error line ("comm timeout: <case>: all_reduce
+  // 1048576 B bf16 on rank 1 did not finish in 300 s; communicator aborted").
+  void set_case(std::string name) { case_ = std::move(name); }
+
   StreamRef stream() const { return comm_.members().front().stream.get(); }
   Cost cost() const { return {}; }  // a collective's rates are algbw and busbw (CountedBytes)
   std::string label() const;
@@ -58,14 +63,17 @@ class CollectiveOp {
   };
   void Seed();
   void Align();
-  void Enqueue(const Member& m, PerGpu& g);
-  void* Input(PerGpu& g, const Member& m) const;  // where a rank's input lives
+  // The enqueue's result: ncclSuccess, or ncclInProgress (then Settle before the next call).
+  ncclResult_t Enqueue(const Member& m, PerGpu& g);
+  std::string What() const;                        // "<case>: all_reduce 1048576 B bf16"
+  void* Input(PerGpu& g, const Member& m) const;   // where a rank's input lives
   void* Output(PerGpu& g, const Member& m) const;  // where a rank's output lives
 
   CommShape shape_;
   RunConfig cfg_;
   Communicator& comm_;
   CommCounts counts_;
+  std::string case_;
   std::vector<PerGpu> gpus_;  // one per member, same order
 };
 

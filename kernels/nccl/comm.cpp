@@ -1,5 +1,6 @@
 #include "kernels/nccl/comm.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,21 +18,101 @@ UniqueId NewUniqueId() {
 
 void DisableMulticast() { ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); }
 
-Communicator Communicator::InitAll(const std::vector<int>& devices) {
-  DisableMulticast();
+namespace {
+
+ncclConfig_t NonBlocking() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// "ncclRemoteError: remote process exited or there was a network error: <NCCL's last error>"
+std::string ErrorText(ncclResult_t r) {
+  std::string s = ncclGetErrorString(r);
+  if (const char* last = ncclGetLastError(nullptr); last && *last) s += std::string(": ") + last;
+  return s;
+}
+
+// Polls ncclCommGetAsyncError on `comms` until none is in progress: the index and state of the
+// first that failed, the index of the first still in progress at the deadline (kPending), or
+// kDone.
+struct Settled {
+  Probe probe = Probe::kDone;
+  size_t index = 0;
+  ncclResult_t state = ncclSuccess;
+};
+Settled PollComms(const std::vector<ncclComm_t>& comms, Clock::time_point deadline) {
+  Settled out;
+  out.probe = PollUntil(
+      [&] {
+        for (size_t i = 0; i < comms.size(); ++i) {
+          ncclResult_t state = ncclSuccess;
+          const ncclResult_t r = ncclCommGetAsyncError(comms[i], &state);
+          if (r != ncclSuccess) state = r;
+          if (state == ncclInProgress) {
+            out.index = i;
+            return Probe::kPending;
+          }
+          if (state != ncclSuccess) {
+            out.index = i;
+            out.state = state;
+            return Probe::kFailed;
+          }
+        }
+        return Probe::kDone;
+      },
+      deadline);
+  return out;
+}
+
+}  // namespace
+
+Communicator Communicator::InitAll(const std::vector<int>& devices, double timeout_s) {
+  // ncclCommInitAll has no config form: its documented equivalent, one id and a group of
+  // ncclCommInitRankConfig calls, one per device.
+  const UniqueId id = NewUniqueId();
+  ncclUniqueId nid;
+  std::memcpy(nid.internal, id.data(), id.size());
   int caller = 0;  // current again on return
   DLB_CHECK(cudaGetDevice(&caller));
-  std::vector<ncclComm_t> comms(devices.size(), nullptr);
-  DLB_CHECK(ncclCommInitAll(comms.data(), int(devices.size()), devices.data()));
+  const auto deadline = DeadlineAfter(timeout_s);
   Communicator c;
   c.ranks_ = int(devices.size());
-  // Owned first, so that a failure below still destroys every communicator.
+  c.timeout_s_ = timeout_s;
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  ncclConfig_t config = NonBlocking();
+  DLB_CHECK(ncclGroupStart());
+  ncclResult_t r = ncclSuccess;
+  for (size_t i = 0; i < devices.size() && r == ncclSuccess; ++i) {
+    DLB_CHECK(cudaSetDevice(devices[i]));
+    r = ncclCommInitRankConfig(&comms[i], int(devices.size()), nid, int(i), &config);
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  // Owned first, so that a failure below still releases every communicator.
   for (size_t i = 0; i < devices.size(); ++i) {
     Member m;
     m.device = devices[i];
     m.rank = int(i);
     m.comm = Comm(comms[i]);
     c.members_.push_back(std::move(m));
+  }
+  DLB_CHECK(r);
+  DLB_CHECK(end);
+  std::vector<ncclComm_t> live;
+  for (ncclComm_t comm : comms)
+    if (comm) live.push_back(comm);
+  const Settled s = PollComms(live, deadline);
+  const std::string what = "init of " + std::to_string(devices.size()) + " ranks in one process";
+  if (s.probe == Probe::kPending) {
+    const std::string why = TimeoutMessage(what, int(s.index), timeout_s);
+    c.Abort(why);
+    throw CommTimeout(why);
+  }
+  if (s.probe == Probe::kFailed) {
+    const std::string why = "comm error: " + what + " on rank " + std::to_string(s.index) + ": " +
+                            ErrorText(s.state) + "; communicator aborted";
+    c.Abort(why);
+    throw CommFailed(why);
   }
   for (Member& m : c.members_) {
     DLB_CHECK(cudaSetDevice(m.device));
@@ -41,22 +122,215 @@ Communicator Communicator::InitAll(const std::vector<int>& devices) {
   return c;
 }
 
-Communicator Communicator::InitRank(const UniqueId& id, int ranks, int rank, int device) {
+Communicator Communicator::InitRank(const UniqueId& id, int ranks, int rank, int device,
+                                    double timeout_s) {
   DisableMulticast();
   ncclUniqueId nid;
   std::memcpy(nid.internal, id.data(), id.size());
   DLB_CHECK(cudaSetDevice(device));
+  const auto deadline = DeadlineAfter(timeout_s);
   ncclComm_t comm = nullptr;
-  DLB_CHECK(ncclCommInitRank(&comm, ranks, nid, rank));
+  ncclConfig_t config = NonBlocking();
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, ranks, nid, rank, &config);
   Communicator c;
   c.ranks_ = ranks;
+  c.timeout_s_ = timeout_s;
   Member m;
   m.device = device;
   m.rank = rank;
   m.comm = Comm(comm);
-  m.stream = cuda::MakeStream();
   c.members_.push_back(std::move(m));
+  DLB_CHECK(r);
+  const std::string what = "init of rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+  const Settled s = PollComms({comm}, deadline);
+  if (s.probe == Probe::kPending) {
+    const std::string why = TimeoutMessage(what, rank, timeout_s);
+    c.Abort(why);
+    throw CommTimeout(why);
+  }
+  if (s.probe == Probe::kFailed) {
+    const std::string why =
+        "comm error: " + what + ": " + ErrorText(s.state) + "; communicator aborted";
+    c.Abort(why);
+    throw CommFailed(why);
+  }
+  c.members_.front().stream = cuda::MakeStream();
   return c;
+}
+
+Communicator::Communicator(Communicator&& o) noexcept
+    : ranks_(o.ranks_),
+      timeout_s_(o.timeout_s_),
+      abort_reason_(std::move(o.abort_reason_)),
+      members_(std::move(o.members_)) {
+  o.members_.clear();
+}
+
+Communicator& Communicator::operator=(Communicator&& o) noexcept {
+  if (this != &o) {
+    Close();
+    ranks_ = o.ranks_;
+    timeout_s_ = o.timeout_s_;
+    abort_reason_ = std::move(o.abort_reason_);
+    members_ = std::move(o.members_);
+    o.members_.clear();
+  }
+  return *this;
+}
+
+Communicator::~Communicator() { Close(); }
+
+void Communicator::Close() noexcept {
+  // Finalize flushes what is still queued; a member that does not finish it in time (a peer gone)
+  // is aborted rather than left to hang the process's exit.
+  std::vector<ncclComm_t> comms;
+  for (Member& m : members_)
+    if (m.comm) {
+      ncclCommFinalize(m.comm.get());  // a failure shows in the poll below
+      comms.push_back(m.comm.get());
+    }
+  if (!comms.empty()) {
+    const Settled s = PollComms(comms, DeadlineAfter(timeout_s_));
+    for (Member& m : members_) {
+      if (!m.comm) continue;
+      ncclComm_t comm = m.comm.release();
+      if (s.probe == Probe::kDone)
+        ncclCommDestroy(comm);
+      else
+        ncclCommAbort(comm);
+    }
+  }
+  members_.clear();
+}
+
+void Communicator::Settle(const std::string& what, Clock::time_point deadline) {
+  RequireUsable();
+  std::vector<ncclComm_t> comms;
+  for (const Member& m : members_) comms.push_back(m.comm.get());
+  const Settled s = PollComms(comms, deadline);
+  if (s.probe == Probe::kDone) return;
+  const int rank = members_[s.index].rank;
+  if (s.probe == Probe::kPending) {
+    const std::string why = TimeoutMessage(what, rank, timeout_s_);
+    Abort(why);
+    throw CommTimeout(why);
+  }
+  const std::string why = "comm error: " + what + " on rank " + std::to_string(rank) + ": " +
+                          ErrorText(s.state) + "; communicator aborted";
+  Abort(why);
+  throw CommFailed(why);
+}
+
+void Communicator::Abort(const std::string& why) {
+  if (abort_reason_.empty()) abort_reason_ = why.empty() ? "communicator aborted" : why;
+  for (Member& m : members_)
+    if (m.comm) ncclCommAbort(m.comm.release());  // the communicator is gone whatever it returns
+}
+
+void Communicator::RequireUsable() const {
+  if (aborted()) throw CommFailed(abort_reason_);
+}
+
+std::pair<int, std::string> Communicator::AsyncError() const {
+  for (const Member& m : members_) {
+    if (!m.comm) continue;
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(m.comm.get(), &state);
+    if (r != ncclSuccess) state = r;
+    if (state != ncclSuccess && state != ncclInProgress) return {m.rank, ErrorText(state)};
+  }
+  return {-1, ""};
+}
+
+namespace {
+
+// One wait of WaitOrAbort over `n` items, `done(i)` querying item i (cudaSuccess when complete,
+// cudaErrorNotReady while pending, anything else an error); `rank_of(i)` names its rank.
+template <class Query, class RankOf>
+void Wait(Communicator& comm, size_t n, Query query, RankOf rank_of, Clock::time_point deadline,
+          double seconds, const std::string& what) {
+  comm.RequireUsable();
+  std::vector<bool> done(n, false);
+  size_t pending = 0;
+  std::pair<int, std::string> failed{-1, ""};
+  const Probe p = PollUntil(
+      [&] {
+        bool all = true;
+        for (size_t i = 0; i < n; ++i) {
+          if (done[i]) continue;
+          const cudaError_t e = query(i);
+          if (e == cudaSuccess) {
+            done[i] = true;
+            continue;
+          }
+          if (e != cudaErrorNotReady) DLB_CHECK(e);
+          if (all) pending = i;
+          all = false;
+        }
+        if (all) return Probe::kDone;
+        failed = comm.AsyncError();
+        return failed.first >= 0 ? Probe::kFailed : Probe::kPending;
+      },
+      deadline);
+  if (p == Probe::kDone) return;
+  if (p == Probe::kPending) {
+    const std::string why = TimeoutMessage(what, rank_of(pending), seconds);
+    comm.Abort(why);
+    throw CommTimeout(why);
+  }
+  const std::string why = "comm error: " + what + " on rank " + std::to_string(failed.first) +
+                          ": " + failed.second + "; communicator aborted";
+  comm.Abort(why);
+  throw CommFailed(why);
+}
+
+// The rank of the member whose item is i when there is one item per member, else the first's.
+int RankOf(const Communicator& comm, size_t i) {
+  const std::vector<Member>& m = comm.members();
+  if (m.empty()) return 0;
+  return i < m.size() ? m[i].rank : m.front().rank;
+}
+
+// The seconds a deadline gives from now, to the millisecond, for the error line.
+double SecondsLeft(Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return 0;
+  return std::round(std::chrono::duration<double>(deadline - Clock::now()).count() * 1e3) / 1e3;
+}
+
+void WaitEvents(Communicator& comm, const std::vector<cudaEvent_t>& events,
+                Clock::time_point deadline, double seconds, const std::string& what) {
+  Wait(
+      comm, events.size(), [&](size_t i) { return cudaEventQuery(events[i]); },
+      [&](size_t i) { return RankOf(comm, i); }, deadline, seconds, what);
+}
+
+void WaitStreams(Communicator& comm, const std::vector<cudaStream_t>& streams,
+                 Clock::time_point deadline, double seconds, const std::string& what) {
+  Wait(
+      comm, streams.size(), [&](size_t i) { return cudaStreamQuery(streams[i]); },
+      [&](size_t i) { return RankOf(comm, i); }, deadline, seconds, what);
+}
+
+}  // namespace
+
+void WaitOrAbort(Communicator& comm, const std::vector<cudaEvent_t>& events,
+                 Clock::time_point deadline, const std::string& what) {
+  WaitEvents(comm, events, deadline, SecondsLeft(deadline), what);
+}
+
+void WaitOrAbort(Communicator& comm, const std::vector<cudaStream_t>& streams,
+                 Clock::time_point deadline, const std::string& what) {
+  WaitStreams(comm, streams, deadline, SecondsLeft(deadline), what);
+}
+
+void WaitOrAbort(Communicator& comm, const std::vector<cudaEvent_t>& events,
+                 const std::string& what) {
+  WaitEvents(comm, events, comm.Deadline(), comm.timeout_s(), what);
+}
+
+void WaitOrAbort(Communicator& comm, const std::vector<cudaStream_t>& streams,
+                 const std::string& what) {
+  WaitStreams(comm, streams, comm.Deadline(), comm.timeout_s(), what);
 }
 
 std::string Version() {

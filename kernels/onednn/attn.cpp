@@ -371,9 +371,10 @@ Cost OneDnnAttn::cost() const {
   const AttnShape& s = shape_;
   const double elem = double(StorageBytes(dtype_)), q = double(s.QElems()),
                kv = double(s.KvElems());
-  // fwd reads Q, K, V and writes O; bwd reads Q, K, V, dO and writes dQ, dK, dV.
+  // The family's bytes (docs/families/attn.md), the same for every backend: forward Q, K, V in and
+  // O out; backward Q, K, V, O, dO in and dQ, dK, dV out.
   if (s.pass == AttnPass::kFwd) return {s.FwdFlops(), (2 * q + 2 * kv) * elem, double(s.batch)};
-  return {s.BwdFlops(), (3 * q + 4 * kv) * elem, double(s.batch)};
+  return {s.BwdFlops(), (4 * q + 4 * kv) * elem, double(s.batch)};
 }
 
 }  // namespace dlb::onednn

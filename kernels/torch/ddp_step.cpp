@@ -719,6 +719,9 @@ Cost DdpStepGpu::cost() const {
   const double items = double(m.shape.step.batch) * double(m.n());
   c.items = items;
   c.flops = ForwardFlopsPerSample(m.shape.step) * items * 3;
+  // Every replica's step, as the flops count them (all-reduce traffic is not counted).
+  const Engine& e = *m.reps.front()->e;
+  c.bytes = StepBytes(ParamBytes(e), BatchBytes(e), Pass::kTrain, false) * double(m.n());
   return c;
 }
 

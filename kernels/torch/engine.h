@@ -76,8 +76,12 @@ struct Engine {
 Support TransformerSupport(const TrainShape& shape);
 // The step's cost: images or sequences, and conv+linear MACs x 2 (x 3 training), or for a
 // transformer nanoGPT's 6 N + 12 L H Q T FLOPs a token x its tokens.
+// Bytes: StepBytes (kernels/common/train.h) over the parameters and the batch (SGD with momentum;
+// a transformer's AdamW).
 Cost StepCost(const Engine& e);
-double TokensPerStep(const Engine& e);              // batch x seq for a transformer, else 0
+double ParamBytes(const Engine& e);     // the parameters as stored (f32, also under autocast)
+double BatchBytes(const Engine& e);     // the step's inputs and labels
+double TokensPerStep(const Engine& e);  // batch x seq for a transformer, else 0
 std::string TransformerFlopsNote(const Engine& e);  // the FLOP and MFU formula, for the label
 
 // The checks every step op runs before it is timed: one step at kVerifyBatch (the MLP: its own

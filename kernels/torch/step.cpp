@@ -549,7 +549,21 @@ Cost StepCost(const Engine& e) {
     c.flops = TrainFlopsPerToken(*e.tf, e.shape.seq) * double(e.shape.batch * e.shape.seq);
   else
     c.flops = ForwardFlopsPerSample(e.shape) * double(e.shape.batch) * (e.train() ? 3 : 1);
+  c.bytes = StepBytes(ParamBytes(e), BatchBytes(e), e.shape.pass, e.tf != nullptr);
   return c;
+}
+
+double ParamBytes(const Engine& e) {
+  double bytes = 0;
+  for (const torch::Tensor& p : e.params) bytes += double(p.numel()) * double(p.element_size());
+  return bytes;
+}
+
+double BatchBytes(const Engine& e) {
+  double bytes = 0;
+  for (const torch::Tensor* t : {&e.x, &e.y})
+    if (t->defined()) bytes += double(t->numel()) * double(t->element_size());
+  return bytes;
 }
 
 double TokensPerStep(const Engine& e) { return e.tf ? double(e.shape.batch * e.shape.seq) : 0.0; }

@@ -221,7 +221,7 @@ TYPED_TEST(History, AddIsIdempotentForTheSameRun) {
   EXPECT_EQ(this->Count("results"), 5);
   EXPECT_TRUE(HistoryAdd(db, {MakeRun(5, 1, 1, Date(1))}, meta));  // another date: another run
   EXPECT_EQ(this->Count("runs"), 2);
-  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "2");
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "3");
 }
 
 TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
@@ -319,6 +319,46 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   EXPECT_EQ(few.step_regressions, 0);
   EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][1].text, "short history");
   EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][11].text, "-");
+}
+
+// The kernel tables a run recorded are stored with it (schema version 3), and check diffs the
+// newest run's against the latest earlier one under the case it flags, with the repro command.
+TYPED_TEST(History, CheckDiffsTheKernelTablesOfAFlaggedCase) {
+  for (int i = 0; i < 5; ++i) {
+    const bool newest = i == 4;
+    const std::string kernel = newest ? "winograd" : "implicit_gemm";
+    const std::string b =
+        R"({"name": "conv/gpu/cudnn/l1/dt:f32/manual_time", "run_type": "iteration", )"
+        R"("real_time": )" +
+        std::to_string(newest ? 140 : 100) +
+        R"(, "time_unit": "us", "dlbench": {"kernels": {"source": "cupti", "runs": 10, )"
+        R"("span_s": 0.01, "rows": [{"name": ")" +
+        kernel + R"(", "kind": "kernel", "launches_per_run": 1, "total_s": )" +
+        (newest ? "0.0013" : "0.0009") + R"(, "mean_s": 0, "share": 0.9}]}}})";
+    HistoryAdd(this->db_,
+               {ParseBenchmarkJson(R"({"context": {"date": ")" + Date(i) +
+                                       R"(", "host_name": "box", "executable": "./bench_conv", )"
+                                       R"("dlbench_command": "./bench_conv --dlb_tier=full"}, )"
+                                       R"("benchmarks": [)" +
+                                       b + "]}",
+                                   "run.json")},
+               {"c" + std::to_string(i)});
+  }
+  EXPECT_EQ(this->Count("kernels"), 5);
+  CheckResult r = HistoryCheck(this->db_, {});
+  ASSERT_EQ(r.regressions, 1);
+  const std::string md = Render(r.doc, Format::kMarkdown);
+  EXPECT_NE(
+      md.find("vs run #4: +winograd 325%, -implicit_gemm -225% (kernels: 100% of the change)"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("./bench_conv '--benchmark_filter=^conv/gpu/cudnn/l1/dt:f32/manual_time$' "
+                    "--dlb_tier=full"),
+            std::string::npos);
+  // Exported, the tables go along.
+  const std::string copy = this->dir_ / "copy.sqlite";
+  HistoryCopy(this->db_, copy);
+  EXPECT_EQ(Render(HistoryCheck(copy, {}).doc, Format::kMarkdown), md);
 }
 
 // A flat history with one slow run in the middle: the step test finds nothing.
@@ -431,7 +471,7 @@ TYPED_TEST(History, AnOldStoreIsUpgradedInOneTransactionAndAFutureOneRefused) {
   EXPECT_EQ(this->Count("dlbench_schema"), 0);  // the upgrade went with the failed add
   EXPECT_TRUE(HistoryAdd(db, {MakeRun(2, 1, 0, Date(0))}, {"new"}));
   EXPECT_EQ(this->Count("dlbench_schema"), 1);
-  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "2");
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "3");
   EXPECT_EQ(this->Count("runs"), 2);
   EXPECT_EQ(HistoryShow(db, {}).sections.at(1).tables.at(0).rows.size(), 2u);
 

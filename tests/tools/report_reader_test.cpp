@@ -110,6 +110,25 @@ TEST(Reader, SkipsOf17And18AndTheirStates) {
   EXPECT_FALSE(m.benches[2].measured());
 }
 
+// A case a --dlb_case_timeout ended (the entry fixtures/output.cpp writes for it) is a failure,
+// and the cases before it in the same file read as usual.
+TEST(Reader, ATimedOutCaseIsAFailure) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "gemm/cpu/onednn/sq.64/dt:f32/manual_time", "run_type": "iteration",
+     "iterations": 10, "real_time": 5, "cpu_time": 5, "time_unit": "us"},
+    {"name": "gemm/cpu/onednn/sq.128/dt:f32/manual_time",
+     "run_name": "gemm/cpu/onednn/sq.128/dt:f32/manual_time", "run_type": "iteration",
+     "repetitions": 1, "repetition_index": 0, "threads": 1, "iterations": 0, "real_time": 0,
+     "cpu_time": 0, "time_unit": "us", "error_occurred": true,
+     "error_message": "timed out: ran past --dlb_case_timeout=2 s"}
+  )"),
+                                  "in.json");
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[0].status, Status::kMeasured);
+  EXPECT_EQ(f.entries[1].status, Status::kFailed);
+  EXPECT_EQ(f.entries[1].message.rfind(schema::kStatusTimedOut, 0), 0u);
+}
+
 TEST(Reader, Version19AggregateUnitAndTimeUnits) {
   FileData f = ParseBenchmarkJson(Wrap(R"(
     {"name": "a", "family_index": 0, "per_family_instance_index": 0, "run_name": "a",

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
@@ -91,6 +92,13 @@ Cell TimingCell(const CompareRow& row) {
       .With(Tone::kWarn);
 }
 
+// The kernel diff in a few words, or why there is none.
+Cell KernelsCell(const CompareRow& row) {
+  std::string text = row.kernels ? KernelDiffSummary(*row.kernels) : std::string();
+  if (!row.kernels_note.empty()) text += (text.empty() ? "" : "; ") + row.kernels_note;
+  return Cell(text.empty() ? std::string("-") : text);
+}
+
 bool Monitored(const CompareRow& row) {
   return std::isfinite(row.base_clock) || std::isfinite(row.new_clock) || row.base_throttled ||
          row.new_throttled;
@@ -120,6 +128,34 @@ Cell VerificationCell(const CompareRow& row) {
   if (!n.empty()) text += std::string(b.empty() ? "" : ", ") + "new " + n;
   Cell c(text);
   return row.doubtful ? c.With(Tone::kWarn) : c;
+}
+
+// What a flagged row carries for the diagnosis: the repro command and the kernel diff.
+void AttachDiagnosis(const MergedRuns& base, const MergedRuns& now, CompareResult* r) {
+  std::unordered_map<std::string, const Bench*> b_of, n_of;
+  for (const Bench& b : base.benches) b_of.emplace(b.name, &b);
+  for (const Bench& n : now.benches) n_of.emplace(n.name, &n);
+  if (auto it = now.context.find(std::string(schema::kCtxKernels)); it != now.context.end())
+    r->kernels_recorded = it->second;
+  for (CompareRow& row : r->rows) {
+    if (!Flagged(row)) continue;
+    ++r->flagged;
+    row.repro = ReproCommand(now.context, row.name);
+    const Bench* b = b_of.count(row.name) ? b_of[row.name] : nullptr;
+    const Bench* n = n_of.count(row.name) ? n_of[row.name] : nullptr;
+    if (!b || !n) continue;
+    std::string why;
+    for (const auto& [side, bench] : {std::pair("base", b), std::pair("new", n)})
+      if (!bench->ignored.empty())
+        why += std::string(why.empty() ? "" : "; ") + side + ": " + bench->ignored;
+    if (b->kernels && n->kernels) {
+      row.kernels = DiffKernels(*b->kernels, *n->kernels, row.base_ns, row.new_ns);
+      ++r->kernel_diffs;
+    } else if (b->kernels || n->kernels) {
+      row.kernels_note = std::string("no kernel table in ") + (b->kernels ? "new" : "base");
+    }
+    if (!why.empty()) row.kernels_note += (row.kernels_note.empty() ? "" : "; ") + why;
+  }
 }
 
 }  // namespace
@@ -227,6 +263,7 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
       row.verdict = row.delta > 0 ? Verdict::kSlower : Verdict::kFaster;
     if (row.verdict == Verdict::kSlower) ++r.regressions;
   }
+  AttachDiagnosis(base, now, &r);
   r.geomean_count = ratios.size();
   r.geomean_delta = ratios.empty() ? kNaN : GeoMean(ratios) - 1;
   r.exit_code = r.regressions > 0 ? 3 : 0;
@@ -272,6 +309,11 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
       "|change| >= threshold and q < " +
       FormatNumber(opt.alpha, 3) + " (or, without repetitions, on the threshold alone).");
+  // The next step for a flagged case is its kernels: say how to get them when no run has them.
+  if (r.flagged && !r.kernel_diffs && r.kernels_recorded.rfind("off", 0) == 0)
+    d.notes.push_back(
+        "No kernel tables in these runs (dlbench_kernels " + r.kernels_recorded +
+        "): runs with --dlb_kernels=on give each flagged case the kernels that changed.");
   if (r.not_compared)
     d.notes.push_back(std::to_string(r.not_compared) +
                       " benchmark(s) with a time in neither file (skipped, failed, or only "
@@ -280,7 +322,7 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
 
 // The columns every compare table shares: the rate counters and the marks that any row has.
 struct CompareTableShape {
-  bool verification = false, clock = false, timing = false;
+  bool verification = false, clock = false, timing = false, kernels = false, repro = false;
   std::set<std::string> rate_names;
 
   explicit CompareTableShape(const CompareResult& r) {
@@ -289,6 +331,8 @@ struct CompareTableShape {
       verification |= !row.base_disposition.empty() || !row.new_disposition.empty();
       clock |= Monitored(row);
       timing |= row.base_stalled || row.new_stalled;
+      kernels |= row.kernels.has_value() || !row.kernels_note.empty();
+      repro |= !row.repro.empty();
     }
   }
   Table Make() const {
@@ -305,7 +349,9 @@ struct CompareTableShape {
     if (verification) t.columns.push_back({"verification", "verification"});
     if (clock) t.columns.push_back({"clock", "clock"});
     if (timing) t.columns.push_back({"timing", "timing"});
+    if (kernels) t.columns.push_back({"kernels", "kernels"});
     t.columns.push_back({"note", "note"});
+    if (repro) t.columns.push_back({"repro", "repro"});
     return t;
   }
   std::vector<Cell> Row(const CompareRow& row) const {
@@ -329,10 +375,30 @@ struct CompareTableShape {
     if (verification) c.push_back(VerificationCell(row));
     if (clock) c.push_back(ClockCell(row));
     if (timing) c.push_back(TimingCell(row));
+    if (kernels) c.push_back(KernelsCell(row));
     c.emplace_back(row.note);
+    if (repro) c.emplace_back(row.repro);
     return c;
   }
 };
+
+// Per flagged case with a kernel diff, its table: the details under the rows' "kernels" cells.
+Section KernelChangesSection(const CompareResult& r) {
+  Section s;
+  s.title = "Kernel changes of the flagged cases";
+  s.details = true;
+  s.notes.push_back(
+      "Per flagged case with a kernel table on both sides: each kernel's time per Run() (its "
+      "total over the Run()s recorded), appeared, vanished, grew or shrank (by " +
+      FormatPercent(kKernelSame, 0) +
+      " or more), and its change as a share of the case's change in median time per Run(). "
+      "\"all kernels\" short of 100%: time outside the kernels (launch gaps, host work).");
+  for (const CompareRow& row : r.rows)
+    if (row.kernels)
+      s.tables.push_back(KernelDiffTable(*row.kernels, row.name + " (" + VerdictName(row.verdict) +
+                                                           ", " + FormatSigned(row.delta) + ")"));
+  return s;
+}
 
 Section GeomeanSection(const CompareResult& r) {
   Section g;
@@ -389,6 +455,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
   if (omitted)
     d.notes.push_back(std::to_string(omitted) + " benchmark(s) with verdict \"same\" left out.");
   d.sections.push_back(GeomeanSection(r));
+  if (r.kernel_diffs) d.sections.push_back(KernelChangesSection(r));
   if (as_compare_py)
     d.sections.push_back(DifferenceSection(*as_compare_py, aggregates_only, opt.alpha));
   return d;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tools/report/analyses/gbench_compare.h"
+#include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
@@ -49,8 +51,18 @@ struct CompareRow {
   // its time may still carry the stall.
   bool base_stalled = false, new_stalled = false;
   std::string note;
+  // A flagged row (slower or faster): the command that re-runs the case alone (analyses/repro.h;
+  // empty when new's context names no binary), and which kernels changed where both sides have a
+  // kernel table (kernels_note says why not where one side has none or a malformed one).
+  std::string repro;
+  std::optional<KernelDiff> kernels;
+  std::string kernels_note;
 };
 inline constexpr double kClockDiffers = 0.05;
+// Whether compare flags the row: a significant change beyond the threshold either way.
+inline bool Flagged(const CompareRow& row) {
+  return row.verdict == Verdict::kSlower || row.verdict == Verdict::kFaster;
+}
 
 struct CompareResult {
   std::vector<CompareRow> rows;
@@ -60,6 +72,9 @@ struct CompareResult {
   int doubtful = 0;         // rows marked: either side not verified or mistrusted
   int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
   int stalled = 0;          // rows marked: either side's timing pass stalled
+  int kernel_diffs = 0;     // flagged rows with a kernel diff
+  int flagged = 0;          // rows slower or faster
+  std::string kernels_recorded;  // new's context dlbench_kernels (on / off); empty: not said
   size_t not_compared = 0;  // benchmarks with a time in neither file
   int exit_code = 0;        // 0, or 3 when a row is "slower"
 };

@@ -14,6 +14,7 @@
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/roofline.h"
 #include "tools/report/analyses/speedup.h"
 #include "tools/report/analyses/summary.h"
 #include "tools/report/analyses/sweep.h"
@@ -757,6 +758,10 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   std::vector<Section> gpu_details;
   for (Section& s : GpuScalingReportSections(scaling))
     (s.details ? gpu_details : d.sections).push_back(std::move(s));
+  // How far each case is from the hardware's reachable limit: after the first screen's answers,
+  // before the details.
+  for (Section& s : RooflineSections(ComputeRoofline(runs), runs.context, true))
+    d.sections.push_back(std::move(s));
   for (Section& s : long_tables) d.sections.push_back(std::move(s));
   std::vector<Section> summary_sections = SummarySections(summary);
   Section not_measured = std::move(summary_sections.back());

@@ -8,6 +8,7 @@
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/roofline.h"
 
 namespace dlb::report {
 
@@ -233,6 +234,8 @@ Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs)
   d.notes.push_back(std::to_string(s.total) + " benchmarks, " + std::to_string(s.measured) +
                     " measured. Median over repetitions; CV = sample standard deviation / mean.");
   d.sections = SummarySections(s);
+  for (Section& r : RooflineSections(ComputeRoofline(runs), runs.context, false))
+    d.sections.push_back(std::move(r));
   d.sections.push_back(LabelSection(runs));
   return d;
 }

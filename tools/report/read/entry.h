@@ -72,12 +72,43 @@ struct Verification {
   bool operator==(const Verification& o) const;
 };
 
+// The "roofline" object of dlbench's result fields: the roof the case was measured against.
+struct Roofline {
+  std::string bound;  // schema::kBoundCompute or kBoundMemory; empty: not said
+  double roof_flop_per_s = std::numeric_limits<double>::quiet_NaN();
+  double compute_peak_flop_per_s = std::numeric_limits<double>::quiet_NaN();
+  double mem_bw_bytes_per_s = std::numeric_limits<double>::quiet_NaN();
+  double bytes = std::numeric_limits<double>::quiet_NaN();  // of one Run()
+  bool operator==(const Roofline& o) const;
+};
+
+// One row of the "kernels" object: what ran in the case's timed span under one name.
+struct KernelRow {
+  std::string name, kind;
+  double launches_per_run = 0, total_s = 0, mean_s = 0, share = 0;
+  bool operator==(const KernelRow& o) const;
+};
+// The "kernels" object (--dlb_kernels=on): every kernel, copy or primitive of the timed span.
+struct KernelTable {
+  std::string source;  // schema::kKernelsSourceCupti, kKernelsSourceOnednn
+  double runs = 0;     // Run()s recorded: a row's time per Run() is total_s / runs
+  double span_s = 0;
+  std::vector<KernelRow> rows;
+  bool operator==(const KernelTable& o) const;
+};
+
 // dlbench's object in an entry: where the result comes from and how it was checked.
 struct ResultFields {
   std::string network, workload;  // the network comes from the workload file, never from a name
   Verification verification;
+  std::optional<Roofline> roofline;
+  std::optional<KernelTable> kernels;
+  // Why a "roofline" or "kernels" object that is there was left out (malformed): one line each,
+  // for the report to say; such an object never fails the file, the rest of the entry stands.
+  std::string ignored;
   bool operator==(const ResultFields& o) const {
-    return network == o.network && workload == o.workload && verification == o.verification;
+    return network == o.network && workload == o.workload && verification == o.verification &&
+           roofline == o.roofline && kernels == o.kernels && ignored == o.ignored;
   }
 };
 

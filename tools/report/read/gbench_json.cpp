@@ -15,6 +15,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/read/fields.h"
+#include "tools/report/read/result_objects.h"
 
 namespace dlb::report {
 
@@ -78,10 +79,12 @@ class Handler {
       : text_(text), path_(path), out_(out) {}
 
   bool null() {
+    if (capturing_) return CaptureValue(json());
     if (InResult()) return ResultValue(Kind::kNull, nullptr, 0);
     return Scalar("null");
   }
   bool boolean(bool v) {
+    if (capturing_) return CaptureValue(json(v));
     if (InResult()) return ResultValue(Kind::kBoolean, nullptr, 0);
     if (InEntryField()) {
       Field f = Classify(key_);
@@ -100,6 +103,7 @@ class Handler {
   bool number_unsigned(json::number_unsigned_t v) { return Number(static_cast<double>(v)); }
   bool number_float(json::number_float_t v, const std::string&) { return Number(v); }
   bool string(std::string& v) {
+    if (capturing_) return CaptureValue(json(std::move(v)));
     if (InResult()) return ResultValue(Kind::kString, &v, 0);
     if (InEntryField()) {
       Field f = Classify(key_);
@@ -155,11 +159,13 @@ class Handler {
     return Scalar("string");
   }
   bool binary(json::binary_t&) {
+    if (capturing_) return CaptureValue(json());
     if (InResult()) return ResultValue(Kind::kBinary, nullptr, 0);
     return Scalar("binary");
   }
 
   bool start_object(std::size_t) {
+    if (capturing_ || StartsResultObject()) return CaptureStart(json::object());
     if (depth_ == 0) {
       depth_ = 1;
       return true;
@@ -184,6 +190,7 @@ class Handler {
     return true;
   }
   bool end_object() {
+    if (capturing_) return CaptureEnd();
     --depth_;
     if (result_level_ == 2 && depth_ == 4) result_level_ = 1;
     if (result_level_ == 1 && depth_ == 3) result_level_ = 0;
@@ -192,6 +199,7 @@ class Handler {
     return true;
   }
   bool start_array(std::size_t) {
+    if (capturing_ || StartsResultObject()) return CaptureStart(json::array());
     if (depth_ == 0) Fail("/", "the top level is an array, expected an object");
     if (depth_ == 1) {
       if (key_ == "context") Fail("/context", "expected an object, got an array");
@@ -210,11 +218,16 @@ class Handler {
     return true;
   }
   bool end_array() {
+    if (capturing_) return CaptureEnd();
     --depth_;
     if (depth_ == 1) section_ = Section::kNone;
     return true;
   }
   bool key(std::string& k) {
+    if (capturing_) {
+      if (cap_.skipped == 0) cap_.member = std::move(k);
+      return true;
+    }
     if (depth_ == 1 || depth_ == 2 || depth_ == 3) {
       key_ = std::move(k);
     } else if (result_level_ == 1 && depth_ == 4) {
@@ -323,6 +336,14 @@ class Handler {
   bool ResultValue(Kind kind, std::string* s, double v) {
     bool direct = (depth_ == 4 && result_level_ == 1) || (depth_ == 5 && result_level_ == 2);
     if (!direct || kind == Kind::kNull) return true;
+    if (result_level_ == 1 && read::IsResultObject(result_key_)) {
+      json value = kind == Kind::kString    ? json(*s)
+                   : kind == Kind::kNumber  ? json(v)
+                   : kind == Kind::kBoolean ? json(false)
+                                            : json();
+      read::ReadResultObject(result_key_, value, false, &raw_.result);
+      return true;
+    }
     Want want = ResultWant();
     if (want == Want::kAny) return true;
     if (want == Want::kObject)
@@ -354,6 +375,59 @@ class Handler {
       ver.of = v;
     }
     return true;
+  }
+
+  // The value of "roofline" or "kernels" in the "dlbench" object is an object or an array: it is
+  // built as a small DOM (a table of kernels is all it holds) and read once it ends. Events
+  // inside it touch nothing else of the parser's state.
+  bool StartsResultObject() const {
+    return result_level_ == 1 && depth_ == 4 && read::IsResultObject(result_key_);
+  }
+  bool CaptureStart(json container) {
+    if (!capturing_) {
+      capturing_ = true;
+      cap_ = Capture();
+      cap_.root = std::move(container);
+      cap_.stack.push_back(&cap_.root);
+      return true;
+    }
+    if (cap_.skipped > 0 || cap_.stack.size() >= kCaptureDepth) {
+      ++cap_.skipped;
+      cap_.truncated = true;
+      return true;
+    }
+    cap_.stack.push_back(CaptureAdd(std::move(container)));
+    return true;
+  }
+  bool CaptureValue(json v) {
+    if (cap_.skipped == 0) CaptureAdd(std::move(v));
+    return true;
+  }
+  bool CaptureEnd() {
+    if (cap_.skipped > 0) {
+      --cap_.skipped;
+      return true;
+    }
+    cap_.stack.pop_back();
+    if (cap_.stack.empty()) {
+      capturing_ = false;
+      read::ReadResultObject(result_key_, cap_.root, cap_.truncated, &raw_.result);
+      cap_ = Capture();
+    }
+    return true;
+  }
+  // Into the innermost open object (under the last key) or array; where the value now lives
+  // (an object's members are nodes of a map, and only the innermost array grows: the pointers
+  // held stay valid).
+  json* CaptureAdd(json v) {
+    json& top = *cap_.stack.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    json& slot = top[cap_.member];
+    slot = std::move(v);
+    return &slot;
   }
 
   void NestedInEntry(const char* what) {
@@ -391,6 +465,7 @@ class Handler {
   }
 
   bool Number(double v) {
+    if (capturing_) return CaptureValue(json(v));
     if (InResult()) return ResultValue(Kind::kNumber, nullptr, v);
     if (InEntryField()) {
       if (!std::isfinite(v)) Fail(EntryPointer(), "not a finite number");
@@ -462,6 +537,18 @@ class Handler {
   int result_level_ = 0;
   std::string result_key_, verification_key_;
   std::shared_ptr<const ResultFields> last_result_;
+  // A "roofline" or "kernels" value being captured; levels beyond kCaptureDepth are skipped (a
+  // kernel table is three deep) and the object reported as malformed.
+  static constexpr size_t kCaptureDepth = 4;
+  struct Capture {
+    json root;
+    std::vector<json*> stack;
+    std::string member;
+    int skipped = 0;
+    bool truncated = false;
+  };
+  bool capturing_ = false;
+  Capture cap_;
 };
 
 // Google Benchmark writes NaN for a counter's cv aggregate when the counter's mean is 0 (a

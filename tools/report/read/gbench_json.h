@@ -34,6 +34,9 @@ struct Bench {
   std::vector<std::string> files;  // where it came from
   std::string network, workload;   // dlbench's result fields; empty when not written
   Verification verification;
+  std::optional<Roofline> roofline;    // the last entry's that has one
+  std::optional<KernelTable> kernels;  // the last entry's that has one
+  std::string ignored;                 // why a malformed roofline or kernels object was left out
   std::string time_unit;  // of the first measured entry, as written
 
   bool measured() const { return status == Status::kMeasured && (!real_ns.empty() || HasCenter()); }
@@ -60,7 +63,8 @@ struct MergedRuns {
 //  - aggregate entries are kept only as a fallback: when a benchmark has no iteration entries
 //    (--benchmark_report_aggregates_only) the last file's aggregates win;
 //  - a measured entry beats a skipped or failed one; among skipped/failed, the last message wins;
-//  - label, network, workload and verification: the last entry that has one wins.
+//  - label, network, workload, verification, roofline and kernels: the last entry that has one
+//    wins.
 MergedRuns Merge(const std::vector<FileData>& files);
 
 std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed);

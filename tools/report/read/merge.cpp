@@ -81,6 +81,9 @@ MergedRuns Merge(const std::vector<FileData>& files) {
         if (!r.network.empty()) b.network = r.network;
         if (!r.workload.empty()) b.workload = r.workload;
         if (r.verification.known()) b.verification = r.verification;
+        if (r.roofline) b.roofline = r.roofline;
+        if (r.kernels) b.kernels = r.kernels;
+        if (!r.ignored.empty()) b.ignored = r.ignored;
       }
       if (e.status != Status::kMeasured) {
         if (!any_measured[it->second]) {

@@ -302,8 +302,8 @@ void LineSeries(std::ostream& o, const LineFrame& f, size_t si) {
   const double lx = f.lft + f.pw, ly = kTop + 10 + static_cast<double>(si) * 18;
   o << "<line x1=\"" << lx + 10 << "\" y1=\"" << ly << "\" x2=\"" << lx + 30 << "\" y2=\"" << ly
     << "\" stroke=\"" << color << "\" stroke-width=\"2\""
-    << (s.markers ? "" : " stroke-dasharray=\"5 3\"") << "/><text x=\"" << lx + 34 << "\" y=\""
-    << ly + 4 << "\" class=\"lbl\">" << HtmlEscape(s.name) << "</text>";
+    << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << "/><text x=\"" << lx + 34
+    << "\" y=\"" << ly + 4 << "\" class=\"lbl\">" << HtmlEscape(s.name) << "</text>";
 }
 
 std::string LinesSvg(const Chart& chart) {

@@ -1,0 +1,398 @@
+// What explains a number or a change: the roofline (the list of the cases furthest below their
+// roof, the chart per device), kernel diffs under the cases compare and history check flag, and
+// the command that re-runs one case. Synthetic cases (report_cases.h) with the "roofline" and
+// "kernels" objects of fixtures/schema/schema.h.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/support/temp_dir.h"
+#include "tests/tools/report_cases.h"
+#include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/report.h"
+#include "tools/report/analyses/repro.h"
+#include "tools/report/analyses/roofline.h"
+#include "tools/report/history/history.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+namespace {
+
+using testing::Case;
+using testing::CasesJson;
+using testing::CasesRuns;
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A case at `flop_per_s` with intensity `fpb` under a roof of peak / bandwidth.
+Case RoofCase(const std::string& name, double fpb, double flop_per_s, double peak, double bw) {
+  const double roof = std::min(peak, fpb * bw);
+  char obj[256];
+  std::snprintf(obj, sizeof obj,
+                R"("roofline": {"bound": "%s", "roof_flop_per_s": %.17g,)"
+                R"( "compute_peak_flop_per_s": %.17g, "mem_bw_bytes_per_s": %.17g, "bytes": 1e6})",
+                fpb * bw < peak ? "memory" : "compute", roof, peak, bw);
+  return Case{name,
+              10,
+              {{"flop_per_s", flop_per_s},
+               {"flop_per_byte", fpb},
+               {"pct_roofline", flop_per_s / roof * 100}},
+              "",
+              obj};
+}
+
+std::vector<Case> RoofCases() {
+  // GPU: bf16 peak 800 T, f32 peak 60 T, 3 TB/s; CPU: 2 T, 100 GB/s.
+  return {RoofCase("gemm/gpu/cublaslt/square.4096/dt:bf16", 1365, 600e12, 800e12, 3e12),
+          RoofCase("gemm/gpu/cublaslt/skinny.64/dt:bf16", 30, 9e12, 800e12, 3e12),
+          RoofCase("conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:32/dt:f32", 40, 30e12, 60e12, 3e12),
+          RoofCase("conv/gpu/cudnn/resnet18.layer4.conv3x3/bs:32/dt:bf16", 200, 8e12, 800e12, 3e12),
+          RoofCase("gemm/cpu/onednn/square.1024/dt:f32", 170, 1.5e12, 2e12, 100e9),
+          // No roofline at all: on no chart, in no list.
+          Case{"gemm/cpu/onednn/square.64/dt:f32", 1, {{"flop_per_s", 1e10}}, "", ""}};
+}
+
+TEST(Roofline, ListsTheCasesFurthestBelowTheirRoofLowestFirst) {
+  RooflineResult r = ComputeRoofline(CasesRuns(RoofCases(), "NVIDIA H100"));
+  ASSERT_EQ(r.points.size(), 5u);
+  EXPECT_EQ(r.devices, (std::vector<std::string>{"gpu", "cpu"}));
+  // skinny: roof min(800 T, 30 x 3 T = 90 T) = 90 T, memory bound, 9 T of it = 10%.
+  const RooflinePoint& skinny = r.points[1];
+  EXPECT_EQ(skinny.bound, "memory");
+  EXPECT_DOUBLE_EQ(skinny.roof, 90e12);
+  EXPECT_NEAR(skinny.pct, 10, 1e-5);
+  std::vector<RooflinePoint> low = FurthestBelow(r, 3);
+  ASSERT_EQ(low.size(), 3u);
+  // layer4: 8 T of 600 T = 1.33%; skinny 10%; layer1: 30 T of 60 T (compute) = 50%.
+  EXPECT_EQ(low[0].name, "conv/gpu/cudnn/resnet18.layer4.conv3x3/bs:32/dt:bf16/manual_time");
+  EXPECT_NEAR(low[0].pct, 8e12 / 600e12 * 100, 1e-5);  // counters as written: 7 digits
+  EXPECT_EQ(low[1].name, skinny.name);
+  EXPECT_EQ(low[2].name, "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:32/dt:f32/manual_time");
+  EXPECT_EQ(low[2].bound, "compute");
+  for (size_t i = 1; i < low.size(); ++i) EXPECT_LE(low[i - 1].pct, low[i].pct);
+}
+
+// Without the "roofline" object the peaks are unknown: the roof comes from pct_roofline.
+TEST(Roofline, TheCountersAloneGiveTheRoof) {
+  RooflineResult r = ComputeRoofline(
+      CasesRuns({Case{"gemm/cpu/onednn/square.1024/dt:f32",
+                      10,
+                      {{"flop_per_s", 1e12}, {"flop_per_byte", 100}, {"pct_roofline", 25}},
+                      "",
+                      ""}}));
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.points[0].roof, 4e12);
+  EXPECT_EQ(r.points[0].bound, "");
+}
+
+TEST(Roofline, OneChartPerDeviceOnePointPerCaseOneRoofPerPeak) {
+  RooflineResult r = ComputeRoofline(CasesRuns(RoofCases(), "NVIDIA H100"));
+  Chart gpu = RooflineChart(r, "gpu", "GPU: NVIDIA H100");
+  EXPECT_TRUE(gpu.log_x && gpu.log_y);
+  std::string svg = RenderSvg(gpu);
+  EXPECT_EQ(Count(svg, "<circle"), 4u);  // the four GPU cases
+  // Two compute peaks (bf16 800 T, f32 60 T): two roof lines, named by their dtypes.
+  EXPECT_EQ(Count(svg, "<polyline"), 2u);
+  EXPECT_NE(svg.find("roof bf16 800 T"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("roof f32 60.0 T"), std::string::npos);
+  // The bf16 roof bends at its ridge: 800 T / 3 TB/s = 266.7 FLOP/byte.
+  bool ridge = false;
+  for (const Series& s : gpu.series)
+    for (auto [x, y] : s.points) ridge |= std::fabs(x - 800.0 / 3) < 1e-9 && y == 800e12;
+  EXPECT_TRUE(ridge);
+  EXPECT_EQ(Count(RenderSvg(RooflineChart(r, "cpu", "CPU")), "<circle"), 1u);
+}
+
+TEST(Roofline, TheReportDrawsItAfterTheFirstScreenAndListsItInEveryFormat) {
+  MergedRuns runs = CasesRuns(RoofCases(), "NVIDIA H100");
+  Document d = FullReport(runs, {"cases.json"});
+  size_t at = 0;
+  while (at < d.sections.size() && d.sections[at].title != "Roofline") ++at;
+  ASSERT_LT(at, d.sections.size());
+  EXPECT_GT(at, 0u);  // the findings come first
+  EXPECT_FALSE(d.sections[at].details);
+  EXPECT_EQ(d.sections[at].charts.size(), 2u);
+  for (size_t i = 0; i < at; ++i) EXPECT_FALSE(d.sections[i].details) << d.sections[i].title;
+  const std::string html = RenderHtml(d);
+  EXPECT_NE(html.find("Roofline: GPU: NVIDIA H100"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(d).find("## Roofline"), std::string::npos);
+  EXPECT_NE(RenderCsv(d).find("pct_roofline"), std::string::npos);
+  auto j = nlohmann::json::parse(RenderJson(d));
+  EXPECT_NE(j.dump().find("\"bound\""), std::string::npos);
+}
+
+TEST(Roofline, NoCaseWithARooflineNoSection) {
+  MergedRuns runs =
+      CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 1, {{"flop_per_s", 1e10}}, "", ""}});
+  EXPECT_TRUE(RooflineSections(ComputeRoofline(runs), runs.context, true).empty());
+  EXPECT_EQ(RenderMarkdown(FullReport(runs, {"x"})).find("Roofline"), std::string::npos);
+}
+
+// ---- kernel tables ----
+
+std::string KernelsJson(const std::vector<std::pair<std::string, double>>& rows, double runs) {
+  std::string r;
+  for (const auto& [name, total] : rows)
+    r += std::string(r.empty() ? "" : ", ") + R"({"name": ")" + name +
+         R"(", "kind": "kernel", "launches_per_run": 1, "total_s": )" + std::to_string(total) +
+         R"(, "mean_s": 0, "share": 0})";
+  return R"("kernels": {"source": "cupti", "runs": )" + std::to_string(runs) +
+         R"(, "span_s": 1, "rows": [)" + r + "]}";
+}
+
+KernelTable PerRunTable(const std::vector<std::pair<std::string, double>>& per_run) {
+  KernelTable t;
+  t.runs = 100;
+  for (const auto& [name, s] : per_run) t.rows.push_back({name, "kernel", 1, s * 100, s, 0});
+  return t;
+}
+
+TEST(KernelDiff, AppearedVanishedGrewAndTheirShareOfTheChange) {
+  // Base 10 us per Run(); new 14 us. cuDNN's engine changed: implicit_gemm (6 us) vanished,
+  // winograd (8 us) appeared; the bias kernel grew 2 -> 3 us; the copy stayed at 1 us.
+  KernelTable base = PerRunTable({{"implicit_gemm", 6e-6}, {"bias", 2e-6}, {"copy", 1e-6}});
+  KernelTable now = PerRunTable({{"winograd", 8e-6}, {"bias", 3e-6}, {"copy", 1e-6}});
+  KernelDiff d = DiffKernels(base, now, 10e3, 14e3);
+  EXPECT_NEAR(d.case_delta_s, 4e-6, 1e-15);
+  ASSERT_EQ(d.changes.size(), 4u);
+  EXPECT_EQ(d.changes[0].name, "winograd");
+  EXPECT_EQ(d.changes[0].change, KernelChangeKind::kAppeared);
+  EXPECT_NEAR(d.changes[0].of_case, 2.0, 1e-9);  // +8 us of a +4 us change
+  EXPECT_EQ(d.changes[1].name, "implicit_gemm");
+  EXPECT_EQ(d.changes[1].change, KernelChangeKind::kVanished);
+  EXPECT_NEAR(d.changes[1].of_case, -1.5, 1e-9);
+  EXPECT_EQ(d.changes[2].name, "bias");
+  EXPECT_EQ(d.changes[2].change, KernelChangeKind::kGrew);
+  EXPECT_EQ(d.changes[3].change, KernelChangeKind::kSame);
+  // The shares add up to what the tables account for: (8 + 3 + 1) - (6 + 2 + 1) = 3 of 4 us.
+  double sum = 0;
+  for (const KernelChange& c : d.changes) sum += c.of_case;
+  EXPECT_NEAR(sum, d.explained, 1e-12);
+  EXPECT_NEAR(d.explained, 0.75, 1e-9);
+  const std::string s = KernelDiffSummary(d);
+  EXPECT_EQ(s, "+winograd 200%, -implicit_gemm -150%, ↑bias 25% (kernels: 75% of the change)");
+  Table t = KernelDiffTable(d, "x");
+  EXPECT_EQ(t.rows.back()[0].text, "the case");
+  EXPECT_EQ(t.rows[t.rows.size() - 2][0].text, "all kernels");
+}
+
+MergedRuns Side(double us, const std::string& kernels, double spread = 0.001,
+                const std::string& ctx = "") {
+  std::vector<Case> cases = {
+      // Five repetitions a side: the U test's least p for 3 against 3 is 0.1, never significant.
+      Case{"conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:32/dt:f32", us, {}, "", kernels, spread, 5},
+      Case{"conv/gpu/cudnn/resnet18.layer2.conv3x3/bs:32/dt:f32", 50, {}, "", "", 0.001, 5}};
+  return Merge({ParseBenchmarkJson(CasesJson(cases, "", ctx), "side.json")});
+}
+
+const char* kCtx =
+    R"("executable": "./build/release/benchmarks/conv/bench_conv",)"
+    R"( "dlbench_command": "./build/release/benchmarks/conv/bench_conv --dlb_tier=smoke )"
+    R"('--benchmark_filter=conv/gpu/.*' --benchmark_out=/tmp/x.json --dlb_autotune=search )"
+    R"(--benchmark_repetitions=5 '--dlb_note=it'\\''s'")";
+
+TEST(CompareDiagnosis, AFlaggedCaseShowsItsKernelsAndTheCommandThatRerunsIt) {
+  MergedRuns base =
+      Side(10, KernelsJson({{"implicit_gemm", 6e-4}, {"bias", 2e-4}}, 100), 0.001, kCtx);
+  MergedRuns now = Side(14, KernelsJson({{"winograd", 8e-3}, {"bias", 3e-3}}, 1000), 0.001, kCtx);
+  CompareResult r = Compare(base, now, {});
+  ASSERT_EQ(r.rows.size(), 2u);
+  const CompareRow& row = r.rows[0];
+  ASSERT_EQ(row.verdict, Verdict::kSlower);
+  ASSERT_TRUE(row.kernels);
+  EXPECT_EQ(row.kernels->changes[0].name, "winograd");
+  EXPECT_EQ(r.kernel_diffs, 1);
+  EXPECT_EQ(row.repro,
+            "./build/release/benchmarks/conv/bench_conv "
+            "'--benchmark_filter=^conv/gpu/cudnn/resnet18\\.layer1\\.conv3x3/bs:32/dt:f32/"
+            "manual_time$' --dlb_tier=smoke --dlb_autotune=search --benchmark_repetitions=5 "
+            "'--dlb_note=it'\\''s'");
+  EXPECT_EQ(r.rows[1].verdict, Verdict::kSame);
+  EXPECT_TRUE(r.rows[1].repro.empty());
+
+  Document d = CompareDocument(r, {}, "base.json", "new.json");
+  const std::string md = RenderMarkdown(d);
+  EXPECT_NE(md.find("+winograd"), std::string::npos) << md;
+  EXPECT_NE(md.find("Kernel changes of the flagged cases"), std::string::npos);
+  const std::string html = RenderHtml(d);
+  EXPECT_NE(html.find("<details><summary><h2>Kernel changes"), std::string::npos);
+  auto j = nlohmann::json::parse(RenderJson(d));
+  bool repro = false, kernels = false;
+  for (const auto& s : j["sections"])
+    for (const auto& t : s["tables"])
+      for (const auto& rw : t["rows"]) {
+        repro |= rw.contains("repro") && rw["repro"] == row.repro;
+        kernels |= rw.contains("kernels") && rw["kernels"].is_string() &&
+                   rw["kernels"].get<std::string>().find("+winograd") != std::string::npos;
+      }
+  EXPECT_TRUE(repro) << j.dump(1);
+  EXPECT_TRUE(kernels);
+  EXPECT_NE(RenderCsv(d).find("repro"), std::string::npos);
+}
+
+TEST(CompareDiagnosis, WithoutKernelTablesOrContextNoColumns) {
+  CompareResult r = Compare(Side(10, ""), Side(14, ""), {});
+  ASSERT_EQ(r.rows[0].verdict, Verdict::kSlower);
+  EXPECT_FALSE(r.rows[0].kernels);
+  EXPECT_TRUE(r.rows[0].repro.empty());  // the context names no binary
+  const std::string md = RenderMarkdown(CompareDocument(r, {}, "a", "b"));
+  EXPECT_EQ(md.find("kernels"), std::string::npos);
+  EXPECT_EQ(md.find("repro"), std::string::npos);
+  // A run that says it recorded no kernels: one note on how to get them.
+  CompareResult off = Compare(Side(10, ""), Side(14, "", 0.001, R"("dlbench_kernels": "off")"), {});
+  EXPECT_NE(RenderMarkdown(CompareDocument(off, {}, "a", "b"))
+                .find("No kernel tables in these runs (dlbench_kernels off)"),
+            std::string::npos);
+}
+
+// A malformed kernels object never fails the file: the entry stands, the table is left out with
+// one line, and compare says it where it would have shown the diff.
+TEST(CompareDiagnosis, AMalformedKernelTableIsLeftOutWithANote) {
+  for (const std::string& bad :
+       {std::string(R"("kernels": {"runs": 10, "rows": [{"name": "k", "total_s": "1"}]})"),
+        std::string(R"("kernels": {"runs": 10, "rows": {}})"),
+        std::string(R"("kernels": {"rows": []})"), std::string(R"("kernels": 3)"),
+        std::string(R"("kernels": [[[[[[[1]]]]]]])"),
+        std::string(R"("kernels": {"runs": 1, "rows": [{"total_s": 1}]})"),
+        std::string(R"("roofline": {"bound": "disk"}, "kernels": {"runs": 0, "rows": []})")}) {
+    MergedRuns base = Side(10, KernelsJson({{"a", 1e-3}}, 100));
+    MergedRuns now = Side(14, bad);
+    ASSERT_EQ(now.benches.size(), 2u) << bad;
+    EXPECT_FALSE(now.benches[0].kernels) << bad;
+    EXPECT_FALSE(now.benches[0].ignored.empty()) << bad;
+    EXPECT_EQ(now.benches[0].ignored.find('\n'), std::string::npos);
+    CompareResult r = Compare(base, now, {});
+    EXPECT_FALSE(r.rows[0].kernels);
+    EXPECT_NE(r.rows[0].kernels_note.find("left out"), std::string::npos)
+        << bad << ": " << r.rows[0].kernels_note;
+  }
+}
+
+TEST(Reader, TheRooflineAndKernelObjectsAreRead) {
+  MergedRuns runs = CasesRuns(
+      {Case{"gemm/gpu/cublaslt/square.4096/dt:bf16",
+            10,
+            {},
+            "net",
+            R"("roofline": {"bound": "compute", "roof_flop_per_s": 8e14, "bytes": 1e8}, )" +
+                KernelsJson({{"sm90_gemm", 0.5}, {"memcpy", 0.1}}, 50)}});
+  const Bench& b = runs.benches[0];
+  EXPECT_EQ(b.network, "net");
+  ASSERT_TRUE(b.roofline);
+  EXPECT_EQ(b.roofline->bound, "compute");
+  EXPECT_DOUBLE_EQ(b.roofline->roof_flop_per_s, 8e14);
+  EXPECT_TRUE(std::isnan(b.roofline->mem_bw_bytes_per_s));
+  ASSERT_TRUE(b.kernels);
+  EXPECT_EQ(b.kernels->source, "cupti");
+  EXPECT_EQ(b.kernels->runs, 50);
+  ASSERT_EQ(b.kernels->rows.size(), 2u);
+  EXPECT_EQ(b.kernels->rows[1].name, "memcpy");
+  EXPECT_DOUBLE_EQ(b.kernels->rows[0].total_s, 0.5);
+  EXPECT_TRUE(b.ignored.empty());
+}
+
+// ---- repro commands ----
+
+TEST(Repro, TheFilterIsAnchoredAndEscapedAndMatchesOnlyThatCase) {
+  const std::vector<std::string> names = {
+      "gemm/cpu/onednn/square.1024/dt:f32/manual_time",
+      "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:32/dt:bf16/fmt:nhwc/manual_time",
+      "BM_x/8/threads:2", "odd+name(1)[a]{2}*?^$|\\"};
+  for (const std::string& n : names) {
+    const std::string f = AnchoredFilter(n);
+    EXPECT_EQ(f.front(), '^');
+    EXPECT_EQ(f.back(), '$');
+    std::regex re(f, std::regex::extended);
+    EXPECT_TRUE(std::regex_search(n, re)) << f;
+    // '.' is no wildcard and the anchors hold: near names do not match.
+    std::string near = n;
+    if (auto dot = near.find('.'); dot != std::string::npos) near[dot] = 'X';
+    if (near != n) {
+      EXPECT_FALSE(std::regex_search(near, re)) << f;
+    }
+    EXPECT_FALSE(std::regex_search(n + "/x", re)) << f;
+    EXPECT_FALSE(std::regex_search("x" + n, re)) << f;
+  }
+  // An aggregate's suffix is not part of the case's name.
+  EXPECT_EQ(AnchoredFilter("gemm/cpu/onednn/square.64/dt:f32/manual_time_median"),
+            "^gemm/cpu/onednn/square\\.64/dt:f32/manual_time$");
+}
+
+TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
+  std::map<std::string, std::string> ctx = {
+      {"executable", "/opt/dl bench/bench_gemm"},
+      {"dlbench_command",
+       "'/opt/dl bench/bench_gemm' --dlb_tier=full --benchmark_out=o.json "
+       "--benchmark_out_format=json --benchmark_filter=gemm --benchmark_format=console "
+       "\"--dlb_threads=4\" --benchmark_min_time=0.5s --benchmark_repetitionsX=3"}};
+  const std::string name = "gemm/cpu/onednn/square.1024/dt:f32/manual_time";
+  const std::string cmd = ReproCommand(ctx, name);
+  EXPECT_EQ(ShellSplit(cmd),
+            (std::vector<std::string>{
+                "/opt/dl bench/bench_gemm", "--benchmark_filter=" + AnchoredFilter(name),
+                "--dlb_tier=full", "--dlb_threads=4", "--benchmark_min_time=0.5s"}));
+  const std::string binary = ShellQuote("/opt/dl bench/bench_gemm");
+  ASSERT_EQ(cmd.rfind(binary + " ", 0), 0u) << cmd;
+  std::FILE* p = ::popen(("printf '%s\\n' " + cmd.substr(binary.size() + 1)).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(::pclose(p), 0);
+  EXPECT_EQ(out, "--benchmark_filter=" + AnchoredFilter(name) +
+                     "\n--dlb_tier=full\n--dlb_threads=4\n--benchmark_min_time=0.5s\n");
+  // No binary known: no command.
+  EXPECT_EQ(ReproCommand({}, name), "");
+  // Only the recorded command: its first word is the binary.
+  EXPECT_EQ(ReproCommand({{"dlbench_command", "./b --dlb_seed=2"}}, "a.b"),
+            "./b '--benchmark_filter=^a\\.b$' --dlb_seed=2");
+}
+
+// ---- history check ----
+
+TEST(HistoryDiagnosis, CheckShowsTheKernelDiffAndTheReproOfAFlaggedCase) {
+  dlb::testing::TempDir dir("diagnosis");
+  const std::string db = dir / "h.db";
+  const std::string ctx = kCtx;
+  for (int i = 0; i < 5; ++i) {
+    const bool newest = i == 4;
+    char date[64];
+    std::snprintf(date, sizeof date, R"("date": "2026-01-0%dT00:00:00Z", )", i + 1);
+    const std::string kernels = newest
+                                    ? KernelsJson({{"winograd", 8e-4}, {"bias", 2e-4}}, 100)
+                                    : KernelsJson({{"implicit_gemm", 6e-4}, {"bias", 2e-4}}, 100);
+    std::vector<Case> cases = {
+        Case{"conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:32/dt:f32",
+             newest ? 14.0 : 10.0 + 0.01 * i,
+             {},
+             "",
+             kernels},
+        Case{"conv/gpu/cudnn/resnet18.layer2.conv3x3/bs:32/dt:f32", 50 + 0.01 * i, {}, "", ""}};
+    HistoryAdd(db, {ParseBenchmarkJson(CasesJson(cases, "", date + ctx), "r.json")},
+               RunMeta{"c" + std::to_string(i), "", "", ""});
+  }
+  CheckResult r = HistoryCheck(db, {});
+  ASSERT_EQ(r.regressions, 1);
+  const std::string md = RenderMarkdown(r.doc);
+  EXPECT_NE(md.find("vs run #4: +winograd"), std::string::npos) << md;
+  EXPECT_NE(md.find("-implicit_gemm"), std::string::npos);
+  EXPECT_NE(md.find("Kernel changes of the flagged cases"), std::string::npos);
+  EXPECT_NE(md.find("--benchmark_filter=^conv/gpu/cudnn/resnet18\\.layer1"), std::string::npos);
+  // Exported and imported, the kernel tables go along.
+  const std::string copy = dir / "copy.db";
+  HistoryCopy(db, copy);
+  EXPECT_EQ(RenderMarkdown(HistoryCheck(copy, {}).doc), md);
+}
+
+}  // namespace
+}  // namespace dlb::report

@@ -1,0 +1,160 @@
+#include "tools/report/analyses/kernel_diff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace dlb::report {
+
+const char* KernelChangeName(KernelChangeKind k) {
+  switch (k) {
+    case KernelChangeKind::kAppeared:
+      return "appeared";
+    case KernelChangeKind::kVanished:
+      return "vanished";
+    case KernelChangeKind::kGrew:
+      return "grew";
+    case KernelChangeKind::kShrank:
+      return "shrank";
+    case KernelChangeKind::kSame:
+      return "same";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+using Key = std::pair<std::string, std::string>;  // name, kind
+
+std::map<Key, double> PerRun(const KernelTable& t) {
+  std::map<Key, double> out;
+  for (const KernelRow& r : t.rows) out[{r.name, r.kind}] += t.runs > 0 ? r.total_s / t.runs : 0;
+  return out;
+}
+
+const char* Sign(KernelChangeKind k) {
+  switch (k) {
+    case KernelChangeKind::kAppeared:
+      return "+";
+    case KernelChangeKind::kVanished:
+      return "-";
+    case KernelChangeKind::kGrew:
+      return "↑";
+    case KernelChangeKind::kShrank:
+      return "↓";
+    case KernelChangeKind::kSame:
+      break;
+  }
+  return "=";
+}
+
+std::string Seconds(double s) { return FormatTime(s * 1e9); }
+
+std::string SignedSeconds(double s) {
+  return (s > 0 ? "+" : s < 0 ? "-" : "") + FormatTime(std::fabs(s) * 1e9);
+}
+
+}  // namespace
+
+KernelDiff DiffKernels(const KernelTable& base, const KernelTable& now, double base_ns,
+                       double new_ns) {
+  KernelDiff d;
+  d.case_delta_s = (new_ns - base_ns) * 1e-9;
+  const std::map<Key, double> b = PerRun(base), n = PerRun(now);
+  std::map<Key, std::pair<double, double>> both;
+  for (const auto& [k, v] : b) both[k].first = v;
+  for (const auto& [k, v] : n) both[k].second = v;
+  for (const auto& [k, v] : both) {
+    KernelChange c;
+    c.name = k.first;
+    c.kind = k.second;
+    c.base_s = v.first;
+    c.new_s = v.second;
+    c.delta_s = c.new_s - c.base_s;
+    const bool in_base = b.count(k) > 0, in_new = n.count(k) > 0;
+    if (!in_base)
+      c.change = KernelChangeKind::kAppeared;
+    else if (!in_new)
+      c.change = KernelChangeKind::kVanished;
+    else if (std::fabs(c.delta_s) < kKernelSame * std::max(c.base_s, c.new_s) || c.delta_s == 0)
+      c.change = KernelChangeKind::kSame;
+    else
+      c.change = c.delta_s > 0 ? KernelChangeKind::kGrew : KernelChangeKind::kShrank;
+    c.of_case = d.case_delta_s != 0 ? c.delta_s / d.case_delta_s : kNaN;
+    d.kernels_delta_s += c.delta_s;
+    d.changes.push_back(std::move(c));
+  }
+  std::stable_sort(d.changes.begin(), d.changes.end(),
+                   [](const KernelChange& x, const KernelChange& y) {
+                     return std::fabs(x.delta_s) > std::fabs(y.delta_s);
+                   });
+  d.explained = d.case_delta_s != 0 ? d.kernels_delta_s / d.case_delta_s : kNaN;
+  return d;
+}
+
+std::string KernelDiffSummary(const KernelDiff& diff, size_t top) {
+  std::string out;
+  size_t shown = 0;
+  for (const KernelChange& c : diff.changes) {
+    if (c.change == KernelChangeKind::kSame) continue;
+    if (shown++ == top) break;
+    out += (out.empty() ? "" : ", ") + std::string(Sign(c.change)) + c.name;
+    if (std::isfinite(c.of_case)) out += " " + FormatPercent(c.of_case, 0);
+  }
+  if (out.empty()) out = "no kernel changed";
+  if (std::isfinite(diff.explained))
+    out += " (kernels: " + FormatPercent(diff.explained, 0) + " of the change)";
+  return out;
+}
+
+Table KernelDiffTable(const KernelDiff& diff, const std::string& title, size_t top) {
+  Table t;
+  t.title = title;
+  t.columns = {{"kernel", "kernel"},
+               {"kind", "kind"},
+               {"change", "kernel_change"},
+               {"base / Run()", "base_s"},
+               {"new / Run()", "new_s"},
+               {"Δ / Run()", "delta_s"},
+               {"of the case's change", "of_case"}};
+  size_t shown = 0;
+  double rest = 0;
+  size_t rest_n = 0;
+  for (const KernelChange& c : diff.changes) {
+    if (c.change == KernelChangeKind::kSame || shown == top) {
+      rest += c.delta_s;
+      ++rest_n;
+      continue;
+    }
+    ++shown;
+    Cell change(KernelChangeName(c.change));
+    if (c.delta_s > 0) change.With(Tone::kBad);
+    if (c.delta_s < 0) change.With(Tone::kGood);
+    // A side without the kernel reads "-", not a time of 0.
+    Cell base =
+        c.change == KernelChangeKind::kAppeared ? Cell("-") : Cell(Seconds(c.base_s), c.base_s);
+    Cell now =
+        c.change == KernelChangeKind::kVanished ? Cell("-") : Cell(Seconds(c.new_s), c.new_s);
+    t.rows.push_back({Cell(c.name), Cell(c.kind), change, base, now,
+                      Cell(SignedSeconds(c.delta_s), c.delta_s),
+                      Cell(FormatPercent(c.of_case, 1), c.of_case)});
+  }
+  const double case_delta = diff.case_delta_s;
+  auto share = [case_delta](double s) { return case_delta != 0 ? s / case_delta : kNaN; };
+  if (rest_n)
+    t.rows.push_back({Cell("(" + std::to_string(rest_n) + " more)"), Cell("-"), Cell("-"),
+                      Cell("-"), Cell("-"), Cell(SignedSeconds(rest), rest),
+                      Cell(FormatPercent(share(rest), 1), share(rest))});
+  t.rows.push_back({Cell("all kernels"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
+                    Cell(SignedSeconds(diff.kernels_delta_s), diff.kernels_delta_s),
+                    Cell(FormatPercent(diff.explained, 1), diff.explained)});
+  t.rows.push_back({Cell("the case"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
+                    Cell(SignedSeconds(case_delta), case_delta), Cell("100%")});
+  return t;
+}
+
+}  // namespace dlb::report

@@ -1,0 +1,98 @@
+#include "tools/report/analyses/repro.h"
+
+#include "fixtures/schema/schema.h"
+
+namespace dlb::report {
+
+std::string ShellQuote(std::string_view word) {
+  constexpr std::string_view kSafe =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%";
+  if (!word.empty() && word.find_first_not_of(kSafe) == std::string_view::npos)
+    return std::string(word);
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> ShellSplit(std::string_view line) {
+  std::vector<std::string> out;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) out.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      size_t end = line.find('\'', i + 1);
+      if (end == std::string_view::npos) end = line.size();
+      word.append(line.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() &&
+            std::string_view("\"\\$`").find(line[i + 1]) != std::string_view::npos)
+          ++i;
+        word += line[i];
+      }
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) out.push_back(std::move(word));
+  return out;
+}
+
+std::string AnchoredFilter(std::string_view name) {
+  for (std::string_view suffix : {"_mean", "_median", "_stddev", "_cv"})
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      name.remove_suffix(suffix.size());
+      break;
+    }
+  std::string out = "^";
+  for (char c : name) {
+    // ']' and '}' alone are literal, and libstdc++ (Google Benchmark's std::regex, extended)
+    // rejects them escaped.
+    if (std::string_view(".[{()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out + "$";
+}
+
+std::vector<std::string> ReproFlags(const std::vector<std::string>& argv) {
+  static constexpr std::string_view kKept[] = {"--benchmark_repetitions", "--benchmark_min_time",
+                                               "--benchmark_min_warmup_time",
+                                               "--benchmark_enable_random_interleaving"};
+  std::vector<std::string> out;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    bool keep = a.rfind("--dlb_", 0) == 0;
+    for (std::string_view k : kKept)
+      keep |= a.rfind(k, 0) == 0 && (a.size() == k.size() || a[k.size()] == '=');
+    if (keep) out.push_back(a);
+  }
+  return out;
+}
+
+std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name) {
+  std::vector<std::string> recorded;
+  if (auto it = context.find(std::string(schema::kCtxCommand)); it != context.end())
+    recorded = ShellSplit(it->second);
+  std::string binary;
+  if (auto it = context.find(std::string(schema::kCtxExecutable)); it != context.end())
+    binary = it->second;
+  if (binary.empty() && !recorded.empty()) binary = recorded.front();
+  if (binary.empty()) return {};
+  std::string out =
+      ShellQuote(binary) + " " + ShellQuote("--benchmark_filter=" + AnchoredFilter(name));
+  for (const std::string& f : ReproFlags(recorded)) out += " " + ShellQuote(f);
+  return out;
+}
+
+}  // namespace dlb::report

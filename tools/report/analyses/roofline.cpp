@@ -1,0 +1,173 @@
+#include "tools/report/analyses/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
+
+namespace dlb::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool Positive(double v) { return std::isfinite(v) && v > 0; }
+
+std::string DeviceName(const std::map<std::string, std::string>& ctx, const std::string& device) {
+  auto it = ctx.find(std::string(device == "gpu" ? schema::kCtxGpuName : schema::kCtxCpuModel));
+  std::string name = device == "gpu" ? "GPU" : "CPU";
+  if (it != ctx.end() && !it->second.empty()) name += ": " + it->second;
+  return name;
+}
+
+std::string Rate(double v) { return WithUnit(v, "FLOP/s"); }
+
+}  // namespace
+
+RooflineResult ComputeRoofline(const MergedRuns& runs) {
+  RooflineResult r;
+  for (const Bench& b : runs.benches) {
+    if (!b.measured()) continue;
+    RooflinePoint p;
+    p.intensity = b.Counter(schema::kFlopPerByte);
+    p.achieved = b.Counter(schema::kFlopPerS);
+    if (!Positive(p.intensity) || !Positive(p.achieved)) continue;
+    p.pct = b.Counter(schema::kPctRoofline);
+    p.roof = b.roofline ? b.roofline->roof_flop_per_s : kNaN;
+    p.compute_peak = b.roofline ? b.roofline->compute_peak_flop_per_s : kNaN;
+    p.mem_bw = b.roofline ? b.roofline->mem_bw_bytes_per_s : kNaN;
+    // Either figure gives the other; with the peaks alone, the roof is their minimum.
+    if (!Positive(p.roof) && Positive(p.compute_peak) && Positive(p.mem_bw))
+      p.roof = std::min(p.compute_peak, p.intensity * p.mem_bw);
+    if (!Positive(p.roof) && Positive(p.pct)) p.roof = p.achieved / (p.pct / 100);
+    if (!Positive(p.roof)) continue;
+    if (!std::isfinite(p.pct)) p.pct = p.achieved / p.roof * 100;
+    p.bound = b.roofline ? b.roofline->bound : std::string();
+    if (p.bound.empty() && Positive(p.compute_peak) && Positive(p.mem_bw))
+      p.bound = std::string(p.intensity * p.mem_bw < p.compute_peak ? schema::kBoundMemory
+                                                                    : schema::kBoundCompute);
+    p.name = b.name;
+    p.family = b.family;
+    p.device = b.parsed ? b.parsed->device : std::string("other");
+    p.dt = b.parsed ? b.parsed->Get("dt") : std::string();
+    if (std::find(r.devices.begin(), r.devices.end(), p.device) == r.devices.end())
+      r.devices.push_back(p.device);
+    r.points.push_back(std::move(p));
+  }
+  return r;
+}
+
+std::vector<RooflinePoint> FurthestBelow(const RooflineResult& r, size_t n) {
+  std::vector<RooflinePoint> out = r.points;
+  std::sort(out.begin(), out.end(), [](const RooflinePoint& a, const RooflinePoint& b) {
+    return a.pct != b.pct ? a.pct < b.pct : a.name < b.name;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+Chart RooflineChart(const RooflineResult& r, const std::string& device,
+                    const std::string& device_name) {
+  Chart c;
+  c.title = "Roofline: " + device_name;
+  c.x_label = "arithmetic intensity (FLOP per byte)";
+  c.y_label = "FLOP/s";
+  c.log_x = c.log_y = true;
+  c.width = 860;
+  std::vector<std::string> families;
+  std::map<std::string, Series> by_family;
+  double lo = INFINITY, hi = 0;
+  // Roofs: one per compute peak, named by the dtypes that share it, with the first bandwidth.
+  std::vector<std::pair<double, double>> roofs;  // peak, bandwidth
+  std::map<double, std::vector<std::string>> roof_dts;
+  for (const RooflinePoint& p : r.points) {
+    if (p.device != device) continue;
+    auto [it, inserted] = by_family.emplace(p.family, Series());
+    if (inserted) {
+      families.push_back(p.family);
+      it->second.name = p.family;
+      it->second.line = false;
+    }
+    it->second.points.emplace_back(p.intensity, p.achieved);
+    lo = std::min(lo, p.intensity);
+    hi = std::max(hi, p.intensity);
+    if (!Positive(p.compute_peak) || !Positive(p.mem_bw)) continue;
+    if (!roof_dts.count(p.compute_peak)) roofs.emplace_back(p.compute_peak, p.mem_bw);
+    auto& dts = roof_dts[p.compute_peak];
+    const std::string dt = p.dt.empty() ? std::string("?") : p.dt;
+    if (std::find(dts.begin(), dts.end(), dt) == dts.end()) dts.push_back(dt);
+  }
+  for (size_t i = 0; i < families.size(); ++i) {
+    Series s = std::move(by_family[families[i]]);
+    s.color = static_cast<int>(i);
+    c.series.push_back(std::move(s));
+  }
+  // Each roof over the points' range and a little beyond, with its ridge point where it bends.
+  std::sort(roofs.begin(), roofs.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  // The range takes in every ridge, so that each roof shows both its slope and its flat.
+  for (const auto& [peak, bw] : roofs) {
+    lo = std::min(lo, peak / bw);
+    hi = std::max(hi, peak / bw);
+  }
+  const double x0 = lo / 2, x1 = hi * 2;
+  for (size_t i = 0; i < roofs.size(); ++i) {
+    const auto [peak, bw] = roofs[i];
+    Series s;
+    // Short: the legend has 170 pixels ("roof bf16 800 T").
+    s.name = "roof " + Join(roof_dts[peak], "/") + " " + FormatRate(peak);
+    s.markers = false;
+    s.solid = true;
+    s.color = static_cast<int>(families.size() + i);
+    // Sampled at every power of two as well: the axis then ticks at powers of two rather than
+    // at each x drawn, where the ridge's tick would crowd a case's.
+    const double ridge = peak / bw;
+    std::vector<double> xs = {x0, x1};
+    if (ridge > x0 && ridge < x1) xs.push_back(ridge);
+    for (double x = std::exp2(std::ceil(std::log2(x0))); x < x1; x *= 2) xs.push_back(x);
+    std::sort(xs.begin(), xs.end());
+    for (double x : xs) s.points.emplace_back(x, std::min(peak, x * bw));
+    c.series.push_back(std::move(s));
+  }
+  return c;
+}
+
+std::vector<Section> RooflineSections(const RooflineResult& r,
+                                      const std::map<std::string, std::string>& context,
+                                      bool charts, size_t listed) {
+  if (r.points.empty()) return {};
+  Section s;
+  s.title = "Roofline";
+  s.notes.push_back(
+      "Each case's rate (FLOP/s) against its roof at its arithmetic intensity (FLOP per byte "
+      "moved, its family's byte definition): min(compute peak, intensity x memory bandwidth), "
+      "both the measured peaks of the run's context. Bound: which of the two is lower. The " +
+      std::to_string(std::min(listed, r.points.size())) + " of " + std::to_string(r.points.size()) +
+      " cases furthest below their roof:");
+  Table t;
+  // Machines read the columns by the JSON's own names.
+  auto key = [](std::string_view k) { return std::string(k); };
+  t.columns = {{"benchmark", "name"},
+               {"bound", key(schema::kBound)},
+               {"FLOP/byte", key(schema::kFlopPerByte)},
+               {"roof", key(schema::kRoofFlopPerS)},
+               {"achieved", key(schema::kFlopPerS)},
+               {"% of roof", key(schema::kPctRoofline)}};
+  for (const RooflinePoint& p : FurthestBelow(r, listed)) {
+    Cell pct(FormatNumber(p.pct, 3) + "%", p.pct);
+    if (p.pct < 10) pct.With(Tone::kWarn);
+    t.rows.push_back({Cell(p.name), Cell(p.bound.empty() ? std::string("-") : p.bound),
+                      Cell(FormatNumber(p.intensity, 4), p.intensity), Cell(Rate(p.roof), p.roof),
+                      Cell(Rate(p.achieved), p.achieved), pct});
+  }
+  s.tables.push_back(std::move(t));
+  if (charts)
+    for (const std::string& dev : r.devices)
+      s.charts.push_back(RooflineChart(r, dev, DeviceName(context, dev)));
+  return {std::move(s)};
+}
+
+}  // namespace dlb::report
