@@ -1,16 +1,14 @@
 // bisect's pure parts: how a step is judged against the two endpoints, the filter that picks one
-// case, the commands it prints, and the kernel diff across the first bad commit. The git and the
-// processes are tested end to end by bisect_test.sh.
+// case and the commands it prints. The git, the processes and the kernel diff across the first bad
+// commit are tested end to end by bisect_test.sh.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <regex>
 #include <string>
 
 #include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/repro.h"
 
 namespace dlb::report {
 namespace {
@@ -98,10 +96,10 @@ TEST(Bisect, FilterSelectsExactlyTheCase) {
 }
 
 TEST(Bisect, CommandsAreShellQuoted) {
-  EXPECT_EQ(QuoteArg("gemm/cpu/x.1/dt:f32"), "gemm/cpu/x.1/dt:f32");
-  EXPECT_EQ(QuoteArg("a b"), "'a b'");
-  EXPECT_EQ(QuoteArg("it's"), "'it'\\''s'");
-  EXPECT_EQ(QuoteArg(""), "''");
+  EXPECT_EQ(ShellQuote("gemm/cpu/x.1/dt:f32"), "gemm/cpu/x.1/dt:f32");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote(""), "''");
   EXPECT_EQ(BisectCommand("v1.2-3-gabc-dirty", "def", "conv/gpu/cudnn/r.c/bs:64/manual_time"),
             "dlbench-report bisect --good v1.2-3-gabc --bad def --case conv/gpu/cudnn/r.c/bs:64");
   EXPECT_EQ(StepBisect("abc", "def", "g/c/b/w"),
@@ -110,61 +108,6 @@ TEST(Bisect, CommandsAreShellQuoted) {
   EXPECT_EQ(StepBisect("abc", "abc-dirty", "g/c/b/w"),
             "the same commit on both sides: not a code change");
   EXPECT_EQ(StepBisect("unknown", "abc", "g/c/b/w"), "no git revision stored for the runs");
-}
-
-StepKernels Table(std::vector<std::pair<std::string, double>> rows) {
-  StepKernels t;
-  for (auto& [name, s] : rows) t.rows.push_back({name, "kernel", s, 1});
-  return t;
-}
-
-TEST(Bisect, KernelDiffSaysWhatAppearedVanishedAndGrew) {
-  // The case goes from 3 to 6 ms a run: B doubles (+2 ms), C appears (+1 ms), D goes (-0.5 ms)
-  // while A stays.
-  StepKernels before = Table({{"A", 1e-3}, {"B", 1.5e-3}, {"D", 0.5e-3}});
-  StepKernels after = Table({{"A", 1e-3}, {"B", 3.5e-3}, {"C", 1.5e-3}});
-  auto d = DiffStepKernels(before, after, 3e-3, 6e-3, 0.05);
-  ASSERT_EQ(d.size(), 4u);
-  // Appeared and vanished first, then by how much each moved.
-  EXPECT_EQ(d[0].name, "C");
-  EXPECT_EQ(d[0].what, "appeared");
-  EXPECT_NEAR(d[0].share_of_change, 1.5 / 3, 1e-12);
-  EXPECT_EQ(d[1].name, "D");
-  EXPECT_EQ(d[1].what, "vanished");
-  EXPECT_NEAR(d[1].share_of_change, -0.5 / 3, 1e-12);
-  EXPECT_EQ(d[2].name, "B");
-  EXPECT_EQ(d[2].what, "grew");
-  EXPECT_NEAR(d[2].share_of_change, 2.0 / 3, 1e-12);
-  EXPECT_EQ(d[3].name, "A");
-  EXPECT_EQ(d[3].what, "same");
-  EXPECT_NEAR(d[3].share_of_change, 0, 1e-12);
-}
-
-TEST(Bisect, ReadsTheCasesKernelTable) {
-  char path[] = "/tmp/bisect_kernels_XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  {
-    std::ofstream out(path);
-    out << R"({"context": {}, "benchmarks": [
-      {"name": "g/c/b/other/manual_time", "run_name": "g/c/b/other/manual_time",
-       "run_type": "iteration", "real_time": 1, "time_unit": "ms",
-       "dlbench": {"kernels": {"source": "cupti", "runs": 1, "rows": [{"name": "X", "total_s": 1}]}}},
-      {"name": "g/c/b/w/manual_time", "run_name": "g/c/b/w/manual_time",
-       "run_type": "iteration", "real_time": 1, "time_unit": "ms",
-       "dlbench": {"kernels": {"source": "cupti", "runs": 4, "span_s": 0.004, "rows": [
-         {"name": "gemm_kernel", "kind": "kernel", "launches_per_run": 2, "total_s": 0.002,
-          "mean_s": 0.00025, "share": 0.5}]}}}]})";
-  }
-  auto t = ReadStepKernels(path, "g/c/b/w");
-  ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->source, "cupti");
-  ASSERT_EQ(t->rows.size(), 1u);
-  EXPECT_EQ(t->rows[0].name, "gemm_kernel");
-  EXPECT_NEAR(t->rows[0].per_run_s, 0.0005, 1e-15);
-  EXPECT_FALSE(ReadStepKernels(path, "g/c/b/none").has_value());
-  std::remove(path);
 }
 
 }  // namespace

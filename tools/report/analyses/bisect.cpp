@@ -2,15 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
@@ -50,25 +46,14 @@ std::string CaseFilter(const std::string& name) {
   return out + ")?$";
 }
 
-std::string QuoteArg(const std::string& w) {
-  bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_-./:=@%+,^").find(c) != std::string_view::npos;
-  });
-  if (plain) return w;
-  std::string out = "'";
-  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string CleanRevision(const std::string& rev) {
   return EndsWith(rev, "-dirty") ? rev.substr(0, rev.size() - 6) : rev;
 }
 
 std::string BisectCommand(const std::string& good, const std::string& bad,
                           const std::string& case_name) {
-  return "dlbench-report bisect --good " + QuoteArg(CleanRevision(good)) + " --bad " +
-         QuoteArg(CleanRevision(bad)) + " --case " + QuoteArg(CaseBaseName(case_name));
+  return "dlbench-report bisect --good " + ShellQuote(CleanRevision(good)) + " --bad " +
+         ShellQuote(CleanRevision(bad)) + " --case " + ShellQuote(CaseBaseName(case_name));
 }
 
 std::string StepBisect(const std::string& before, const std::string& after,
@@ -144,84 +129,6 @@ Judgement JudgeStep(const Bench& good, const Bench& bad, const Bench& step,
   return j;
 }
 
-std::optional<StepKernels> ReadStepKernels(const std::string& path, const std::string& case_name) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("benchmarks") || !j["benchmarks"].is_array())
-    return std::nullopt;
-  const std::string want = CaseBaseName(case_name);
-  for (const auto& e : j["benchmarks"]) {
-    if (!e.is_object() || e.value("run_type", "iteration") != "iteration") continue;
-    if (CaseBaseName(e.value("run_name", e.value("name", ""))) != want) continue;
-    auto f = e.find(std::string(schema::kResult));
-    if (f == e.end() || !f->is_object()) continue;
-    auto k = f->find(std::string(schema::kKernels));
-    if (k == f->end() || !k->is_object()) continue;
-    auto rows = k->find(std::string(schema::kKernelsRows));
-    if (rows == k->end() || !rows->is_array()) continue;
-    double runs = k->value(std::string(schema::kKernelsRuns), 1.0);
-    if (!(runs > 0)) runs = 1;
-    StepKernels t;
-    t.source = k->value(std::string(schema::kKernelsSource), "");
-    for (const auto& r : *rows) {
-      if (!r.is_object()) continue;
-      StepKernelRow row;
-      row.name = r.value(std::string(schema::kKernelName), "");
-      row.kind = r.value(std::string(schema::kKernelKind), "");
-      row.per_run_s = r.value(std::string(schema::kKernelTotalS), 0.0) / runs;
-      row.launches_per_run = r.value(std::string(schema::kKernelLaunchesPerRun), 0.0);
-      if (!row.name.empty()) t.rows.push_back(std::move(row));
-    }
-    return t;
-  }
-  return std::nullopt;
-}
-
-std::vector<StepKernelChange> DiffStepKernels(const StepKernels& before, const StepKernels& after,
-                                              double case_before_s, double case_after_s,
-                                              double threshold) {
-  std::map<std::string, StepKernelChange> by_name;
-  std::vector<std::string> order;
-  auto take = [&](const StepKernels& t, bool is_after) {
-    for (const auto& r : t.rows) {
-      auto [it, inserted] = by_name.emplace(r.name, StepKernelChange{});
-      if (inserted) {
-        order.push_back(r.name);
-        it->second.name = r.name;
-        it->second.kind = r.kind;
-      }
-      (is_after ? it->second.after_s : it->second.before_s) += r.per_run_s;
-    }
-  };
-  take(before, false);
-  take(after, true);
-  const double case_change = case_after_s - case_before_s;
-  std::vector<StepKernelChange> out;
-  for (const auto& name : order) {
-    StepKernelChange c = by_name[name];
-    if (c.before_s == 0)
-      c.what = "appeared";
-    else if (c.after_s == 0)
-      c.what = "vanished";
-    else {
-      double ch = RelativeChange(c.before_s, c.after_s);
-      c.what = std::fabs(ch) < threshold ? "same" : ch > 0 ? "grew" : "shrank";
-    }
-    c.share_of_change = case_change != 0 ? (c.after_s - c.before_s) / case_change : kNaN;
-    out.push_back(std::move(c));
-  }
-  auto rank = [](const StepKernelChange& c) {
-    return c.what == "appeared" || c.what == "vanished" ? 0 : 1;
-  };
-  std::stable_sort(out.begin(), out.end(),
-                   [&](const StepKernelChange& a, const StepKernelChange& b) {
-                     if (rank(a) != rank(b)) return rank(a) < rank(b);
-                     return std::fabs(a.after_s - a.before_s) > std::fabs(b.after_s - b.before_s);
-                   });
-  return out;
-}
-
 namespace {
 
 std::string Short(const std::string& hash) { return hash.substr(0, 12); }
@@ -264,23 +171,7 @@ Section KernelSection(const BisectResult& r) {
   Section s;
   s.title = "Kernels across the first bad commit";
   s.notes.push_back(r.kernels_note);
-  if (!r.kernels) return s;
-  Table t;
-  t.columns = {{"kernel", "name"},           {"kind", "kind"},
-               {"before / run", "before_s"}, {"after / run", "after_s"},
-               {"change", "what"},           {"of the case's change", "of_change"}};
-  // A side without the kernel reads "-" (null in JSON), not a time of 0.
-  auto time = [](const std::string& what, const char* absent, double s) {
-    return what == absent ? Cell("-") : Cell(FormatTime(s * 1e9), s);
-  };
-  for (const auto& k : *r.kernels) {
-    Cell what(k.what);
-    if (k.what == "appeared" || k.what == "grew") what.With(Tone::kBad);
-    t.rows.push_back({Cell(k.name), Cell(k.kind), time(k.what, "appeared", k.before_s),
-                      time(k.what, "vanished", k.after_s), what,
-                      Cell(FormatSigned(k.share_of_change), k.share_of_change)});
-  }
-  s.tables.push_back(std::move(t));
+  if (r.kernels) s.tables.push_back(KernelDiffTable(*r.kernels, ""));
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tools/report/analyses/compare.h"
+#include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
@@ -41,8 +42,6 @@ std::string CaseBaseName(const std::string& name);
 std::string CaseFamily(const std::string& name);
 // --benchmark_filter that selects exactly the case: "^<name, regex-escaped>(/manual_time|...)?$".
 std::string CaseFilter(const std::string& name);
-// POSIX shell quoting: the word as is when it needs none, else in single quotes.
-std::string QuoteArg(const std::string& word);
 // The command that bisects a case between two revisions (history check prints it). A revision
 // `git describe --dirty` wrote loses its "-dirty".
 std::string BisectCommand(const std::string& good, const std::string& bad,
@@ -75,30 +74,6 @@ CompareRow CompareOne(const Bench& base, const Bench& now, const CompareOptions&
 // The smallest two-sided exact U-test p-value of n against n repetitions: 2 / C(2n, n).
 double SmallestP(int n);
 
-// A step's kernel table (the "kernels" object of the case's dlbench fields, --dlb_kernels=on), read
-// straight from the step's JSON file, and the diff of two: all bisect needs of them.
-struct StepKernelRow {
-  std::string name, kind;
-  double per_run_s = 0;  // total_s / runs
-  double launches_per_run = 0;
-};
-struct StepKernels {
-  std::string source;
-  std::vector<StepKernelRow> rows;
-};
-// The first repetition's table of the case in a Google Benchmark JSON file; nullopt without one.
-std::optional<StepKernels> ReadStepKernels(const std::string& path, const std::string& case_name);
-struct StepKernelChange {
-  std::string name, kind;
-  double before_s = 0, after_s = 0;  // per run; 0 where absent
-  std::string what;                  // appeared, vanished, grew, shrank, same
-  double share_of_change = 0;        // (after - before) / (the case's after - before); NaN if 0
-};
-// Appeared and vanished kernels first, then the rest by how much of the change they carry.
-std::vector<StepKernelChange> DiffStepKernels(const StepKernels& before, const StepKernels& after,
-                                              double case_before_s, double case_after_s,
-                                              double threshold);
-
 // What a bisection measured and decided.
 struct BisectStep {
   std::string commit, subject;
@@ -110,14 +85,14 @@ struct BisectStep {
   size_t reps = 0;
   StepCall call = StepCall::kSkip;
   std::string note;
-  std::string json;  // the run's JSON (in the temporary folder, gone after Bisect)
+  std::optional<KernelTable> kernels;  // the case's kernel table in the run, where it has one
 };
 struct BisectResult {
   std::string case_name, good, bad;  // full hashes
   std::vector<BisectStep> steps;     // in the order measured
   std::string first_bad, first_bad_subject;
   std::vector<std::string> candidates;  // undecided: the commits the first bad one may be
-  std::optional<std::vector<StepKernelChange>> kernels;
+  std::optional<KernelDiff> kernels;    // across the first bad commit, where both runs have tables
   std::string kernels_note;
   int exit_code = kBisectUndecided;
 };

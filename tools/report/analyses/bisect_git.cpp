@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/repro.h"
 
 extern char** environ;
 
@@ -268,7 +269,7 @@ class Driver {
     flags.insert(flags.end(), opt_.extra.begin(), opt_.extra.end());
     if (!opt_.run.empty()) {
       std::string cmd = opt_.run;
-      for (const auto& f : flags) cmd += " " + QuoteArg(f);
+      for (const auto& f : flags) cmd += " " + ShellQuote(f);
       rc = RunProcess({"/bin/sh", "-c", cmd}, s_.worktree, run_log, env);
     } else {
       std::string bin =
@@ -287,7 +288,6 @@ class Driver {
       st->note = "the run failed (exit " + std::to_string(rc) + "): " + LastLine(run_log);
       return std::nullopt;
     }
-    st->json = json;
     std::error_code ec;
     if (!fs::exists(json, ec) || fs::file_size(json, ec) == 0) {
       // Google Benchmark leaves the file empty when the filter matches nothing.
@@ -311,6 +311,7 @@ class Driver {
       st->measured = true;
       st->median_ns = b.MedianNs();
       st->reps = b.Repetitions();
+      st->kernels = b.kernels;
       b.name = want;
       return b;
     }
@@ -501,16 +502,10 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
       if (st.commit == before && st.measured) bs = &st;
       if (st.commit == r.first_bad && st.measured) as = &st;
     }
-    std::optional<StepKernels> kb, ka;
-    if (bs && as) {
-      kb = ReadStepKernels(bs->json, r.case_name);
-      ka = ReadStepKernels(as->json, r.case_name);
-    }
-    if (kb && ka) {
-      r.kernels = DiffStepKernels(*kb, *ka, bs->median_ns * 1e-9, as->median_ns * 1e-9,
-                                  opt.compare.threshold);
+    if (bs && as && bs->kernels && as->kernels) {
+      r.kernels = DiffKernels(*bs->kernels, *as->kernels, bs->median_ns, as->median_ns);
       r.kernels_note = "Kernel tables of " + Short(before) + " (good) and " + Short(r.first_bad) +
-                       " (first bad), per run: kernels that appeared, vanished, grew or "
+                       " (first bad), per Run(): the kernels that appeared, vanished, grew or "
                        "shrank, and the part of the case's change each carries.";
     } else {
       r.kernels_note =
