@@ -105,6 +105,10 @@ grep -q '{"kernel":"sum_x8","kind":"primitive","kernel_change":"appeared","base_
   "$tmp/a.flat" || fail "scenario 1: the kernel diff lacks the kernel that appeared: $(cat "$tmp/a.json")"
 grep -q '{"kernel":"sum_x4","kind":"primitive","kernel_change":"vanished","base_s":0.0004,"new_s":null' \
   "$tmp/a.flat" || fail "scenario 1: the kernel diff lacks the kernel that vanished"
+# The endpoints first (good, bad, good again: spaces are gone in a.flat), no step skipped.
+grep -q '"role":"good",.*"role":"bad",.*"role":"goodagain",.*"role":"step"' "$tmp/a.flat" ||
+  fail "scenario 1: the steps table does not start with the endpoints"
+grep -q '"verdict":"skip"' "$tmp/a.flat" && fail "scenario 1: a step was skipped"
 leftovers "$tmp/a"
 
 # 2. The build fails at commit 3 (the first one git tries), commit 4 fixes it, commit 6 is slow:
