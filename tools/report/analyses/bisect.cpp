@@ -1,10 +1,7 @@
 #include "tools/report/analyses/bisect.h"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
-#include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
@@ -12,8 +9,6 @@
 namespace dlb::report {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // What Google Benchmark appends to a registered name: the time it reports.
 constexpr const char* kTimeSuffixes[] = {"/manual_time", "/real_time"};

@@ -1,8 +1,8 @@
 // bisect: which commit made a case slower. Drives `git bisect` in a temporary worktree of the
 // repository (the user's working tree is never touched): each step builds, runs the one case with
 // repetitions and judges it against the good and the bad endpoint with compare's U test and
-// threshold. JudgeStep and the kernel diff are pure (unit-tested); Bisect does the git and the
-// processes (bisect_git.cpp).
+// threshold; across the first bad commit, compare's kernel diff (kernel_diff.h). JudgeStep and the
+// commands are pure (unit-tested); Bisect does the git and the processes (bisect_git.cpp).
 #pragma once
 
 #include <optional>
