@@ -284,6 +284,9 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   }
   // w0 is 100 us before the step and 120 us after, give or take the 0.8% wobble.
   ASSERT_EQ(steps.rows[0][0].text, "gemm/cpu/onednn/w0/dt:f32/manual_time");
+  // The bisect command: the last run before the step (c4) is good, the first after (c5) bad.
+  EXPECT_EQ(steps.rows[0][11].text,
+            "dlbench-report bisect --good c4 --bad c5 --case gemm/cpu/onednn/w0/dt:f32");
   EXPECT_NEAR(*steps.rows[0][5].value, 100e3, 1e3);
   EXPECT_NEAR(*steps.rows[0][6].value, 120e3, 1.2e3);
 
@@ -315,6 +318,7 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   CheckResult few = HistoryCheck(db, short_window);
   EXPECT_EQ(few.step_regressions, 0);
   EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][1].text, "short history");
+  EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][11].text, "-");
 }
 
 // The kernel tables a run recorded are stored with it (schema version 3), and check diffs the

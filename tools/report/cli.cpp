@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/speedup.h"
@@ -94,6 +95,8 @@ struct Args {
   ShowOptions sopt;
   CheckOptions kopt;
   std::string check_threshold = "5%", steps = "fail";
+  BisectOptions bopt;  // bisect
+  std::string bisect_threshold = "5%";
 };
 
 // The subcommands, to ask which one was given.
@@ -102,6 +105,7 @@ struct Commands {
            *train = nullptr, *report = nullptr;
   CLI::App *hadd = nullptr, *hshow = nullptr, *hcheck = nullptr, *hexport = nullptr,
            *himport = nullptr;
+  CLI::App* bisect = nullptr;
 };
 
 void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
@@ -225,6 +229,56 @@ void AddHistoryCheckCopy(CLI::App* history, Args* a, Commands* c) {
   }
 }
 
+void AddBisect(CLI::App* app, Args* a, Commands* c) {
+  auto* b = c->bisect = app->add_subcommand(
+      "bisect",
+      "the commit that made a case slower: git bisect in a temporary worktree, each step built, "
+      "run with repetitions and judged as compare judges; exit 0 when found, 4 not reproduced, "
+      "5 undecided");
+  BisectOptions& o = a->bopt;
+  b->add_option("--good", o.good, "a revision where the case is fast")->required();
+  b->add_option("--bad", o.bad, "a later revision where it is slow")->required();
+  b->add_option("--case", o.case_name,
+                "the benchmark name, e.g. gemm/cpu/onednn/square.1024/dt:f32")
+      ->required();
+  b->add_option("--source", o.source, "a folder of the repository (default: the current one)");
+  b->add_option("--build", o.build,
+                "shell command run in the worktree at each step (default: cmake --preset release "
+                "-B $DLBENCH_BISECT_BUILD_DIR && cmake --build ... --target bench_<family>)");
+  b->add_option("--work-dir", o.work_dir,
+                "keep the build here between bisections (DIR/build; the worktree goes to "
+                "DIR/src and is removed); default: a temporary folder");
+  auto* bin = b->add_option("--binary", o.binary,
+                            "the benchmark binary, relative to the worktree (default: "
+                            "$DLBENCH_BISECT_BUILD_DIR/benchmarks/bench_<family>)");
+  b->add_option("--run", o.run,
+                "shell command that runs the benchmark instead; the Google Benchmark flags are "
+                "appended")
+      ->excludes(bin);
+  b->add_option("--repeats", o.repeats, "repetitions a step (10)");
+  b->add_option("--threshold,-t", a->bisect_threshold, "relative change that matters (5%)");
+  b->add_option("--alpha", o.compare.alpha, "significance level of the U test (0.05)");
+  b->add_option("args", o.extra, "after --: more flags for every run (--dlb_kernels=on, ...)");
+  AddOutput(b, &a->out);
+}
+
+int RunBisect(Args& a) {
+  a.bopt.compare.threshold = ParseThreshold(a.bisect_threshold);
+  std::string message;
+  try {
+    BisectResult r = Bisect(a.bopt, &message);
+    if (r.exit_code == kBisectNotReproduced) {
+      std::fprintf(stderr, "dlbench-report: bisect: %s\n", message.c_str());
+      return r.exit_code;
+    }
+    Emit(BisectDocument(r, a.bopt), a.out);
+    return r.exit_code;
+  } catch (const BisectInterrupted& e) {
+    std::fprintf(stderr, "dlbench-report: bisect: %s\n", e.what());
+    return kBisectInterrupted;
+  }
+}
+
 int RunSummary(const Args& a) {
   std::vector<Section> timelines;
   for (const std::string& t : a.traces) timelines.push_back(TraceSection(ReadTrace(t)));
@@ -313,6 +367,7 @@ int Dispatch(const Commands& c, Args& a) {
   if (c.summary->parsed()) return RunSummary(a);
   if (c.compare->parsed()) return RunCompare(a);
   if (c.report->parsed()) return RunReport(a);
+  if (c.bisect->parsed()) return RunBisect(a);
   if (c.speedup->parsed() || c.sweep->parsed() || c.train->parsed()) {
     MergedRuns runs = Merge(ReadBenchmarkFiles(a.files));
     if (c.speedup->parsed()) Emit(SpeedupDocument(runs, a.files), a.out);
@@ -340,6 +395,7 @@ int RunCli(int argc, const char* const* argv) {
   history->require_subcommand(1);
   AddHistoryAddShow(history, &args, &commands);
   AddHistoryCheckCopy(history, &args, &commands);
+  AddBisect(&app, &args, &commands);
 
   try {
     app.parse(argc, argv);

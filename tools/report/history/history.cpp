@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
@@ -532,7 +533,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       {"benchmark", "name"},       {"step", "step"},          {"at run", "step_run"},
       {"date", "step_date"},       {"commit", "step_commit"}, {"before", "before_ns"},
       {"after", "after_ns"},       {"change", "step_change"}, {"z (pooled MAD)", "step_z"},
-      {"runs before", "before_n"}, {"runs after", "after_n"}};
+      {"runs before", "before_n"}, {"runs after", "after_n"},   {"bisect", "bisect"}};
   std::vector<std::vector<Cell>> step_slower, step_other;
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
   Diagnoser diagnoser(db, runs);
@@ -592,7 +593,12 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     any_repro |= !dx.repro.empty();
     (verdict == "slower" || step_regresses ? slower : other)
         .emplace_back(std::move(row), std::move(dx));
-    (step_regresses ? step_slower : step_other).push_back(StepRow(name, step, pos, runs));
+    std::vector<Cell> step_row = StepRow(name, step, pos, runs);
+    // The runs on both sides of a lasting slower step name the revisions to bisect.
+    step_row.emplace_back(step_regresses ? StepBisect(runs[pos[step.at - 1]].commit,
+                                                      runs[pos[step.at]].commit, name)
+                                         : "-");
+    (step_regresses ? step_slower : step_other).push_back(std::move(step_row));
   }
   r.regressions = counts[0];
   bool fail = r.regressions || (opt.steps_fail && r.step_regressions);
@@ -645,6 +651,9 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
       " scaled MADs pooled over both segments; \"(undone)\": the newest " +
       std::to_string(opt.min_segment) + " runs are back nearer the level before.");
+  ss.notes.push_back(
+      "bisect: for a lasting slower step, the command that finds the commit between the last run "
+      "before it and the first at the new level (dlbench-report bisect, run in the repository).");
   for (auto& row : step_slower) steps.rows.push_back(std::move(row));
   for (auto& row : step_other) steps.rows.push_back(std::move(row));
   ss.tables.push_back(std::move(steps));
