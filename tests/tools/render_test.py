@@ -289,7 +289,9 @@ def main():
     report, cpu_dir, gpu_dirs = args[0], args[1], args[2:]
 
     def files(dirs):
-        return sorted(str(p) for d in dirs for p in pathlib.Path(d).glob("*.json"))
+        # Files of a run that timed no case (a context only: the measured peaks) are no input.
+        return sorted(str(p) for d in dirs for p in pathlib.Path(d).glob("*.json")
+                      if json.loads(p.read_text()).get("benchmarks"))
 
     with tempfile.TemporaryDirectory(prefix="dlb-render-") as tmp:
         out = pathlib.Path(keep) if keep else pathlib.Path(tmp)
