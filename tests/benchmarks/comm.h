@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,15 @@
 #include "tests/support/temp_dir.h"
 
 namespace dlb::testing {
+
+// Tests of a binary run without a GPU (CUDA_VISIBLE_DEVICES=-1 hides any), NVLink multicast off.
+class WithoutGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
+    ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+  }
+};
 
 // The start of an mpirun line for `processes` processes on this host: as root (CI's container)
 // Open MPI wants --allow-run-as-root, and --oversubscribe lets 2 processes run on fewer cores.

@@ -8,13 +8,7 @@
 namespace dlb::testing {
 namespace {
 
-class BenchComm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
-    ::setenv("NCCL_NVLS_ENABLE", "0", 1);
-  }
-};
+class BenchComm : public WithoutGpu {};
 
 void ExpectEveryCaseUnsupportedWithoutADevice(const nlohmann::json& json) {
   for (const auto& b : json["benchmarks"]) {

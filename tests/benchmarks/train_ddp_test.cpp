@@ -10,13 +10,7 @@
 namespace dlb::testing {
 namespace {
 
-class BenchTrainDdp : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
-    ::setenv("NCCL_NVLS_ENABLE", "0", 1);
-  }
-};
+class BenchTrainDdp : public WithoutGpu {};
 
 std::string Args(const std::filesystem::path& out) {
   return std::string(" --dlb_device=gpu --benchmark_filter=/gpus: --benchmark_out='") +
