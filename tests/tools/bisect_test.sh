@@ -118,7 +118,7 @@ leftovers "$tmp/a"
 # 3 is skipped, 6 named. The build is kept in --work-dir, the worktree is not.
 make_repo "$tmp/b" 6 3
 bisect "$tmp/b" --good "$(commit "$tmp/b" 0)" --bad "$(commit "$tmp/b" 7)" -o "$tmp/b.md" \
-  --work-dir "$tmp/work" 2>"$tmp/b.log"
+  --work-dir "$tmp/keep" 2>"$tmp/b.log"
 rc=$?
 [[ $rc -eq 0 ]] || fail "scenario 2: exit $rc, want 0: $(cat "$tmp/b.log")"
 grep -q "First bad commit\*\*: $(commit "$tmp/b" 6)" "$tmp/b.md" ||
@@ -127,8 +127,8 @@ short3=$(commit "$tmp/b" 3 | cut -c1-12)
 grep -q "Skipped: 1: $short3 (build failed" "$tmp/b.md" ||
   fail "scenario 2 does not say it skipped commit 3: $(cat "$tmp/b.md")"
 grep -q 'No kernel diff' "$tmp/b.md" || fail "scenario 2: no word on the kernel diff"
-[[ -x "$tmp/work/build/benchmarks/bench_toy" ]] || fail "scenario 2: --work-dir's build is gone"
-[[ ! -e "$tmp/work/src" ]] || fail "scenario 2: --work-dir's worktree is left"
+[[ -x "$tmp/keep/build/benchmarks/bench_toy" ]] || fail "scenario 2: --work-dir's build is gone"
+[[ ! -e "$tmp/keep/src" ]] || fail "scenario 2: --work-dir's worktree is left"
 leftovers "$tmp/b"
 
 # 3. The build fails at commit 5 and commit 6 is slow: git cannot tell 5 from 6. The benchmark
