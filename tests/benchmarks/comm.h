@@ -38,6 +38,18 @@ inline std::string MpiRun(int processes) {
   return cmd;
 }
 
+// A two-process run's JSON names both ranks in its context, and `dir` holds one file: rank 0's
+// (no second writer, no temporary left).
+inline void ExpectTwoRanksAndOneFile(const nlohmann::json& json,
+                                     const std::filesystem::path& dir) {
+  const std::string ranks = json["context"].value(std::string(schema::kCtxCommRanks), "");
+  EXPECT_NE(ranks.find("rank 0: "), std::string::npos) << ranks;
+  EXPECT_NE(ranks.find("rank 1: "), std::string::npos) << ranks;
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
 // Runs a shell command line; its exit code and stdout + stderr (no JSON: the line names it).
 inline Result RunShell(const std::string& cmd) {
   Result r;
