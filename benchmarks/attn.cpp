@@ -3,7 +3,7 @@
 // (CPU) and cuDNN's fused SDPA (GPU).
 #include "benchmarks/attn/family.h"
 #include "benchmarks/attn/ops.h"
-#include "fixtures/main.h"
+#include "fixtures/harness.h"
 
 namespace dlb::attn {
 namespace {

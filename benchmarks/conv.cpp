@@ -6,7 +6,7 @@
 
 #include "benchmarks/conv/family.h"
 #include "benchmarks/conv/ops.h"
-#include "fixtures/main.h"
+#include "fixtures/harness.h"
 
 namespace dlb::conv {
 namespace {

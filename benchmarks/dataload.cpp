@@ -6,7 +6,6 @@
 
 #include "benchmarks/dataload/family.h"
 #include "fixtures/harness.h"
-#include "fixtures/main.h"
 #include "kernels/data/dataset_source.h"
 #include "kernels/data/loader.h"
 #ifdef DLBENCH_HAVE_NVJPEG
@@ -52,8 +51,7 @@ std::string Describe(const Workload& w, const std::string& dir) {
 }
 
 void RegisterCases() {
-  benchmark::AddCustomContext(std::string(schema::kCtxTurboJpegVersion),
-                              data::TurboJpegVersion());
+  benchmark::AddCustomContext(std::string(schema::kCtxTurboJpegVersion), data::TurboJpegVersion());
   std::string datasets;
   const auto batches = BatchSizes({32}, {64, 256}, {16, 32, 64, 128, 256, 512});
   const std::vector<int> workers = data::WorkerCounts(Opts().tier == Tier::kSmoke);
@@ -66,8 +64,8 @@ void RegisterCases() {
     if (w.format == "imagefolder" && WantDevice(true))
       for (int b : batches)
         for (DType dt : DTypes({DType::kF32, DType::kBF16}))
-          Add<data::NvJpegLoader>(w, dir, b, dt,
-                                  dt == DType::kBF16 ? Layout::kNHWC : Layout::kNCHW, 4);
+          Add<data::NvJpegLoader>(w, dir, b, dt, dt == DType::kBF16 ? Layout::kNHWC : Layout::kNCHW,
+                                  4);
 #endif
     if (!WantDevice(false)) continue;
     // f32 NCHW across the sweep; bf16 NHWC (what an amp_bf16 channels-last step eats) at the

@@ -5,7 +5,7 @@
 
 #include "benchmarks/gemm/family.h"
 #include "benchmarks/gemm/ops.h"
-#include "fixtures/main.h"
+#include "fixtures/harness.h"
 
 namespace dlb::gemm {
 namespace {

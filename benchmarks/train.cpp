@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include "benchmarks/train/family.h"
-#include "fixtures/main.h"
-#include "fixtures/op_list.h"
+#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 #include "kernels/backends.h"
 #include "kernels/torch/step.h"
 #ifdef DLBENCH_HAVE_TORCH_FED
@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "fixtures/lockstep.h"
+#include "fixtures/run/lockstep.h"
 #include "kernels/cuda/device.h"
 #include "kernels/nccl/comm.h"
 #include "kernels/nccl/launch.h"
@@ -115,8 +115,8 @@ uint64_t Fnv1a(const std::string& s) {
 }
 
 // One process per GPU: every step that a rank could fail alone is agreed (a rank's failure is
-// every rank's), and the calibration and timed spans are the slowest rank's (fixtures/lockstep.h).
-// A warm-up of at least this long (and 2 steps) of every GPU together.
+// every rank's), and the calibration and timed spans are the slowest rank's
+// (fixtures/run/lockstep.h). A warm-up of at least this long (and 2 steps) of every GPU together.
 constexpr double kLockstepWarmupSeconds = 1;
 
 struct DdpSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
@@ -264,8 +264,8 @@ void RegisterCases() {
   benchmark::AddCustomContext(std::string(schema::kCtxTorchVersion), libtorch::TorchVersion());
   benchmark::AddCustomContext(std::string(schema::kCtxTorchCuda),
                               libtorch::TorchHasCuda() ? "yes" : "no");
-  // The count oneDNN was given before any case (fixtures/main.cpp): the same cores for both, and
-  // not LibTorch's own default, which cpuinfo can make fewer.
+  // The count oneDNN was given before any case (fixtures/run/main.cpp): the same cores for both,
+  // and not LibTorch's own default, which cpuinfo can make fewer.
   libtorch::SetTorchThreads(backends::CpuThreads());
   benchmark::AddCustomContext(std::string(schema::kCtxTorchThreads),
                               std::to_string(libtorch::TorchThreads()));

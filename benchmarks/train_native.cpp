@@ -4,8 +4,8 @@
 // own binary: LibTorch 2.x brings a oneDNN of its own, and the native CPU step must call the
 // system's.
 #include "benchmarks/train/family.h"
-#include "fixtures/main.h"
-#include "fixtures/op_list.h"
+#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/mlp.h"

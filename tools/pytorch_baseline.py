@@ -400,7 +400,7 @@ def transformer_flops_per_token(model, seq):
 
 
 def gpu_peak(args, dt):
-    """The dense peak dlbench divides by (fixtures/peak.cpp): SMs x max SM clock x flop/clk/SM
+    """The dense peak dlbench divides by (fixtures/machine/peak.cpp): SMs x max SM clock x flop/clk/SM
     of the dtype (sm_90: f32 256, tf32 2048, bf16 4096; sm_80: 128, 1024, 2048); 0 if unknown.
     --peak-tflops overrides it."""
     if args.peak_tflops:

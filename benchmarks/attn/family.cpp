@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "fixtures/checks.h"
+#include "fixtures/case/checks.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
 #include "kernels/reference/attn.h"

@@ -10,8 +10,8 @@
 #include <limits>
 #include <optional>
 
-#include "fixtures/lockstep.h"
-#include "fixtures/output.h"
+#include "fixtures/run/lockstep.h"
+#include "fixtures/run/output.h"
 #include "fixtures/schema/schema.h"
 #include "kernels/cuda/device.h"
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/flags.h"
 #include "fixtures/harness.h"
-#include "fixtures/main.h"
+#include "fixtures/run/flags.h"
+#include "fixtures/run/main.h"
 #include "kernels/nccl/collective.h"
 #include "kernels/nccl/launch.h"
 

@@ -1,6 +1,6 @@
 #include "benchmarks/conv/family.h"
 
-#include "fixtures/checks.h"
+#include "fixtures/case/checks.h"
 #include "kernels/reference/conv.h"
 
 namespace dlb::conv {

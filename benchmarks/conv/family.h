@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/flags.h"
+#include "fixtures/case/verify.h"
+#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/verify.h"
-#include "fixtures/workloads.h"
+#include "fixtures/run/flags.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/flags.h"
-#include "fixtures/workloads.h"
+#include "fixtures/case/workloads.h"
+#include "fixtures/run/flags.h"
 
 namespace dlb::dataload {
 

@@ -1,6 +1,6 @@
 #include "benchmarks/gemm/family.h"
 
-#include "fixtures/checks.h"
+#include "fixtures/case/checks.h"
 #include "kernels/reference/gemm.h"
 
 namespace dlb::gemm {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/flags.h"
+#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
+#include "fixtures/run/flags.h"
 #include "fixtures/schema/schema.h"
-#include "fixtures/workloads.h"
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"
 

@@ -1,7 +1,7 @@
 // The op contract: the one shape every op in kernels/ has, so that the harness (fixtures/) can
 // support-check, build, verify, time and record any of them the same way (docs/architecture.md
-// shows where it sits). The harness checks it at compile time (fixtures/op_traits.h); a backend's
-// header says only what is particular to its ops.
+// shows where it sits). The harness checks it at compile time (fixtures/case/op_traits.h); a
+// backend's header says only what is particular to its ops.
 //
 // Every op has:
 //   static constexpr bool kGpu;                 // where it runs: the name's <device>

@@ -1,6 +1,6 @@
 // The outcome of checking an op's result, shared by the harness's float64 comparisons
-// (fixtures/verify.h) and by ops that check themselves (an optional `Verdict Verify()` member: a
-// training step's loss and gradients, decoded pixels' PSNR). Its fields are written to the JSON
+// (fixtures/case/verify.h) and by ops that check themselves (an optional `Verdict Verify()` member:
+// a training step's loss and gradients, decoded pixels' PSNR). Its fields are written to the JSON
 // (fixtures/schema/schema.h), not only the sentence in `detail`.
 #pragma once
 

@@ -1,8 +1,8 @@
 // The GEMM rate a GPU reaches, measured: the fastest cuBLASLt algorithm of the heuristic's top
 // results for a large square GEMM of the dtype (8192^3; f32, which runs on the FMA units, 4096^3),
 // timed with CUDA events after a warm-up, with the SM clock observed while it ran. What the
-// harness calls a GPU's measured peak (fixtures/peak.h): datasheet peaks assume the boost clock,
-// which a GPU under its power cap does not hold through a GEMM. CUDA-free header.
+// harness calls a GPU's measured peak (fixtures/machine/peak.h): datasheet peaks assume the boost
+// clock, which a GPU under its power cap does not hold through a GEMM. CUDA-free header.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,11 @@
     kernels/ (backends, references, data pipelines)  <-  fixtures/ (the harness)  <-  benchmarks/
     tools/ are programs: they use kernels/ and fixtures/schema/ (the result schema and naming rules)
 
+The harness is in rooms: fixtures/run/ (the run's services), fixtures/machine/ (what the machine
+can do), fixtures/case/ (the case pipeline), beside fixtures/schema/ and fixtures/workloads/; only
+the umbrella header fixtures/harness.h sits directly in fixtures/, and no part of the harness
+includes it. The machine's measurements know no case; the case pipeline knows no main().
+
 Every "..." include of a source file must be allowed by the rules of the folder the file is in,
 and the project's includes must form no cycle. Prints one line per violation (file:line: what)
 and exits 1; exits 0 when the tree keeps the rules.
@@ -49,6 +54,12 @@ def allowed(src, inc):
             return "the harness includes no family"
         if inc.startswith("kernels/") and not inc.startswith(HARNESS_KERNELS):
             return "the harness includes no backend (only " + ", ".join(HARNESS_KERNELS) + ")"
+        if inc in UMBRELLAS and src not in UMBRELLAS:
+            return "the umbrella header is for families: a part of the harness includes its room"
+        if src.startswith("fixtures/machine/") and inc.startswith("fixtures/case/"):
+            return "the machine's measurements (fixtures/machine/) know no case pipeline"
+        if src.startswith("fixtures/case/") and inc in RUN_TOP:
+            return "the case pipeline (fixtures/case/) knows no main(): " + ", ".join(RUN_TOP)
         return None
     if src.startswith("benchmarks/"):
         if inc.startswith("benchmarks/") and family(inc) != family(src):
@@ -62,6 +73,22 @@ def allowed(src, inc):
         if inc.startswith("tools/") and inc.split("/")[1] != src.split("/")[1]:
             return "a program includes no other program"
         return None
+    return None
+
+
+# The harness's rooms, and what sits directly in fixtures/: the umbrella header alone.
+ROOMS = ("fixtures/case/", "fixtures/run/", "fixtures/machine/", "fixtures/schema/",
+         "fixtures/workloads/")
+UMBRELLAS = ("fixtures/harness.h",)
+# The top of a run, above the case pipeline.
+RUN_TOP = ("fixtures/run/main.h", "fixtures/run/launched.h", "fixtures/run/lockstep.h",
+           "fixtures/run/output.h")
+
+
+def placement(src):
+    """None when `src` sits where the layout allows, else why not."""
+    if src.startswith("fixtures/") and src not in UMBRELLAS and not src.startswith(ROOMS):
+        return "the harness is in rooms (" + ", ".join(ROOMS) + "): no source directly in fixtures/"
     return None
 
 
@@ -87,6 +114,9 @@ def check(root):
     problems, graph = [], {}
     for src in sources(root):
         graph[src] = []
+        where = placement(src)
+        if where:
+            problems.append(f"{src}:1: {where}")
         with open(os.path.join(root, src), encoding="utf-8", errors="replace") as f:
             for n, line in enumerate(f, 1):
                 m = INCLUDE.match(line)
@@ -162,9 +192,13 @@ def self_test():
         "kernels/onednn/b.h": '#include "fixtures/harness.h"\n',
         "kernels/reference/r.h": '#include "kernels/data/d.h"\n',
         "kernels/data/d.h": "\n",
-        "fixtures/harness.h": '#include "kernels/cudnn/conv.h"\n#include "fixtures/loop.h"\n',
-        "fixtures/loop.h": "\n",
-        "fixtures/loop.cpp": '#include "fixtures/loop.h"\n#include "fixtures/harness.h"\n',
+        "fixtures/harness.h": '#include "kernels/cudnn/conv.h"\n#include "fixtures/case/loop.h"\n',
+        "fixtures/case/loop.h": "\n",
+        "fixtures/case/loop.cpp": '#include "fixtures/case/loop.h"\n#include "fixtures/harness.h"\n',
+        "fixtures/stray.h": "\n",
+        "fixtures/machine/m.h": '#include "fixtures/case/loop.h"\n',
+        "fixtures/case/c.h": '#include "fixtures/run/main.h"\n#include "fixtures/harness.h"\n',
+        "fixtures/run/main.h": "\n",
         "fixtures/schema/s.h": '#include "fixtures/harness.h"\n',
         "benchmarks/train.cpp": '#include "benchmarks/dataload/family.h"\n',
         "benchmarks/dataload/family.h": '#include "tools/dataset/generator.h"\n',
@@ -178,9 +212,11 @@ def self_test():
     }
     expected = ["kernels/common/a.h:1", "kernels/onednn/b.h:1", "kernels/reference/r.h:1",
                 "fixtures/harness.h:1", "fixtures/schema/s.h:1", "benchmarks/train.cpp:1",
-                "benchmarks/dataload/family.h:1", "tools/report/r.cpp:1", "include cycle"]
-    good = {"fixtures/ok.h": '#include "kernels/common/error.h"\n#include "kernels/cuda/device.h"\n',
-            "benchmarks/gemm/f.h": '#include "fixtures/ok.h"\n#include "kernels/onednn/b.h"\n',
+                "benchmarks/dataload/family.h:1", "tools/report/r.cpp:1", "include cycle",
+                "fixtures/stray.h:1", "fixtures/machine/m.h:1", "fixtures/case/c.h:1:",
+                "fixtures/case/c.h:2"]
+    good = {"fixtures/run/ok.h": '#include "kernels/common/error.h"\n#include "kernels/cuda/device.h"\n',
+            "benchmarks/gemm/f.h": '#include "fixtures/run/ok.h"\n#include "kernels/onednn/b.h"\n',
             "tools/report/ok.cpp": '#include "fixtures/schema/naming.h"\n'}
     with tempfile.TemporaryDirectory() as root:
         for path, text in {**bad, **good}.items():

@@ -110,7 +110,7 @@ TEST(Reader, SkipsOf17And18AndTheirStates) {
   EXPECT_FALSE(m.benches[2].measured());
 }
 
-// A case a --dlb_case_timeout ended (the entry fixtures/output.cpp writes for it) is a failure,
+// A case a --dlb_case_timeout ended (the entry fixtures/run/output.cpp writes for it) is a failure,
 // and the cases before it in the same file read as usual.
 TEST(Reader, ATimedOutCaseIsAFailure) {
   FileData f = ParseBenchmarkJson(Wrap(R"(

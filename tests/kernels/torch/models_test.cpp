@@ -1,13 +1,14 @@
 // Each model's conv and linear layers, as a forward pass meets them, equal the rows of its
 // workload CSVs: conv_<network>.csv (shape x count) and gemm_fc.csv's rows of the network.
+#include "kernels/torch/models.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <tuple>
 
-#include "fixtures/workloads.h"
-#include "kernels/torch/models.h"
+#include "fixtures/case/workloads.h"
 
 namespace dlb::libtorch {
 namespace {
@@ -43,9 +44,9 @@ std::string Dir() { return std::string(DLBENCH_WORKLOADS_DIR) + "/"; }
 
 std::map<ConvKey, int64_t> CsvConvs(const std::string& network) {
   std::map<ConvKey, int64_t> out;
-  for (const CsvRow& r : LoadCsv(Dir() + "conv_" + network + ".csv",
-                                 {"c", "h", "w", "k", "r", "s", "stride", "pad", "dilation",
-                                  "groups", "count"}))
+  for (const CsvRow& r :
+       LoadCsv(Dir() + "conv_" + network + ".csv",
+               {"c", "h", "w", "k", "r", "s", "stride", "pad", "dilation", "groups", "count"}))
     out[{r.Int("c"), r.Int("h"), r.Int("w"), r.Int("k"), r.Int("r"), r.Int("s"), r.Int("stride"),
          r.Int("pad"), r.Int("dilation"), r.Int("groups")}] += r.Int("count");
   return out;
