@@ -1,35 +1,28 @@
 // Convolution family: every layer of fixtures/workloads/conv_*.csv (one file per network, each row
 // with its repeat count) x passes x dtypes x layouts x batch sizes, on oneDNN (CPU) and cuDNN
-// (GPU).
+// (GPU); the tier matrix in benchmarks/conv/matrix.h.
 #include <algorithm>
 #include <vector>
 
 #include "benchmarks/conv/family.h"
+#include "benchmarks/conv/matrix.h"
 #include "benchmarks/conv/ops.h"
 #include "fixtures/harness.h"
 
 namespace dlb::conv {
 namespace {
 
-// f32 (NCHW) and bf16 (NHWC) on both devices; tf32 and f16 too on the GPU in the full tier.
-std::vector<DType> DTypesOn(bool gpu) {
-  if (gpu && dlb::Opts().tier == Tier::kFull)
-    return DTypes({DType::kF32, DType::kTF32, DType::kF16, DType::kBF16});
-  return DTypes({DType::kF32, DType::kBF16});
-}
-
-// The layout a framework uses for the dtype; the full tier times both on the GPU.
-std::vector<Layout> LayoutsOn(bool gpu, DType dt) {
-  if (gpu && dlb::Opts().tier == Tier::kFull) return {Layout::kNCHW, Layout::kNHWC};
-  return {NaturalLayout(dt)};
-}
-
-// The batch sizes of the tier on a device: the default's on the CPU are those a CPU trains with
-// (16, 32, 64); the GPU's go to 256.
 std::vector<int> BatchesOn(bool gpu) {
-  return BatchSizes({1, 2},
-                    gpu ? std::vector<int>{16, 32, 64, 128, 256} : std::vector<int>{16, 32, 64},
-                    {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  return BatchSizes(gpu ? matrix::kGpuBatches : matrix::kCpuBatches);
+}
+
+std::vector<DType> DTypesOn(bool gpu) {
+  return DTypes(gpu ? matrix::kGpuDTypes : matrix::kCpuDTypes);
+}
+
+std::vector<Layout> LayoutsOn(bool gpu, DType dt) {
+  if (gpu && matrix::kGpuEveryLayout.Now()) return {Layout::kNCHW, Layout::kNHWC};
+  return {NaturalLayout(dt)};
 }
 
 void RegisterCases() {

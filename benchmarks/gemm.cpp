@@ -1,37 +1,29 @@
 // GEMM family: every row of fixtures/workloads/gemm_*.csv x dtypes (x batch sizes for the fully
-// connected layers, whose M is the batch), on oneDNN (CPU), cuBLAS and cuBLASLt (GPU).
+// connected layers, whose M is the batch), on oneDNN (CPU), cuBLAS and cuBLASLt (GPU); the tier
+// matrix in benchmarks/gemm/matrix.h.
 #include <string>
 #include <vector>
 
 #include "benchmarks/gemm/family.h"
+#include "benchmarks/gemm/matrix.h"
 #include "benchmarks/gemm/ops.h"
 #include "fixtures/harness.h"
 
 namespace dlb::gemm {
 namespace {
 
-// f32 and bf16 on the CPU; on the GPU also tf32 and f16, except in the smoke tier. The 8-bit
-// types, beyond the smoke tier: int8 on every backend, fp8 on cuBLASLt (the one with FP8 scales),
-// on the square rows in the default tier, on every row (and fp8_e5m2 too) in the full tier.
-std::vector<DType> DTypesOn(bool gpu, const char* backend, const Workload& w) {
-  const Tier tier = dlb::Opts().tier;
-  if (tier == Tier::kSmoke) return DTypes({DType::kF32, DType::kBF16});
-  std::vector<DType> dts = {DType::kF32, DType::kBF16};
-  if (gpu) dts = {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16};
-  const bool square = w.basics.name.rfind("square.", 0) == 0;
-  if (tier == Tier::kFull || square) {
-    if (std::string(backend) == "cublaslt") {
-      dts.push_back(DType::kFP8E4M3);
-      if (tier == Tier::kFull) dts.push_back(DType::kFP8E5M2);
-    }
-    dts.push_back(DType::kInt8);
+std::vector<DType> DTypesOn(bool gpu, const std::string& backend, const Workload& w) {
+  std::vector<DType> dts = (gpu ? matrix::kGpuDTypes : matrix::kCpuDTypes).Now();
+  if (matrix::kEightBitOnEveryRow.Now() || IsSquare(w)) {
+    if (backend == "cublaslt")
+      for (DType dt : matrix::kFp8DTypes.Now()) dts.push_back(dt);
+    for (DType dt : matrix::kInt8DTypes.Now()) dts.push_back(dt);
   }
   return DTypes(dts);
 }
 
 void RegisterCases() {
-  const std::vector<int> batches =
-      BatchSizes({2}, {16, 64, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512});
+  const std::vector<int> batches = BatchSizes(matrix::kFcBatches);
   for (const Workload& w : TierWorkloads())
     for (int b : w.m_is_batch ? batches : std::vector<int>{0})
       ForEachOp(Ops{}, [&](auto tag) {

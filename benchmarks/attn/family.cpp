@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "benchmarks/attn/matrix.h"
 #include "fixtures/case/checks.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
@@ -17,12 +18,6 @@ namespace {
 constexpr double kDkvBudget = 2e10;
 // Key rows checked per kv group (both ends of the affordable range and random ones between).
 constexpr int64_t kDkvRowsPerGroup = 16;
-
-std::vector<int64_t> Seqs(int64_t lo, int64_t hi) {
-  std::vector<int64_t> out;
-  for (int64_t s = lo; s <= hi; s *= 2) out.push_back(s);
-  return out;
-}
 
 }  // namespace
 
@@ -48,10 +43,10 @@ std::vector<Model> LoadModels(const std::string& path) {
 }
 
 namespace {
-Options g_options;
+FamilyOptionValues g_options;
 }  // namespace
 
-const Options& Opts() { return g_options; }
+const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
   return {ChoiceFlag(
@@ -67,22 +62,8 @@ std::vector<FlagSpec> Flags() {
 std::vector<Model> TierModels() { return TierRows<Model>("attn_", dlb::Opts().tier, LoadModels); }
 
 std::vector<Point> Points(bool gpu) {
-  std::vector<int64_t> seqs;
-  int64_t tokens = 0;
-  switch (dlb::Opts().tier) {
-    case Tier::kSmoke:
-      seqs = {128};
-      tokens = 128;
-      break;
-    case Tier::kDefault:
-      seqs = gpu ? Seqs(512, 8192) : std::vector<int64_t>{128, 512};
-      tokens = gpu ? 16384 : 1024;
-      break;
-    case Tier::kFull:
-      seqs = gpu ? Seqs(256, 16384) : Seqs(128, 2048);
-      tokens = gpu ? 16384 : 4096;
-      break;
-  }
+  const std::vector<int64_t>& seqs = (gpu ? matrix::kGpuSeqs : matrix::kCpuSeqs).Now();
+  const int64_t tokens = (gpu ? matrix::kGpuTokens : matrix::kCpuTokens).Now();
   std::vector<Point> out;
   for (int64_t seq : seqs) {
     if (!dlb::Opts().batch_sizes.empty()) {
@@ -95,10 +76,7 @@ std::vector<Point> Points(bool gpu) {
 }
 
 std::vector<DType> DTypesOn(bool gpu) {
-  if (gpu)
-    return DTypes(dlb::Opts().tier == Tier::kFull ? std::vector<DType>{DType::kBF16, DType::kF16}
-                                                  : std::vector<DType>{DType::kBF16});
-  return DTypes({DType::kF32, DType::kBF16});
+  return DTypes(gpu ? matrix::kGpuDTypes : matrix::kCpuDTypes);
 }
 
 double AttnTolerance(DType dt, AttnPass pass, int64_t seq) {

@@ -12,15 +12,17 @@
 #include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
 #include "fixtures/run/flags.h"
+#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
 namespace dlb::attn {
 
-struct Options {
+// The family's own flags (the run's are dlb::Opts()).
+struct FamilyOptionValues {
   std::string algo = "cache";  // --dlb_autotune: cache | search | heuristic
 };
-const Options& Opts();
+const FamilyOptionValues& FamilyOptions();
 std::vector<FlagSpec> Flags();
 
 struct Model {
@@ -37,15 +39,11 @@ struct Point {
   int64_t seq = 0;
   int batch = 0;
 };
-// What the tier times on a device: a fixed token count per batch (batch = tokens / seq), so every
-// point does the same projection work and the attention's S^2 shows:
-//   smoke: seq 128, batch 1 on both devices;
-//   default: GPU seq 512..8192 at 16384 tokens (16 x 1024, 4 x 4096, ...), CPU seq 128 and 512 at
-//            1024 tokens;
-//   full: GPU seq 256..16384 at 16384 tokens, CPU seq 128..2048 at 4096 tokens.
-// --dlb_batch_sizes replaces the token count's batch with its own list at every length.
+// What the tier times on a device (benchmarks/attn/matrix.h): each sequence length at a fixed
+// token count per batch (batch = tokens / seq). --dlb_batch_sizes replaces the token count's batch
+// with its own list at every length.
 std::vector<Point> Points(bool gpu);
-// bf16 (and f16 in the full tier) on the GPU; f32 and bf16 on the CPU; --dlb_dtypes overrides.
+// The tier's dtypes on a device (benchmarks/attn/matrix.h); --dlb_dtypes overrides.
 std::vector<DType> DTypesOn(bool gpu);
 
 // The relative-L2 tolerance of a pass's output in dtype dt over `seq` keys (docs/families/attn.md):
@@ -75,16 +73,16 @@ void Add(const Model& m, const Point& p, DType dt, AttnPass pass) {
   cfg.dtype = dt;
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
-  cfg.algo = Opts().algo;
+  cfg.algo = FamilyOptions().algo;
   if (cfg.algo == "cache") UseAutotuneCache();
-  NameKeys keys = {{"bs", std::to_string(p.batch)},
-                   {"dt", std::string(Name(dt))},
-                   {"pass", Name(pass)},
-                   {"seq", std::to_string(p.seq)},
-                   {"heads", std::to_string(shape.heads)},
-                   {"kv_heads", std::to_string(shape.kv_heads)},
-                   {"head_dim", std::to_string(shape.head_dim)},
-                   {"causal", shape.causal ? "1" : "0"}};
+  NameKeys keys = {{key::kBatch, std::to_string(p.batch)},
+                   {key::kDType, std::string(Name(dt))},
+                   {key::kPass, Name(pass)},
+                   {key::kSeq, std::to_string(p.seq)},
+                   {key::kHeads, std::to_string(shape.heads)},
+                   {key::kKvHeads, std::to_string(shape.kv_heads)},
+                   {key::kHeadDim, std::to_string(shape.head_dim)},
+                   {key::kCausal, shape.causal ? "1" : "0"}};
   Register<Op>("attn", m.basics, std::move(keys), shape, cfg,
                CaseInfo::Of(m.basics, dt, p.batch, Verifier(shape, cfg)));
 }

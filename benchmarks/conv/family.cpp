@@ -6,10 +6,10 @@
 namespace dlb::conv {
 
 namespace {
-Options g_options;
+FamilyOptionValues g_options;
 }  // namespace
 
-const Options& Opts() { return g_options; }
+const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
   const std::string modes = "cache|search|heuristic";

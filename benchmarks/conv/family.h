@@ -11,6 +11,7 @@
 #include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
 #include "fixtures/run/flags.h"
+#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
@@ -25,10 +26,11 @@ std::vector<Workload> LoadWorkloads(const std::string& path);
 // Every conv_*.csv of the workloads folder, rows above the tier left out.
 std::vector<Workload> TierWorkloads();
 
-struct Options {
+// The family's own flags (the run's are dlb::Opts()).
+struct FamilyOptionValues {
   std::string algo = "cache";  // cache | search | heuristic (RunConfig::algo)
 };
-const Options& Opts();
+const FamilyOptionValues& FamilyOptions();
 // --dlb_autotune, and --dlb_conv_algo as its alias.
 std::vector<FlagSpec> Flags();
 
@@ -56,12 +58,12 @@ void Add(const Workload& w, int batch, DType dt, Layout layout) {
   cfg.layout = layout;
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
-  cfg.algo = Opts().algo;
+  cfg.algo = FamilyOptions().algo;
   if (cfg.algo == "cache") UseAutotuneCache();
-  NameKeys keys = {{"bs", std::to_string(batch)},
-                   {"dt", std::string(Name(dt))},
-                   {"fmt", Name(layout)},
-                   {"pass", Name(PassOf<Op>::value)}};
+  NameKeys keys = {{key::kBatch, std::to_string(batch)},
+                   {key::kDType, std::string(Name(dt))},
+                   {key::kLayout, Name(layout)},
+                   {key::kPass, Name(PassOf<Op>::value)}};
   Register<Op>("conv", w.basics, std::move(keys), shape, cfg,
                CaseInfo::Of(w.basics, dt, batch, Verifier(shape, cfg, PassOf<Op>::value)));
 }

@@ -1,5 +1,8 @@
 #include "benchmarks/dataload/family.h"
 
+#include <cstdio>
+
+#include "benchmarks/dataload/matrix.h"
 #include "kernels/data/dataset_source.h"
 
 namespace dlb::dataload {
@@ -36,9 +39,22 @@ std::vector<Workload> TierWorkloads() {
 std::string OpenDatasetOrExit(const Workload& w, const char* binary) {
   data::DatasetWant want;
   want.cifar = w.format == "cifar10";
-  want.images = data::GeneratedImages(Opts().tier == Tier::kSmoke, Opts().tier == Tier::kFull);
+  want.images = data::GeneratedImages(matrix::kSmallDataset.Now(), matrix::kLargeDataset.Now());
   want.cache_dir = UserCacheDir();
   return data::OpenDatasetOrExit(want, binary);
+}
+
+std::string Describe(const Workload& w, const std::string& dir) {
+  char buf[160];
+  if (w.format == "cifar10") {
+    std::snprintf(buf, sizeof buf, " (%lld records)",
+                  static_cast<long long>(data::CachedCifar10(dir)->count));
+  } else {
+    const auto f = data::CachedImageFolder(dir);
+    std::snprintf(buf, sizeof buf, " (%zu images, %zu classes, mean %.0f bytes)", f->files.size(),
+                  f->classes.size(), f->MeanBytes());
+  }
+  return w.basics.name + ": " + dir + buf;
 }
 
 }  // namespace dlb::dataload

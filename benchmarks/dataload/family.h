@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/workloads.h"
-#include "fixtures/run/flags.h"
+#include "fixtures/harness.h"
+#include "fixtures/schema/naming.h"
+#include "kernels/data/dataset_source.h"
+#include "kernels/data/loader.h"
 
 namespace dlb::dataload {
 
@@ -25,5 +27,33 @@ std::vector<FlagSpec> Flags();
 // The workload's dataset, found or generated for the tier and loaded before any case is
 // registered (data::OpenDatasetOrExit): an unusable folder stops the run with exit 2.
 std::string OpenDatasetOrExit(const Workload& w, const char* binary);
+
+// "name: dir (N images, C classes, mean B bytes)" or "(N records)": the run's datasets context.
+std::string Describe(const Workload& w, const std::string& dir);
+
+// The layout of a batch of dt: NHWC for bf16 (what a channels-last amp step eats), else NCHW.
+inline Layout LayoutOf(DType dt) { return dt == DType::kBF16 ? Layout::kNHWC : Layout::kNCHW; }
+
+// Registers one case: dataload/<device>/<backend>/<workload>/bs:/dt:/fmt:/workers:.
+template <class Op>
+void Add(const Workload& w, const std::string& dir, int batch, DType dt, int workers) {
+  data::LoaderShape s;
+  s.dir = dir;
+  s.batch = batch;
+  s.workers = workers;
+  s.side = w.side;
+  s.depth = data::RingDepth();
+  s.to_device = WantDevice(true);
+  RunConfig cfg;
+  cfg.dtype = dt;
+  cfg.layout = LayoutOf(dt);
+  cfg.seed = Opts().seed;
+  Register<Op>("dataload", w.basics,
+               {{key::kBatch, std::to_string(batch)},
+                {key::kDType, std::string(Name(dt))},
+                {key::kLayout, Name(cfg.layout)},
+                {key::kWorkers, std::to_string(workers)}},
+               s, cfg, CaseInfo::Of(w.basics, dt, batch, nullptr));
+}
 
 }  // namespace dlb::dataload

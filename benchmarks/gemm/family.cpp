@@ -6,10 +6,10 @@
 namespace dlb::gemm {
 
 namespace {
-Options g_options;
+FamilyOptionValues g_options;
 }  // namespace
 
-const Options& Opts() { return g_options; }
+const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
   return {
@@ -45,6 +45,8 @@ std::vector<Workload> LoadWorkloads(const std::string& path) {
 std::vector<Workload> TierWorkloads() {
   return TierRows<Workload>("gemm_", dlb::Opts().tier, LoadWorkloads);
 }
+
+bool IsSquare(const Workload& w) { return w.basics.name.rfind("square.", 0) == 0; }
 
 // The 8-bit types: the reference is the float64 product of the dequantised inputs (dtype.h's
 // per-tensor scales are powers of two, so it is exact). fp8 writes bf16, whose rounding dominates

@@ -10,6 +10,7 @@
 #include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
 #include "fixtures/run/flags.h"
+#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
@@ -24,12 +25,15 @@ struct Workload {
 std::vector<Workload> LoadWorkloads(const std::string& path);
 // Every gemm_*.csv of the workloads folder, rows above the tier left out.
 std::vector<Workload> TierWorkloads();
+// The square rows (square.<n>), where the default tier times the 8-bit types.
+bool IsSquare(const Workload& w);
 
-struct Options {
+// The family's own flags (the run's are dlb::Opts()).
+struct FamilyOptionValues {
   std::string algo = "heuristic";  // heuristic | search
   std::string fp8_accum = "full";  // full | fast: cuBLASLt's FP8 accumulation mode
 };
-const Options& Opts();
+const FamilyOptionValues& FamilyOptions();
 std::vector<FlagSpec> Flags();
 
 // Float64 dot products at sampled positions of C (all of C when it is small), of the dequantised
@@ -46,11 +50,11 @@ void Add(const Workload& w, int64_t batch, DType dt) {
   cfg.dtype = dt;
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
-  cfg.algo = Opts().algo;
-  cfg.fast_accum = Opts().fp8_accum == "fast";
+  cfg.algo = FamilyOptions().algo;
+  cfg.fast_accum = FamilyOptions().fp8_accum == "fast";
   NameKeys keys;
-  if (batch > 0) keys.push_back({"bs", std::to_string(batch)});
-  keys.push_back({"dt", std::string(Name(dt))});
+  if (batch > 0) keys.push_back({key::kBatch, std::to_string(batch)});
+  keys.push_back({key::kDType, std::string(Name(dt))});
   Register<Op>("gemm", w.basics, std::move(keys), shape, cfg,
                CaseInfo::Of(w.basics, dt, batch, Verifier(shape, cfg)));
 }
