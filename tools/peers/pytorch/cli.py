@@ -150,10 +150,12 @@ def names(command):
 
 
 def main(argv=None):
-    args = parser().parse_args(subcommand_first(sys.argv[1:] if argv is None else argv))
-    if args.family == "names":
-        print("\n".join(names(args.command)))
+    argv = subcommand_first(sys.argv[1:] if argv is None else argv)
+    # names takes the listed command's flags as they are: argparse would read them as its own.
+    if argv[:1] == ["names"] and argv[1:2] not in (["-h"], ["--help"]):
+        print("\n".join(names(argv[1:])))
         return
+    args = parser().parse_args(argv)
     prepare(args, listing=False)
     try:
         FAMILIES[args.family].run(args)
