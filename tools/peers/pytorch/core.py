@@ -1,0 +1,141 @@
+"""The peers' common core: workload rows, names, timing, the CUDA-graph capture, JSON records.
+
+Nothing here imports torch at module level: the command line, the names and the tests run where
+torch is not installed; the timing functions import it when called.
+"""
+import csv
+import glob
+import json
+import os
+import statistics
+import time
+
+PROG = "pytorch-peer"
+EXECUTABLE = "tools/peers/pytorch-peer"
+WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures",
+                         "workloads")
+# The dtypes of gemm, conv and attn: torch's names (tf32 is float32 with TF32 math on).
+TORCH_DTYPES = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def die(message):
+    """Exits with one line on stderr, the program's name first."""
+    raise SystemExit(f"{PROG}: {message}")
+
+
+def rows(prefix):
+    """The rows of fixtures/workloads/<prefix>*.csv, in file order, comments and blanks skipped."""
+    for path in sorted(glob.glob(os.path.join(WORKLOADS, prefix + "*.csv"))):
+        with open(path) as f:
+            lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
+        yield from csv.DictReader(lines)
+
+
+def ints(text):
+    """"64,256" -> [64, 256]."""
+    return [int(x) for x in text.split(",")]
+
+
+def name(family, device, workload, keys):
+    """dlbench's name with backend pytorch: <family>/<device>/pytorch/<workload>/<key:value>..."""
+    return "/".join([family, device, "pytorch", workload] + list(keys))
+
+
+def torch_dtype(dt):
+    import torch
+    return getattr(torch, TORCH_DTYPES[dt])
+
+
+def set_tf32(on):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def time_fn(fn, device, min_span_s=1e-3, iters=50, reps=5):
+    """Seconds per call: reps repetitions of iters timed batches (each >= min_span_s long)."""
+    import torch
+    for _ in range(5):
+        fn()
+    sync = torch.cuda.synchronize if device == "gpu" else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    one = max(time.perf_counter() - t0, 1e-7)
+    launches = max(1, min(1000, int(min_span_s / one) + 1))
+    out = []
+    for _ in range(reps):
+        samples = []
+        for _ in range(max(1, iters // launches) if one < 0.05 else 3):
+            if device == "gpu":
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                for _ in range(launches):
+                    fn()
+                e.record()
+                e.synchronize()
+                samples.append(s.elapsed_time(e) / 1e3 / launches)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(launches):
+                    fn()
+                samples.append((time.perf_counter() - t0) / launches)
+        out.append(statistics.median(samples))
+    return out
+
+
+def capture(warm_step, body, before_capture=None, warmups=3):
+    """PyTorch's whole-network capture: warmups of warm_step on a side stream, then body captured
+    in one CUDA graph (before_capture runs just before, outside it); returns the graph's replay."""
+    import torch
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmups):
+            warm_step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    if before_capture:
+        before_capture()
+    with torch.cuda.graph(g):
+        body()
+    return g.replay
+
+
+def first_line(e):
+    """An exception's first line, or its type's name when it has no message."""
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def iteration(name, i, n, real_s, iterations=1):
+    """The fields of a Google Benchmark repetition (i of n) that every record starts with."""
+    return {"name": name, "run_name": name, "run_type": "iteration", "repetitions": n,
+            "repetition_index": i, "threads": 1, "iterations": iterations,
+            "real_time": real_s * 1e6, "cpu_time": real_s * 1e6, "time_unit": "us"}
+
+
+def error(name, message, dlbench=None):
+    """A case that did not run, as Google Benchmark records one."""
+    b = {"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True,
+         "error_message": message}
+    if dlbench is not None:
+        b["dlbench"] = dlbench
+    return b
+
+
+def context(**extra):
+    """The context every file starts with; extra adds the libraries' versions and the devices."""
+    import torch
+    ctx = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "library": "pytorch",
+           "torch_version": torch.__version__}
+    ctx.update(extra)
+    return ctx
+
+
+def write(out, ctx, benchmarks):
+    """Writes the file whole or not at all: a run cut short leaves no half-written JSON."""
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"context": ctx, "benchmarks": benchmarks}, f, indent=1)
+    os.replace(tmp, out)
