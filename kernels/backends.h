@@ -10,19 +10,15 @@
 
 namespace dlb::backends {
 
-// Readies the CPU backends of this build, once per process before any case is built (the thread
-// pools keep what it sets), and returns the thread count:
-// - where other processes keep the CPUs busy (half a CPU or more over 0.25 s) and the user chose
-//   no OpenMP wait policy (OMP_WAIT_POLICY, GOMP_SPINCOUNT), OpenMP threads that wait sleep at once
-//   (OMP_WAIT_POLICY=passive). libgomp's default spins a waiting thread for milliseconds, which on
-//   shared cores made CPU cases 4 to 800x slower; on idle cores the spin is what makes small
-//   parallel regions cheap (2 us against 13 us with passive waiting), so it stays there
-//   (docs/families/train.md). The runtime reads the variable only when it loads, so the process
-//   sets it and runs itself again, same arguments, once (where /proc/self/exe can be run, and
-//   `may_run_again`: not in a process MPI has started).
-// - every CPU backend (oneDNN, and the OpenMP loops beside it) runs n threads, or, for n <= 0,
-//   the physical cores this process may run on (kernels/common/cpu.h). LibTorch is no backend
-//   here (only the train family links it): that family gives it the same count, CpuThreads().
+// Readies the CPU backends of this build once per process, before any case is built (the thread
+// pools keep what it sets), and returns the thread count: n, or for n <= 0 the physical cores this
+// process may run on (kernels/common/cpu.h), for oneDNN and the OpenMP loops beside it (LibTorch,
+// linked by the train family only, gets the same count from CpuThreads()).
+// Where other processes keep the CPUs busy (half a CPU or more over 0.25 s) and the user set no
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT, waiting OpenMP threads must not spin on the cores the working
+// threads need: it sets OMP_WAIT_POLICY=passive and runs the process again, same arguments, since
+// the runtime reads the variable only when it loads (where /proc/self/exe can be run, and
+// `may_run_again`: not in a process MPI has started). docs/families/train.md, "CPU threads".
 int SetCpuThreads(int n, bool may_run_again = true);
 // The count SetCpuThreads() set; before it is called, the default it would set.
 int CpuThreads();

@@ -1,43 +1,9 @@
 // The training family's step on n GPUs, data parallel: one replica of the model per GPU, each on
-// its own shard of the batch (the case's per-GPU batch), gradients averaged over the GPUs by the
-// suite's own bucketed NCCL all-reduce, overlapped with the backward pass, then the same SGD step
-// on every replica. No LibTorch, NCCL or CUDA header here.
-//
-// Why the suite's own all-reduce and not c10d's ProcessGroupNCCL and Reducer: the communicator is
-// the collectives family's (kernels/nccl, one process over the local GPUs), so the step and the
-// collectives it is made of are timed on the same NCCL setup; and the whole step, all-reduces
-// included, is captured in one CUDA graph per GPU, which c10d's reducer does not allow from C++.
-//
-// How (PyTorch DDP's design, kept where it matters for speed):
-//   - buckets: the parameters in reverse order (the order backward produces their gradients),
-//     the first bucket up to 1 MiB so that communication starts early, the others up to 25 MiB
-//     (DDP's defaults); every replica holds its buckets in one flat f32 buffer;
-//   - a hook on each parameter copies its gradient into its bucket slot on the backward's stream;
-//     a bucket complete (and all before it launched: every rank launches in the same order) is
-//     all-reduced with ncclAvg on a communication stream that waits for it; after backward the
-//     step's stream waits for the last all-reduce, each parameter's .grad becomes its bucket slot
-//     (with the parameter's strides), and the fused SGD step runs;
-//   - graph:1: after 3 eager steps on a side stream (NCCL connects, cuDNN tunes), each GPU's whole
-//     step is captured (all-reduces included, the GPUs' captures at once, thread-local capture
-//     mode), one replay per GPU a Run(); graph:0: each GPU's eager step from a thread of its own
-//     (the all-reduces of one GPU wait for the others').
-//   - a Run() starts every GPU's step after the work before it on GPU 0's stream, and GPU 0's
-//     stream waits for every GPU's step: the harness's CUDA events on that stream time the
-//     slowest GPU.
-//   - BatchNorm statistics stay per replica (as DDP with broadcast_buffers=False), each over its
-//     own shard.
-// Before any GPU waits for another, every GPU runs one step alone (no all-reduce) and NCCL connects
-// the GPUs: CUDA loads a kernel on its first launch holding the GPU context's lock while the GPU's
-// queue drains, which with an all-reduce queued that waits for another GPU's thread is a deadlock
-// (the step hung on 2 GPUs before it did this).
-//
-// One process per GPU (DdpShape::launch of several processes: mpirun, srun or torchrun): this
-// process builds one replica, on its host's GPU local_rank (modulo the GPUs it sees), its shard
-// of the global batch the launch rank's; rank 0's NCCL unique id reaches the others through the
-// launch (MPI or its TCP rendezvous), and the communicator is ncclCommInitRank's. The step is the
-// same, one CUDA graph per process with its all-reduces; the setup's failures are agreed before
-// any collective (a rank that failed does not leave the others waiting in NCCL). TimedRuns() is
-// this process's time; the family takes the slowest rank's (the launch's Max).
+// its own shard of the batch, gradients averaged by the suite's own bucketed NCCL all-reduce
+// overlapped with backward, optionally the whole step in one CUDA graph per GPU; run by one
+// process over the local GPUs (a thread per GPU) or one process per GPU (DdpShape::launch). How
+// and why: docs/families/train.md, "How the data-parallel step is built". No LibTorch, NCCL or
+// CUDA header here; the parts are in kernels/torch/ddp_*.{h,cpp}.
 #pragma once
 
 #include <memory>
@@ -58,7 +24,7 @@ namespace dlb::libtorch {
 struct DdpShape {
   TrainShape step;  // batch: per GPU
   int gpus = 2;     // the first `gpus` local GPUs; with a launch of several processes, its size
-  // The launch of this run: with several processes, one GPU per process (see above); nullptr or
+  // The launch of this run: with several processes, one GPU per process; nullptr or
   // one process: this process drives the first `gpus` local GPUs.
   nccl::Launch* launch = nullptr;
   // The NCCL watchdog's bound (kernels/nccl/comm.h): the communicator's init and every wait for
