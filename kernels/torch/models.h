@@ -3,7 +3,7 @@
 // cite: torchvision's ResNet-18/50 (v1.5), DenseNet-121 and VGG-16 (without the classifier's
 // dropout: its masks would differ between devices, and it costs a few elementwise passes), the
 // CIFAR ResNet-18 of kuangliu/pytorch-cifar, the Keras cats-vs-dogs CNN, and the 1000-512-256-2
-// MLP. tools/pytorch_baseline.py builds the same networks in Python.
+// MLP. tools/peers/pytorch-peer builds the same networks in Python.
 #pragma once
 
 #include <torch/torch.h>

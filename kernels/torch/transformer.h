@@ -4,7 +4,7 @@
 // GELU MLP, a final LayerNorm, the head tied to the token embedding) and a BERT-base-sized encoder
 // (post-LayerNorm blocks, bidirectional attention, learned positions, token type 0, the masked-LM
 // head's transform and its decoder tied to the word embedding). Dropout is 0 in both, so a step
-// is deterministic up to the kernels' sums. tools/pytorch_baseline.py builds the same GPT-2.
+// is deterministic up to the kernels' sums. tools/peers/pytorch-peer builds the same GPT-2.
 #pragma once
 
 #include <cstdint>

@@ -134,8 +134,8 @@ def check(root):
 def components(graph):
     """The include graph over components: a header and its .cpp/.cu are one node, so a .cpp that
     includes a header that leads back to the .cpp's own header closes a loop too. A private
-    header (no .cpp of its own, included only by .cpp/.cu files) is part of the files that
-    include it: its includes count as theirs."""
+    header (no .cpp of its own, included only by files of its own folder) is part of the files
+    that include it: its includes count as theirs."""
     stem = lambda p: os.path.splitext(p)[0]
     impl = {stem(p) for p in graph if not p.endswith(".h")}
     includers = {}
@@ -143,7 +143,7 @@ def components(graph):
         for i in incs:
             includers.setdefault(i, []).append(src)
     private = {h for h in graph if h.endswith(".h") and stem(h) not in impl and includers.get(h)
-               and all(not s.endswith(".h") for s in includers[h])}
+               and all(os.path.dirname(s) == os.path.dirname(h) for s in includers[h])}
 
     def expand(incs, seen):
         for i in incs:
