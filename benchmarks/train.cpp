@@ -9,9 +9,9 @@
 #include "fixtures/harness.h"
 #include "kernels/backends.h"
 #include "kernels/torch/step.h"
-#ifdef DLBENCH_HAVE_TORCH_FED
+#ifdef DLBENCH_HAVE_TORCH_LOADER_FED
 #include "kernels/data/dataset_source.h"
-#include "kernels/torch/fed_step.h"
+#include "kernels/torch/loader_fed_step.h"
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
 #include <unistd.h>
@@ -36,7 +36,7 @@ using Ops = OpList<libtorch::TorchStepCpu, libtorch::TorchStepGpu>;
 using Ops = OpList<libtorch::TorchStepCpu>;
 #endif
 
-#ifdef DLBENCH_HAVE_TORCH_FED
+#ifdef DLBENCH_HAVE_TORCH_LOADER_FED
 // End to end: the GPU step fed by a real input pipeline (the data-loading family's) instead of
 // its static batch; the case also times the step alone and reports starvation. Default tier:
 // ResNet-18 at 224, bs 256, amp_bf16 NHWC in a graph, fed by the CPU pipeline on every core and
@@ -57,7 +57,7 @@ void RegisterFedCases() {
     for (int n : workers)
       for (bool nvjpeg : {false, true}) {
         if (nvjpeg && n != workers.back()) continue;
-        libtorch::FedShape s;
+        libtorch::LoaderFedShape s;
         s.step = ShapeOf(m, batch, c);
         s.loader.dir = dir;
         s.loader.workers = nvjpeg ? 4 : n;
@@ -69,9 +69,9 @@ void RegisterFedCases() {
         keys.push_back({"loader", nvjpeg ? "nvjpeg" : "turbojpeg"});
         keys.push_back({"workers", std::to_string(s.loader.workers)});
         NoteEpochItems(
-            BuildName({"train", "gpu", libtorch::FedStepGpu::kBackend, m.basics.name, keys}),
+            BuildName({"train", "gpu", libtorch::LoaderFedStepGpu::kBackend, m.basics.name, keys}),
             m.epoch_items);
-        Register<libtorch::FedStepGpu, libtorch::FedShape>(
+        Register<libtorch::LoaderFedStepGpu, libtorch::LoaderFedShape>(
             "train", m.basics, std::move(keys), s, cfg,
             CaseInfo::Of(m.basics, DType::kBF16, batch, nullptr));
       }
@@ -246,7 +246,7 @@ void RegisterDdpCases() {
 
 std::vector<FlagSpec> TrainFlags() {
   std::vector<FlagSpec> flags = {AutotuneFlag()};
-#ifdef DLBENCH_HAVE_TORCH_FED
+#ifdef DLBENCH_HAVE_TORCH_LOADER_FED
   // --dlb_data, --dlb_workers, ... for the fed steps, as the data-loading family has them.
   for (data::SourceFlag& f : data::SourceFlags())
     flags.push_back({std::move(f.name), std::move(f.help), std::move(f.set)});
@@ -300,7 +300,7 @@ void RegisterCases() {
         }
       });
   }
-#ifdef DLBENCH_HAVE_TORCH_FED
+#ifdef DLBENCH_HAVE_TORCH_LOADER_FED
   RegisterFedCases();
 #endif
 #ifdef DLBENCH_HAVE_TORCH_DDP
