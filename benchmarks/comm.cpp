@@ -1,8 +1,9 @@
 // Collectives family: NCCL's all_reduce (sum), all_gather, reduce_scatter (sum), broadcast and
 // all_to_all over every GPU of the run, out of place and in place, sizes and dtypes by tier
-// (benchmarks/comm/family.h). One process per GPU under mpirun or srun, else one process driving
-// every local GPU; every output element checked on the device before a case is timed.
+// (benchmarks/comm/matrix.h). One process per GPU under mpirun, srun or torchrun, else one process
+// driving every local GPU; every output element checked on the device before a case is timed.
 #include "benchmarks/comm/family.h"
+#include "kernels/nccl/launch.h"
 
 namespace dlb::comm {
 namespace {
@@ -19,4 +20,4 @@ void RegisterCases() {
 }  // namespace
 }  // namespace dlb::comm
 
-DLB_COMM_MAIN((dlb::Family{"comm", dlb::comm::Flags(), dlb::comm::RegisterCases}))
+DLB_LAUNCHED_MAIN(dlb::comm::CommFamily(dlb::comm::RegisterCases), dlb::nccl::StartLaunch)

@@ -4,36 +4,17 @@
 // own binary: LibTorch 2.x brings a oneDNN of its own, and the native CPU step must call the
 // system's.
 #include "benchmarks/train/family.h"
-#include "fixtures/case/op_list.h"
+#include "benchmarks/train/native_ops.h"
 #include "fixtures/harness.h"
-
-#ifdef DLBENCH_HAVE_ONEDNN
-#include "kernels/onednn/mlp.h"
-#endif
-#ifdef DLBENCH_HAVE_CUDA
-#include "kernels/cublas/mlp.h"
-#endif
 
 namespace dlb::train {
 namespace {
-
-#ifdef DLBENCH_HAVE_ONEDNN
-using CpuOps = OpList<onednn::NativeMlpStep>;
-#else
-using CpuOps = OpList<>;
-#endif
-#ifdef DLBENCH_HAVE_CUDA
-using GpuOps = OpList<cublas::NativeMlpStep>;
-#else
-using GpuOps = OpList<>;
-#endif
-using Ops = decltype(CpuOps{} + GpuOps{});
 
 void RegisterCases() {
   for (const Model& m : TierModels()) {
     if (m.shape.model != "mlp") continue;
     for (int b : AnyDeviceBatches(m))
-      ForEachOp(Ops{}, [&](auto tag) {
+      ForEachOp(NativeOps{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
         if (!WantDevice(Op::kGpu) || !Contains(Batches(m, Op::kGpu), b)) return;
         for (const Config& c : Configs(Op::kGpu)) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "benchmarks/train/matrix.h"
+#include "fixtures/schema/naming.h"
+
 namespace dlb::train {
 
 namespace {
@@ -91,12 +94,16 @@ std::vector<Model> LoadModels(const std::string& path) {
 
 std::vector<Model> TierModels() { return TierRows<Model>("train_", dlb::Opts().tier, LoadModels); }
 
+Options& FamilyOptions() {
+  static Options o;
+  return o;
+}
+
 std::vector<int> Batches(const Model& m, bool gpu) {
-  const std::vector<int> full = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-  if (!gpu && m.shape.image >= 224) return BatchSizes({2}, {16, 32}, full);
-  if (!gpu && m.shape.image > 0) return BatchSizes({2}, {16, 32, 64}, full);
-  if (m.shape.image >= 224) return BatchSizes({2}, {16, 32, 64, 128}, full);
-  return BatchSizes({2}, {16, 32, 64, 128, 256}, full);
+  const bool at224 = m.shape.image >= 224;
+  if (!gpu && m.shape.image > 0)
+    return BatchSizes(at224 ? matrix::kCpuImageBatches224 : matrix::kCpuImageBatches);
+  return BatchSizes(at224 ? matrix::kGpuBatches224 : matrix::kGpuBatches);
 }
 
 std::vector<int> AnyDeviceBatches(const Model& m) {
@@ -110,60 +117,24 @@ bool Contains(const std::vector<int>& batches, int b) {
   return std::find(batches.begin(), batches.end(), b) != batches.end();
 }
 
-std::vector<Config> Configs(bool gpu) {
-  const Tier tier = dlb::Opts().tier;
-  std::vector<Config> out;
-  auto add = [&](DType dt, bool amp, Layout l, Pass p, bool g) {
-    out.push_back({dt, amp, l, p, g});
-  };
-  if (!gpu) {
-    for (Layout l : {Layout::kNCHW, Layout::kNHWC}) {
-      if (l == Layout::kNHWC && tier != Tier::kFull) continue;
-      add(DType::kF32, false, l, Pass::kTrain, false);
-      add(DType::kF32, false, l, Pass::kInfer, false);
-    }
-    return out;
-  }
-  if (tier == Tier::kSmoke) {
-    add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, false);
-    add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, true);
-    add(DType::kBF16, true, Layout::kNHWC, Pass::kTrain, true);
-    return out;
-  }
-  if (tier == Tier::kDefault) {
-    for (bool g : {false, true}) {
-      add(DType::kF32, false, Layout::kNCHW, Pass::kTrain, g);
-      add(DType::kBF16, true, Layout::kNHWC, Pass::kTrain, g);
-    }
-    add(DType::kF32, false, Layout::kNCHW, Pass::kInfer, true);
-    add(DType::kBF16, true, Layout::kNHWC, Pass::kInfer, true);
-    return out;
-  }
-  for (DType dt : {DType::kF32, DType::kTF32, DType::kBF16})
-    for (Layout l : {Layout::kNCHW, Layout::kNHWC})
-      for (Pass p : {Pass::kTrain, Pass::kInfer})
-        for (bool g : {false, true}) add(dt, dt == DType::kBF16, l, p, g);
-  return out;
+const std::vector<Config>& Configs(bool gpu) {
+  return (gpu ? matrix::kGpuConfigs : matrix::kCpuConfigs).Now();
 }
 
-namespace {
 // --dlb_autotune: how LibTorch's convolutions pick their cuDNN algorithm. search (and cache, the
 // other families' default, which LibTorch keeps in the process only): cudnn.benchmark, as PyTorch
 // users train; heuristic: cuDNN's first choice.
-std::string g_autotune = "cache";
-}  // namespace
-
 FlagSpec AutotuneFlag() {
   return ChoiceFlag("autotune",
                     "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
                     "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
                     "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
-                    {"cache", "search", "heuristic"}, &g_autotune);
+                    {"cache", "search", "heuristic"}, &FamilyOptions().autotune);
 }
 
 RunConfig RunConfigOf(const Config& c) {
   RunConfig cfg;
-  cfg.algo = g_autotune == "heuristic" ? "heuristic" : "search";
+  cfg.algo = FamilyOptions().autotune == "heuristic" ? "heuristic" : "search";
   cfg.dtype = c.dtype;
   cfg.layout = c.layout;
   cfg.seed = dlb::Opts().seed;
@@ -191,46 +162,38 @@ TrainShape ShapeOf(const Model& m, int batch, const Config& c) {
 }
 
 NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu) {
-  NameKeys keys = {{"bs", std::to_string(batch)}, {"dt", DtName(c)}};
-  if (m.shape.image > 0) keys.push_back({"fmt", Name(c.layout)});
-  keys.push_back({"pass", Name(c.pass)});
-  if (gpu) keys.push_back({"graph", c.graph ? "1" : "0"});
+  NameKeys keys = {{key::kBatch, std::to_string(batch)}, {key::kDType, DtName(c)}};
+  if (m.shape.image > 0) keys.push_back({key::kLayout, Name(c.layout)});
+  keys.push_back({key::kPass, Name(c.pass)});
+  if (gpu) keys.push_back({key::kGraph, c.graph ? "1" : "0"});
   return keys;
 }
 
 std::vector<TransformerCase> TransformerCases(const Model& m, bool gpu) {
-  const Tier tier = dlb::Opts().tier;
   const bool gpt = m.shape.model.rfind("gpt", 0) == 0;
   const bool tiny = m.shape.model.find("tiny") != std::string::npos;
+  auto seq_of = [&m](int64_t s) { return s == matrix::kOwnSeq ? m.shape.seq : s; };
   std::vector<TransformerCase> out;
   Config c;
   c.pass = Pass::kTrain;
   if (!gpu) {
-    std::vector<int> batches;
-    std::vector<int64_t> seqs;
-    if (tiny) {
-      batches = BatchSizes({2}, {2, 8}, {1, 2, 4, 8});
-      seqs = {tier == Tier::kSmoke ? 32 : 64};
-    } else if (tier == Tier::kDefault && gpt) {
-      batches = BatchSizes({1}, {1}, {1});
-      seqs = {8};
-    } else if (tier == Tier::kFull) {
-      batches = BatchSizes({1}, {1}, {1, 2, 4, 8});
-      seqs = {128, m.shape.seq};
-    }
+    const std::vector<int64_t>& seqs =
+        tiny ? matrix::kCpuTinySeqs.Now()
+             : (gpt ? matrix::kCpuGptSeqs : matrix::kCpuOtherSeqs).Now();
+    if (seqs.empty()) return out;
+    const std::vector<int> batches =
+        BatchSizes(tiny ? matrix::kCpuTinyBatches : matrix::kCpuBatches);
     for (int64_t seq : seqs)
-      for (int b : batches) out.push_back({b, seq, c});
+      for (int b : batches) out.push_back({b, seq_of(seq), c});
     return out;
   }
   if (tiny) return out;
   c.amp = true;
   c.dtype = DType::kBF16;
   const std::vector<int> batches =
-      BatchSizes({2}, gpt ? std::vector<int>{8, 16} : std::vector<int>{16, 32},
-                 gpt ? std::vector<int>{4, 8, 16, 32} : std::vector<int>{8, 16, 32, 64});
-  std::vector<bool> graphs = {false, true};
-  if (tier == Tier::kDefault && !gpt) graphs = {true};
-  const int64_t seq = tier == Tier::kSmoke ? 128 : m.shape.seq;
+      BatchSizes(gpt ? matrix::kGpuGptBatches : matrix::kGpuOtherBatches);
+  const std::vector<bool>& graphs = (gpt ? matrix::kGpuGptGraphs : matrix::kGpuOtherGraphs).Now();
+  const int64_t seq = seq_of(matrix::kGpuSeq.Now());
   for (int b : batches)
     for (bool g : graphs) {
       c.graph = g;

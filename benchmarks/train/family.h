@@ -1,7 +1,10 @@
-// The training-step family's own code: its model rows (fixtures/workloads/train_models.csv), the
-// configurations each tier times, and how one case is added. Shared by bench_train (LibTorch) and
-// bench_train_native (the suite's own MLP step on oneDNN and cuBLASLt): LibTorch 2.x carries a
-// oneDNN of its own, so the native CPU step, which calls the system's, lives in its own binary.
+// The training-step family's own code: its model rows (fixtures/workloads/train_models.csv), its
+// flags, the run's batches, configurations and transformer cases (the tier's from matrix.h), and
+// how one case is added. Shared by bench_train (LibTorch) and bench_train_native (the suite's own
+// MLP step on oneDNN and cuBLASLt): LibTorch 2.x carries a oneDNN of its own, so the native CPU
+// step, which calls the system's, lives in its own binary. The op lists are ops.h (LibTorch) and
+// native_ops.h; the step fed by an input pipeline and the data-parallel step register in
+// loader_fed.h and ddp.h.
 #pragma once
 
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/train/matrix.h"
 #include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
 #include "fixtures/run/flags.h"
@@ -29,28 +33,26 @@ std::vector<Model> LoadModels(const std::string& path);
 // Every train_*.csv of the workloads folder, rows above the tier left out.
 std::vector<Model> TierModels();
 
-// The batch sizes of the tier for a model on a device: smoke 2; full 1..512; default on the GPU
-// 16..256 (16..128 at 224x224), on the CPU the batches a CPU trains with, 16, 32, 64 (16 and 32
-// at 224x224; the MLP, cheap at any batch, keeps 16..256).
+// The family's flags' values (the flags write them).
+struct Options {
+  std::string autotune = "cache";  // --dlb_autotune
+  std::vector<int64_t> gpus;       // --dlb_train_gpus; empty: the tier's
+};
+Options& FamilyOptions();
+
+// bench_train's flags: --dlb_autotune, the loader-fed steps' (where built: loader_fed.h) and
+// --dlb_train_gpus (where the data-parallel step is built: ddp.h).
+std::vector<FlagSpec> Flags();
+
+// The run's batch sizes for a model on a device (matrix::kGpuBatches and the others, by the
+// row's image size and the device), or --dlb_batch_sizes.
 std::vector<int> Batches(const Model& m, bool gpu);
 // Every batch size of the tier for the model on either device: the GPU's, then any other.
 std::vector<int> AnyDeviceBatches(const Model& m);
 bool Contains(const std::vector<int>& batches, int b);
 
-// One configuration of a step: dtype (amp: bf16 autocast), layout, pass, graph.
-struct Config {
-  DType dtype = DType::kF32;
-  bool amp = false;
-  Layout layout = Layout::kNCHW;
-  Pass pass = Pass::kTrain;
-  bool graph = false;
-};
-// What the tier times on a device:
-//   CPU  smoke/default: f32 NCHW train and infer; full: also NHWC.
-//   GPU  smoke: f32 NCHW train eager and graph, amp_bf16 NHWC train graph;
-//        default: {f32 NCHW, amp_bf16 NHWC} train x {eager, graph}, and infer in a graph;
-//        full: {f32, tf32, amp_bf16} x {NCHW, NHWC} x {train, infer} x {eager, graph}.
-std::vector<Config> Configs(bool gpu);
+// The configurations the run's tier times on a device (matrix::kCpuConfigs, kGpuConfigs).
+const std::vector<Config>& Configs(bool gpu);
 std::string DtName(const Config& c);  // f32 | tf32 | amp_bf16
 // The run configuration of a case in configuration c: its dtype and layout, the run's seed and
 // threads.
@@ -64,17 +66,9 @@ Config AmpNhwcTrain(bool graph);
 TrainShape ShapeOf(const Model& m, int batch, const Config& c);
 NameKeys KeysOf(const Model& m, int batch, const Config& c, bool gpu);
 
-// The transformer cases of a tier on a device (models whose shape has seq > 0; --dlb_batch_sizes
-// replaces the batches). The CPU's matmuls go through LibTorch's BLAS, on Debian's build the
-// reference BLAS (a GPT-2 small step is ~0.3 s a token and ~1 s of AdamW on 2 cores), so the
-// CPU's short tiers take the tiny configuration (gpt2_tiny: 2 layers, d 64, vocab 256) and GPT-2
-// small at a few tokens:
-//   CPU  f32: smoke the tiny GPT bs 2 at seq 32; default the tiny GPT bs 2, 8 at seq 64 and
-//        GPT-2 small bs 1 at seq 8; full the tiny GPT bs 1..8 at seq 64, the others bs 1..8 at
-//        seq 128 and their own sequence length.
-//   GPU  amp_bf16 at the model's sequence length (the CSV's seq), no tiny model: smoke bs 2 at
-//        seq 128, eager and graphed; default GPT-2 bs 8, 16 eager and graphed, BERT bs 16, 32
-//        graphed; full GPT-2 bs 4..32, BERT 8..64, eager and graphed.
+// The transformer cases of the run on a device (models whose shape has seq > 0): the matrix's
+// transformer entries, picked by the row (the tiny GPT, GPT, the others); --dlb_batch_sizes
+// replaces the batches.
 struct TransformerCase {
   int batch = 0;
   int64_t seq = 0;
@@ -131,7 +125,7 @@ void AddTransformer(const Model& m, const TransformerCase& tc) {
   shape.seq = tc.seq;
   const RunConfig cfg = RunConfigOf(tc.config);
   NameKeys keys = KeysOf(m, tc.batch, tc.config, Op::kGpu);
-  keys.push_back({"seq", std::to_string(tc.seq)});
+  keys.push_back({key::kSeq, std::to_string(tc.seq)});
   NoteEpochItems(BuildName({"train", Op::kGpu ? "gpu" : "cpu", Op::kBackend, m.basics.name, keys}),
                  (m.epoch_items + tc.seq - 1) / tc.seq);
   CaseInfo info =

@@ -12,29 +12,23 @@ namespace {
 
 class Single final : public Launch {
  public:
+  explicit Single(bool launched) : launched_(launched) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   int local_size() const override { return 1; }
   std::string how() const override { return "one process"; }
+  bool launched() const override { return launched_; }
   double Max(double v) override { return v; }
   bool Same(uint64_t) override { return true; }
   void Broadcast(void*, size_t) override {}
   std::vector<std::string> AllGather(const std::string& mine) override { return {mine}; }
+
+ private:
+  bool launched_;
 };
 
 }  // namespace
-
-std::string Launch::FirstError(const std::string& mine) {
-  if (size() == 1) return mine;
-  const std::vector<std::string> all = AllGather(mine);
-  for (size_t r = 0; r < all.size(); ++r) {
-    if (all[r].empty()) continue;
-    if (int(r) == rank()) return all[r];
-    return all[r] + " (rank " + std::to_string(r) + ")";
-  }
-  return "";
-}
 
 int LauncherProcesses(const std::function<const char*(const char*)>& getenv) {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS",
@@ -47,7 +41,7 @@ int LauncherProcesses(const std::function<const char*(const char*)>& getenv) {
   return 0;
 }
 
-std::unique_ptr<Launch> SingleProcess() { return std::make_unique<Single>(); }
+std::unique_ptr<Launch> SingleProcess(bool launched) { return std::make_unique<Single>(launched); }
 
 namespace {
 
@@ -123,7 +117,7 @@ std::unique_ptr<Launch> StartLaunch(int* argc, char*** argv) {
   const LaunchEnv env = DetectLaunch(get);
   const bool rendezvous = !env.master_addr.empty() && env.master_port > 0;
   if (env.launcher == "torchrun") {
-    if (env.size == 1) return SingleProcess();
+    if (env.size == 1) return SingleProcess(true);
     if (!rendezvous)
       throw Error("torchrun's RANK and WORLD_SIZE are set but not MASTER_ADDR and MASTER_PORT");
     return StartTcp(env, RendezvousSeconds());
@@ -144,7 +138,7 @@ std::unique_ptr<Launch> StartLaunch(int* argc, char*** argv) {
     throw Error("started as one of " + std::to_string(std::max(processes, env.size)) +
                 " processes by a launcher, but built without MPI (DLBENCH_WITH_MPI) and with no "
                 "MASTER_ADDR/MASTER_PORT for the TCP rendezvous");
-  return SingleProcess();
+  return SingleProcess(true);  // a launcher's environment, one process
 }
 
 }  // namespace dlb::nccl

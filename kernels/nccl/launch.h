@@ -12,30 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/process_group.h"
+
 namespace dlb::nccl {
 
-class Launch {
- public:
-  virtual ~Launch() = default;
-  virtual int rank() const = 0;        // this process among all of the run
-  virtual int size() const = 0;        // processes of the run
-  virtual int local_rank() const = 0;  // this process among those of its host
-  virtual int local_size() const = 0;
-  virtual std::string how() const = 0;  // "mpi, 2 processes on 1 host" / "one process"
-
-  // The largest v over all processes (every process gets it).
-  virtual double Max(double v) = 0;
-  // Whether every process holds the same v.
-  virtual bool Same(uint64_t v) = 0;
-  // Rank 0's bytes, on every process.
-  virtual void Broadcast(void* data, size_t bytes) = 0;
-  // Every process's text, in rank order, on every process.
-  virtual std::vector<std::string> AllGather(const std::string& mine) = 0;
-
-  // "" when no process failed, else the message of the lowest failing rank (its own words on
-  // that rank; others get it with " (rank r)" appended), on every process.
-  std::string FirstError(const std::string& mine);
-};
+// A launch is the run's process group (kernels/common/process_group.h: the harness and the
+// data-parallel step use it through that interface); this type names the launches made here.
+class Launch : public ProcessGroup {};
 
 // The launch of this process:
 //   - torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the TCP rendezvous;
@@ -82,7 +65,8 @@ int LauncherProcesses(const std::function<const char*(const char*)>& getenv);
 
 // The MPI launch, or nullptr in a build without MPI. Throws as StartLaunch.
 std::unique_ptr<Launch> StartMpi(int* argc, char*** argv);
-// One process: rank 0 of 1.
-std::unique_ptr<Launch> SingleProcess();
+// One process: rank 0 of 1; `launched`: a launcher started it all the same (torchrun with one
+// process, an MPI launcher's environment with one).
+std::unique_ptr<Launch> SingleProcess(bool launched = false);
 
 }  // namespace dlb::nccl

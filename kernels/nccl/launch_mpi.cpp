@@ -78,6 +78,7 @@ class MpiLaunch final : public Launch {
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
+  bool launched() const override { return true; }
   std::string how() const override {
     return "mpi, " + std::to_string(size_) + " processes on " + std::to_string(hosts_) +
            (hosts_ == 1 ? " host" : " hosts");

@@ -110,12 +110,6 @@ void NoDelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown host";
-  return buf;
-}
-
 struct Hello {
   uint32_t magic = kMagic;
   int32_t rank = 0, size = 0;
@@ -149,6 +143,7 @@ class TcpLaunch final : public Launch {
   int size() const override { return env_.size; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
+  bool launched() const override { return true; }
   std::string how() const override {
     return env_.launcher + ", tcp rendezvous at " + where_ + ", " + std::to_string(env_.size) +
            " processes on " + std::to_string(hosts_) + (hosts_ == 1 ? " host" : " hosts");

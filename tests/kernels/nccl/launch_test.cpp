@@ -226,6 +226,18 @@ TEST(Launch, OneProcessAgreesWithItself) {
   EXPECT_EQ(one->AllGather("x"), std::vector<std::string>{"x"});
   EXPECT_EQ(one->FirstError(""), "");
   EXPECT_EQ(one->FirstError("out of memory: needs 2 GiB"), "out of memory: needs 2 GiB");
+  EXPECT_FALSE(one->launched());  // no launcher: the binary may run itself again
+  EXPECT_TRUE(SingleProcess(true)->launched());
+}
+
+// The launch is the harness's process group (kernels/common/process_group.h): what the harness
+// and the data-parallel step ask of it, without naming the launch.
+TEST(Launch, IsTheRunsProcessGroup) {
+  std::unique_ptr<Launch> one = SingleProcess();
+  ProcessGroup& group = *one;
+  EXPECT_EQ(group.size(), 1);
+  EXPECT_EQ(group.FirstError("why"), "why");
+  EXPECT_FALSE(HostName().empty());
 }
 
 }  // namespace

@@ -10,8 +10,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(BenchTrainFed, LoaderCasesVerifyAndReportStarvation) {
-  const TempDir tmp("train_fed");
+TEST(BenchTrainLoaderFed, LoaderCasesVerifyAndReportStarvation) {
+  const TempDir tmp("train_loader_fed");
   const fs::path& dir = tmp.path();
   dataset::Options o;
   o.out = dir / "data";

@@ -21,13 +21,13 @@ namespace dlb::libtorch {
 
 class TorchStepGpu;
 
-struct FedShape {
+struct LoaderFedShape {
   TrainShape step;
   data::LoaderShape loader;  // side = the model's image size; dir = an ImageFolder
   bool nvjpeg = false;       // the GPU pipeline; else the CPU one (loader.workers threads)
 };
 
-class FedStepGpu {
+class LoaderFedStepGpu {
  public:
   static constexpr bool kGpu = true;
   static constexpr const char* kBackend = "libtorch";
@@ -35,11 +35,11 @@ class FedStepGpu {
   static constexpr int kWarmupRuns = 0;
   static constexpr double kWarmupSeconds = 0;
 
-  static Support Supports(const FedShape& s, const RunConfig& cfg);
-  FedStepGpu(const FedShape& s, const RunConfig& cfg);
-  ~FedStepGpu();
-  FedStepGpu(const FedStepGpu&) = delete;
-  FedStepGpu& operator=(const FedStepGpu&) = delete;
+  static Support Supports(const LoaderFedShape& s, const RunConfig& cfg);
+  LoaderFedStepGpu(const LoaderFedShape& s, const RunConfig& cfg);
+  ~LoaderFedStepGpu();
+  LoaderFedStepGpu(const LoaderFedStepGpu&) = delete;
+  LoaderFedStepGpu& operator=(const LoaderFedStepGpu&) = delete;
 
   void Start();
   void Stop();

@@ -1,4 +1,4 @@
-#include "kernels/torch/fed_step.h"
+#include "kernels/torch/loader_fed_step.h"
 
 #include <cuda_runtime.h>
 
@@ -20,8 +20,7 @@ namespace dlb::libtorch {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Steps of the step alone that WarmUp times: enough to average out launch jitter.
@@ -29,8 +28,8 @@ constexpr int kAloneSteps = 20;
 
 }  // namespace
 
-struct FedStepGpu::Impl {
-  FedShape shape;
+struct LoaderFedStepGpu::Impl {
+  LoaderFedShape shape;
   RunConfig cfg;
   std::unique_ptr<TorchStepGpu> step;
   std::unique_ptr<data::TurboJpegLoader> cpu;
@@ -87,7 +86,7 @@ struct FedStepGpu::Impl {
   }
 };
 
-Support FedStepGpu::Supports(const FedShape& s, const RunConfig& cfg) {
+Support LoaderFedStepGpu::Supports(const LoaderFedShape& s, const RunConfig& cfg) {
   if (s.step.image <= 0) return Support::No("the MLP has no images to load");
   if (s.loader.side != s.step.image)
     return Support::No("the loader's images are not the model's size");
@@ -97,7 +96,8 @@ Support FedStepGpu::Supports(const FedShape& s, const RunConfig& cfg) {
   return TorchStepGpu::Supports(s.step, cfg);
 }
 
-FedStepGpu::FedStepGpu(const FedShape& s, const RunConfig& cfg) : impl_(std::make_unique<Impl>()) {
+LoaderFedStepGpu::LoaderFedStepGpu(const LoaderFedShape& s, const RunConfig& cfg)
+    : impl_(std::make_unique<Impl>()) {
   RequireSupported(Supports(s, cfg));
   Impl& m = *impl_;
   m.shape = s;
@@ -120,16 +120,16 @@ FedStepGpu::FedStepGpu(const FedShape& s, const RunConfig& cfg) : impl_(std::mak
     throw Error("the loader's batch and the step's input differ in size");
 }
 
-FedStepGpu::~FedStepGpu() = default;
+LoaderFedStepGpu::~LoaderFedStepGpu() = default;
 
-void FedStepGpu::Start() {
+void LoaderFedStepGpu::Start() {
 #ifdef DLBENCH_HAVE_NVJPEG
   if (impl_->gpu) impl_->gpu->Start();
 #endif
   if (impl_->cpu) impl_->cpu->Start();
 }
 
-void FedStepGpu::Stop() {
+void LoaderFedStepGpu::Stop() {
   Impl& m = *impl_;
   if (m.pending) DLB_CHECK(cudaEventSynchronize(m.copied.get()));
   m.pending = false;
@@ -139,7 +139,7 @@ void FedStepGpu::Stop() {
   if (m.cpu) m.cpu->Stop();
 }
 
-void FedStepGpu::WarmUp() {
+void LoaderFedStepGpu::WarmUp() {
   Impl& m = *impl_;
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(m.step->stream());
   // The step alone on its current batch (the loader's ring fills meanwhile).
@@ -163,7 +163,7 @@ void FedStepGpu::WarmUp() {
   m.fed_steps = m.fed_images = m.short_batches = 0;
 }
 
-void FedStepGpu::Run() {
+void LoaderFedStepGpu::Run() {
   Impl& m = *impl_;
   const double t0 = Now();
   m.fed_images += m.Feed();
@@ -176,7 +176,7 @@ void FedStepGpu::Run() {
   ++m.fed_steps;
 }
 
-Verdict FedStepGpu::Verify() {
+Verdict LoaderFedStepGpu::Verify() {
   Impl& m = *impl_;
   // The step on its seeded batch against the float64 reference, and the loader's pixels against
   // theirs: both parts are what the timed loop runs.
@@ -194,28 +194,28 @@ Verdict FedStepGpu::Verify() {
   std::vector<uint8_t> got(sample), want(sample);
   DLB_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(m.step->stream())));
   DLB_CHECK(cudaMemcpy(got.data(), m.step->images(), sample, cudaMemcpyDeviceToHost));
-  DLB_CHECK(cudaMemcpy(want.data(), m.last_src, sample,
-                       m.last_kind == cudaMemcpyDeviceToDevice ? cudaMemcpyDeviceToHost
-                                                               : cudaMemcpyHostToHost));
+  DLB_CHECK(cudaMemcpy(
+      want.data(), m.last_src, sample,
+      m.last_kind == cudaMemcpyDeviceToDevice ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost));
   m.step->Run();
   const double loss = m.step->last_loss();
   Verdict v = step;
   if (n <= 0 || got != want || !std::isfinite(loss)) {
     v.ok = false;
     v.disposition = Disposition::kNotVerified;
-    v.detail = n <= 0         ? "the first loaded batch has no image"
+    v.detail = n <= 0        ? "the first loaded batch has no image"
                : got != want ? "the step's input is not the loaded batch"
                              : "a step on a loaded batch has a loss of " + std::to_string(loss);
     return v;
   }
-  v.detail += "; loader: " + load.detail + "; a step on a loaded batch: loss " +
-              std::to_string(loss);
+  v.detail +=
+      "; loader: " + load.detail + "; a step on a loaded batch: loss " + std::to_string(loss);
   return v;
 }
 
-Cost FedStepGpu::cost() const { return impl_->step->cost(); }
+Cost LoaderFedStepGpu::cost() const { return impl_->step->cost(); }
 
-std::string FedStepGpu::label() const {
+std::string LoaderFedStepGpu::label() const {
   const Impl& m = *impl_;
 #ifdef DLBENCH_HAVE_NVJPEG
   const std::string loader = m.gpu ? m.gpu->label() : m.cpu->label();
@@ -225,7 +225,7 @@ std::string FedStepGpu::label() const {
   return m.step->label() + "; fed by " + loader;
 }
 
-std::vector<std::pair<std::string, double>> FedStepGpu::Counters() const {
+std::vector<std::pair<std::string, double>> LoaderFedStepGpu::Counters() const {
   const Impl& m = *impl_;
   std::vector<std::pair<std::string, double>> c = m.step->Counters();
   const double batch = double(m.shape.step.batch);
@@ -243,6 +243,6 @@ std::vector<std::pair<std::string, double>> FedStepGpu::Counters() const {
   return c;
 }
 
-StreamRef FedStepGpu::stream() const { return impl_->step->stream(); }
+StreamRef LoaderFedStepGpu::stream() const { return impl_->step->stream(); }
 
 }  // namespace dlb::libtorch
