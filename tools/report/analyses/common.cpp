@@ -22,7 +22,7 @@ std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& s
 std::string OtherKeys(const BenchName& n) {
   std::string out;
   for (const auto& [k, v] : n.keys)
-    if (k != name_key::kBs && k != name_key::kDt) out += (out.empty() ? "" : "/") + k + ":" + v;
+    if (k != key::kBatch && k != key::kDType) out += (out.empty() ? "" : "/") + k + ":" + v;
   return out;
 }
 

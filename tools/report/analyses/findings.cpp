@@ -26,14 +26,14 @@ std::string ContextValue(const std::map<std::string, std::string>& ctx, std::str
 bool Usable(const Bench& b) { return b.parsed && b.measured() && b.MedianNs() > 0; }
 
 double BsOf(const BenchName& n) {
-  double bs = std::atof(n.Get(name_key::kBs).c_str());
+  double bs = std::atof(n.Get(key::kBatch).c_str());
   return bs > 0 ? bs : 0;
 }
 
 // The name with bs written as "bs:*": one curve over batch size.
 std::string CurveName(const BenchName& n) {
   std::string out = n.family + "/" + n.device + "/" + n.backend + "/" + n.workload;
-  for (const auto& [k, v] : n.keys) out += "/" + k + ":" + (k == name_key::kBs ? "*" : v);
+  for (const auto& [k, v] : n.keys) out += "/" + k + ":" + (k == key::kBatch ? "*" : v);
   return out;
 }
 
@@ -306,14 +306,14 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family != kTrainFamily) continue;
     const BenchName& n = *b.parsed;
-    std::string loader = n.Get("loader");
+    std::string loader = n.Get(key::kLoader);
     if (loader.empty()) continue;
     FedStep f;
     f.model = b.network.empty() ? n.workload : b.network;
     f.loader = loader;
-    f.config = KeysBut(n, {name_key::kBs, name_key::kWorkers, "loader"});
+    f.config = KeysBut(n, {key::kBatch, key::kWorkers, key::kLoader});
     f.bs = BsOf(n);
-    f.workers = std::atof(n.Get(name_key::kWorkers).c_str());
+    f.workers = std::atof(n.Get(key::kWorkers).c_str());
     f.fed = b.Counter(schema::kItemsPerS);
     if (!(f.fed > 0) && f.bs > 0) f.fed = f.bs / b.MedianNs() * 1e9;
     f.alone = b.Counter(schema::kAloneItemsPerS);

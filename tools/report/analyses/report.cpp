@@ -220,8 +220,8 @@ Overview ComputeOverview(const MergedRuns& runs) {
     if (n.device != "cpu" && n.device != "gpu") continue;
     bool network = !b.network.empty() && !ByWorkload(b.family);
     std::string subject = network ? b.network : n.workload;
-    std::string dt = n.Get(name_key::kDt), config = OtherKeys(n);
-    double bs = std::atof(n.Get(name_key::kBs).c_str());
+    std::string dt = n.Get(key::kDType), config = OtherKeys(n);
+    double bs = std::atof(n.Get(key::kBatch).c_str());
     if (!(bs > 0)) bs = 0;
     if (family_order.emplace(b.family, family_order.size()).second)
       out.families.push_back(b.family);

@@ -53,7 +53,7 @@ RooflineResult ComputeRoofline(const MergedRuns& runs) {
     p.name = b.name;
     p.family = b.family;
     p.device = b.parsed ? b.parsed->device : std::string("other");
-    p.dt = b.parsed ? b.parsed->Get("dt") : std::string();
+    p.dt = b.parsed ? b.parsed->Get(key::kDType) : std::string();
     if (std::find(r.devices.begin(), r.devices.end(), p.device) == r.devices.end())
       r.devices.push_back(p.device);
     r.points.push_back(std::move(p));

@@ -54,8 +54,8 @@ SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
       r.pair_key = key;
       r.workload = n.workload;
       r.network = !c->network.empty() ? c->network : gp->network;
-      r.dt = n.Get(name_key::kDt);
-      r.bs = n.Get(name_key::kBs);
+      r.dt = n.Get(key::kDType);
+      r.bs = n.Get(key::kBatch);
       r.config = OtherKeys(n);
       r.cpu_backend = c->parsed->backend;
       r.gpu_backend = gp->parsed->backend;

@@ -45,11 +45,10 @@ std::string Key(std::string_view k, const std::string& v) {
 
 // The name's keys of a case; bs, pass and graph as asked.
 std::string Keys(const TrainCase& c, bool bs, bool pass, bool graph) {
-  return JoinNonEmpty(
-      {bs ? Key(name_key::kBs, FormatNumber(c.bs, 6)) : "", Key(name_key::kDt, c.dt),
-       Key(name_key::kFmt, c.fmt), pass ? Key(name_key::kPass, c.pass) : "",
-       graph ? Key(name_key::kGraph, c.graph) : ""},
-      "/");
+  return JoinNonEmpty({bs ? Key(key::kBatch, FormatNumber(c.bs, 6)) : "", Key(key::kDType, c.dt),
+                       Key(key::kLayout, c.fmt), pass ? Key(key::kPass, c.pass) : "",
+                       graph ? Key(key::kGraph, c.graph) : ""},
+                      "/");
 }
 
 // Left-out cases, one line per reason: how many, and the first one's name.
@@ -129,12 +128,12 @@ std::optional<TrainCase> CaseOf(const Bench& b, Reasons* left_out) {
   c.model = !b.network.empty() ? b.network : n.workload;
   c.device = n.device;
   c.backend = n.backend;
-  c.dt = n.Get(name_key::kDt);
-  c.fmt = n.Get(name_key::kFmt);
-  c.pass = n.Get(name_key::kPass);
-  c.graph = n.Get(name_key::kGraph);
+  c.dt = n.Get(key::kDType);
+  c.fmt = n.Get(key::kLayout);
+  c.pass = n.Get(key::kPass);
+  c.graph = n.Get(key::kGraph);
   c.step_ns = b.MedianNs();
-  c.bs = Positive(std::atof(n.Get(name_key::kBs).c_str()));
+  c.bs = Positive(std::atof(n.Get(key::kBatch).c_str()));
   if (!std::isfinite(c.bs)) c.bs = Positive(b.Counter(schema::kBatch));
   if (!(c.step_ns > 0) || !std::isfinite(c.step_ns)) {
     left_out->Add("without a positive time: left out", b.name);
@@ -146,7 +145,7 @@ std::optional<TrainCase> CaseOf(const Bench& b, Reasons* left_out) {
   }
   // bs is per GPU there: a step on several GPUs is no one-device figure (the GPU scaling
   // section shows it).
-  if (std::atof(n.Get(name_key::kGpus).c_str()) > 1) {
+  if (std::atof(n.Get(key::kGpus).c_str()) > 1) {
     left_out->Add("on more than one GPU (gpus key): in the GPU scaling section instead", b.name);
     return std::nullopt;
   }
