@@ -19,20 +19,17 @@ std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& s
   return out;
 }
 
-std::string OtherKeys(const BenchName& n) {
-  std::string out;
-  for (const auto& [k, v] : n.keys)
-    if (k != key::kBatch && k != key::kDType) out += (out.empty() ? "" : "/") + k + ":" + v;
-  return out;
-}
-
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
+std::string KeysExcept(const BenchName& n, std::initializer_list<std::string_view> skip) {
   std::string out;
   for (const auto& [k, v] : n.keys)
     if (std::find(skip.begin(), skip.end(), k) == skip.end())
       out += (out.empty() ? "" : "/") + k + ":" + v;
   return out;
 }
+
+std::string ConfigKeys(const BenchName& n) { return KeysExcept(n, {key::kBatch, key::kDType}); }
+
+std::string BatchSizeLabel(double bs) { return "bs " + FormatNumber(bs, 6); }
 
 Cell SpeedupCell(double x, bool doubtful) {
   if (!std::isfinite(x)) return Cell("-");

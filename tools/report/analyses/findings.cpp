@@ -37,16 +37,14 @@ std::string CurveName(const BenchName& n) {
   return out;
 }
 
-std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
-
 // "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput; a
 // transformer step's in tokens/s.
 Cell BestBsCell(const std::optional<TrainCase>& c) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
   if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
-    return Cell(Bs(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
+    return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
   double per_s = c->bs / c->step_ns * 1e9;
-  return Cell(Bs(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
+  return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
 }
 
 Cell EpochCell(const std::optional<TrainCase>& c) {
@@ -201,7 +199,7 @@ Table BestTable(const MergedRuns& runs) {
       double bytes = dot == std::string::npos ? 0 : std::atof(workload.c_str() + dot + 1);
       if (bytes > 0) workload = workload.substr(0, dot) + " " + FormatBytes(bytes);
     }
-    std::string where = workload + (n.keys.empty() ? "" : " " + KeysBut(n, {}));
+    std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
     t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
                       Cell(WithUnit(x.value, unit), x.value), Cell(n.backend + " " + where)});
   }
@@ -311,7 +309,7 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs) {
     FedStep f;
     f.model = b.network.empty() ? n.workload : b.network;
     f.loader = loader;
-    f.config = KeysBut(n, {key::kBatch, key::kWorkers, key::kLoader});
+    f.config = KeysExcept(n, {key::kBatch, key::kWorkers, key::kLoader});
     f.bs = BsOf(n);
     f.workers = std::atof(n.Get(key::kWorkers).c_str());
     f.fed = b.Counter(schema::kItemsPerS);

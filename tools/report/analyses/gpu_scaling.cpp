@@ -76,7 +76,7 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       const double bytes = Positive(std::atof(n.workload.c_str() + dot + 1));
       if (!std::isfinite(bytes)) continue;
       const std::string collective = n.workload.substr(0, dot);
-      const std::string config = KeysBut(n, {key::kGpus});
+      const std::string config = KeysExcept(n, {key::kGpus});
       const std::string key = head + collective + (config.empty() ? "" : "/" + config);
       auto [it, inserted] = comms.emplace(key, CollectiveCurve());
       CollectiveCurve& c = it->second;
@@ -96,7 +96,7 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       if (std::find(c.gpus.begin(), c.gpus.end(), gpus) == c.gpus.end()) c.gpus.push_back(gpus);
       continue;
     }
-    const std::string config = KeysBut(n, {key::kBatch, key::kGpus});
+    const std::string config = KeysExcept(n, {key::kBatch, key::kGpus});
     const std::string bs = n.Get(key::kBatch);
     const std::string curve = head + n.workload +
                               (bs.empty() ? "" : "/" + std::string(key::kBatch) + ":" + bs) +

@@ -220,7 +220,7 @@ Overview ComputeOverview(const MergedRuns& runs) {
     if (n.device != "cpu" && n.device != "gpu") continue;
     bool network = !b.network.empty() && !ByWorkload(b.family);
     std::string subject = network ? b.network : n.workload;
-    std::string dt = n.Get(key::kDType), config = OtherKeys(n);
+    std::string dt = n.Get(key::kDType), config = ConfigKeys(n);
     double bs = std::atof(n.Get(key::kBatch).c_str());
     if (!(bs > 0)) bs = 0;
     if (family_order.emplace(b.family, family_order.size()).second)
@@ -540,11 +540,10 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     }
     for (const Group& g : groups)
       if (const OverviewRow* h = Headline(g))
-        bars.bars.emplace_back(
-            JoinNonEmpty({subj, g.dt, KeyValues(g.config),
-                          h->bs > 0 ? "bs " + FormatNumber(h->bs, 6) : std::string()},
-                         " "),
-            h->speedup);
+        bars.bars.emplace_back(JoinNonEmpty({subj, g.dt, KeyValues(g.config),
+                                             h->bs > 0 ? BatchSizeLabel(h->bs) : std::string()},
+                                            " "),
+                               h->speedup);
     for (Chart& c : Curves(subj, groups, w.per_s)) curves.push_back(std::move(c));
   }
   if (!loose.rows.empty()) {
@@ -607,7 +606,7 @@ Table NetworkFindings(const Overview& ov) {
         start = end + 1;
       }
     }
-    return Cell("bs " + FormatNumber(r->bs, 6) + " · " +
+    return Cell(BatchSizeLabel(r->bs) + " · " +
                     WithUnit(v, r->family == "conv" ? "images/s" : "samples/s") +
                     (config.empty() ? "" : " (" + config + ")"),
                 r->bs);

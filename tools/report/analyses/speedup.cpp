@@ -56,7 +56,7 @@ SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
       r.network = !c->network.empty() ? c->network : gp->network;
       r.dt = n.Get(key::kDType);
       r.bs = n.Get(key::kBatch);
-      r.config = OtherKeys(n);
+      r.config = ConfigKeys(n);
       r.cpu_backend = c->parsed->backend;
       r.gpu_backend = gp->parsed->backend;
       r.best = best;

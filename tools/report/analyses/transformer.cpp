@@ -44,7 +44,7 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     s.model = b.network.empty() ? n.workload : b.network;
     s.device = n.device;
     s.name = b.name;
-    s.config = n.backend + " " + KeysBut(n, {key::kPass});
+    s.config = n.backend + " " + KeysExcept(n, {key::kPass});
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
