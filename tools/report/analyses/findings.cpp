@@ -18,11 +18,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string ContextValue(const std::map<std::string, std::string>& ctx, std::string_view key) {
-  auto it = ctx.find(std::string(key));
-  return it == ctx.end() ? std::string() : it->second;
-}
-
 bool Usable(const Bench& b) { return b.parsed && b.measured() && b.MedianNs() > 0; }
 
 double BsOf(const BenchName& n) {
