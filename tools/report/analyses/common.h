@@ -20,6 +20,12 @@ std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& s
 std::string KeysExcept(const BenchName& n, std::initializer_list<std::string_view> skip);
 // The keys that make a case's configuration, all but bs and dt: "fmt:nhwc/pass:fwd".
 std::string ConfigKeys(const BenchName& n);
+// The values of a name's keys, "fmt:nchw/pass:fwd" -> "nchw fwd" (a part without ':' stays whole):
+// legends and labels have little room.
+std::string ConfigValues(const std::string& keys);
+// Columns that say nothing ("-" in every row: a CPU-only run's GPU time, a dtype no case names)
+// are left out.
+void DropEmptyColumns(Table* t);
 // "bs 8": a batch size in a label of the findings and the first screen.
 std::string BatchSizeLabel(double bs);
 // "1.23x", marked where a result behind it was not verified or was mistrusted; "-" when unknown.

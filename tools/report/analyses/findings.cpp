@@ -47,17 +47,6 @@ Cell EpochCell(const std::optional<TrainCase>& c) {
   return Cell(FormatDuration(c->epoch_s), c->epoch_s);
 }
 
-// Columns whose every cell is "-" say nothing (a CPU-only run's GPU columns): left out.
-void DropEmpty(Table* t) {
-  for (size_t i = t->columns.size(); i-- > 0;) {
-    bool empty = std::all_of(t->rows.begin(), t->rows.end(),
-                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
-    if (!empty) continue;
-    t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
-    for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-}
-
 Table EpochTable(const TrainResult& train) {
   Table t;
   t.title =
@@ -81,7 +70,7 @@ Table EpochTable(const TrainResult& train) {
     t.rows.push_back({Cell(e.model), EpochCell(e.cpu), EpochCell(e.gpu),
                       SpeedupCell(e.speedup, doubtful), BestBsCell(e.cpu), BestBsCell(e.gpu)});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -110,7 +99,7 @@ Table StarvationTable(const std::vector<FedStep>& fed) {
                       Cell(FormatPercent(f.starvation, 0), f.starvation).With(tone),
                       f.counts > 1 ? Cell(fewest, f.fewest_starvation) : Cell("-")});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -142,7 +131,7 @@ Table ScalingTable(const GpuScaling& scaling) {
              ? Cell(FormatTime(p.exposed_comm_s * 1e9), p.exposed_comm_s)
              : Cell("-")});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -221,7 +210,7 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
          Cell(FormatNumber(c.thr_from / c.thr_to, 3) + "x", c.thr_from / c.thr_to).With(Tone::kBad),
          Cell(phase)});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 

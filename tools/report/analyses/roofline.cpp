@@ -18,10 +18,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 bool Positive(double v) { return std::isfinite(v) && v > 0; }
 
 std::string DeviceName(const std::map<std::string, std::string>& ctx, const std::string& device) {
-  auto it = ctx.find(std::string(device == "gpu" ? schema::kCtxGpuName : schema::kCtxCpuModel));
-  std::string name = device == "gpu" ? "GPU" : "CPU";
-  if (it != ctx.end() && !it->second.empty()) name += ": " + it->second;
-  return name;
+  std::string model =
+      ContextValue(ctx, device == "gpu" ? schema::kCtxGpuName : schema::kCtxCpuModel);
+  return std::string(device == "gpu" ? "GPU" : "CPU") + (model.empty() ? "" : ": " + model);
 }
 
 std::string Rate(double v) { return WithUnit(v, "FLOP/s"); }
