@@ -55,6 +55,8 @@ void DropEmptyColumns(Table* t) {
 
 std::string BatchSizeLabel(double bs) { return "bs " + FormatNumber(bs, 6); }
 
+Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
+
 Cell SpeedupCell(double x, bool doubtful) {
   if (!std::isfinite(x)) return Cell("-");
   if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);

@@ -28,6 +28,8 @@ std::string ConfigValues(const std::string& keys);
 void DropEmptyColumns(Table* t);
 // "bs 8": a batch size in a label of the findings and the first screen.
 std::string BatchSizeLabel(double bs);
+// A time in ns as a cell; "-" when not finite.
+Cell TimeCell(double ns);
 // "1.23x", marked where a result behind it was not verified or was mistrusted; "-" when unknown.
 Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.

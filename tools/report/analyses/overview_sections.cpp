@@ -15,8 +15,6 @@ namespace dlb::report {
 
 namespace {
 
-Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
-
 Cell RateCell(double per_s, bool best) {
   if (!std::isfinite(per_s)) return Cell("-");
   Cell c(FormatRate(per_s) + (best ? " ★" : ""), per_s);
