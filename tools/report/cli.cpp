@@ -87,9 +87,9 @@ struct Args {
   std::string base, now, threshold = "5%";  // compare
   CompareOptions copt;
   bool as_compare_py = false, aggregates_only = false;
-  std::string axis = "bs";  // sweep
-  std::string out_dir;      // report
-  std::string db, other;    // history
+  std::string axis = key::kBatch;  // sweep: the name key to sweep over
+  std::string out_dir;             // report
+  std::string db, other;           // history
   HistoryOptions hopt;
   RunMeta meta;
   ShowOptions sopt;
@@ -151,7 +151,7 @@ void AddAnalyses(CLI::App* app, Args* a, Commands* c) {
                    "bs (default): batch-size curves; workers: loader scaling; gpus: multi-GPU "
                    "training steps (efficiency, exposed communication) and collectives (busbw "
                    "over size per GPU count)")
-      ->check(CLI::IsMember({"bs", "workers", "gpus"}));
+      ->check(CLI::IsMember({key::kBatch, key::kWorkers, key::kGpus}));
   AddOutput(sweep, &a->out);
 
   auto* train = c->train = app->add_subcommand(

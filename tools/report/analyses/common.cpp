@@ -19,20 +19,43 @@ std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& s
   return out;
 }
 
-std::string OtherKeys(const BenchName& n) {
-  std::string out;
-  for (const auto& [k, v] : n.keys)
-    if (k != name_key::kBs && k != name_key::kDt) out += (out.empty() ? "" : "/") + k + ":" + v;
-  return out;
-}
-
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip) {
+std::string KeysExcept(const BenchName& n, std::initializer_list<std::string_view> skip) {
   std::string out;
   for (const auto& [k, v] : n.keys)
     if (std::find(skip.begin(), skip.end(), k) == skip.end())
       out += (out.empty() ? "" : "/") + k + ":" + v;
   return out;
 }
+
+std::string ConfigKeys(const BenchName& n) { return KeysExcept(n, {key::kBatch, key::kDType}); }
+
+std::string ConfigValues(const std::string& keys) {
+  std::string out;
+  size_t start = 0;
+  while (start <= keys.size()) {
+    size_t end = keys.find('/', start);
+    if (end == std::string::npos) end = keys.size();
+    std::string part = keys.substr(start, end - start);
+    auto colon = part.find(':');
+    if (!part.empty()) out += (out.empty() ? "" : " ") + part.substr(colon + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
+void DropEmptyColumns(Table* t) {
+  for (size_t i = t->columns.size(); i-- > 0;) {
+    bool empty = std::all_of(t->rows.begin(), t->rows.end(),
+                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
+    if (!empty) continue;
+    t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
+    for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+std::string BatchSizeLabel(double bs) { return "bs " + FormatNumber(bs, 6); }
+
+Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
 
 Cell SpeedupCell(double x, bool doubtful) {
   if (!std::isfinite(x)) return Cell("-");

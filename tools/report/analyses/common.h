@@ -15,10 +15,21 @@ namespace dlb::report {
 std::string Join(const std::vector<std::string>& v, const std::string& sep);
 // The same without the empty elements.
 std::string JoinNonEmpty(const std::vector<std::string>& v, const std::string& sep);
-// A name's keys other than bs and dt, "fmt:nhwc/pass:fwd".
-std::string OtherKeys(const BenchName& n);
-// A name's keys but the ones named, in the name's order: "dt:f32/fmt:nchw".
-std::string KeysBut(const BenchName& n, std::initializer_list<std::string_view> skip);
+// A name's keys but the ones named, as "key:value" in the name's order joined by '/':
+// "dt:f32/fmt:nchw" (KeysExcept(n, {}) is every key).
+std::string KeysExcept(const BenchName& n, std::initializer_list<std::string_view> skip);
+// The keys that make a case's configuration, all but bs and dt: "fmt:nhwc/pass:fwd".
+std::string ConfigKeys(const BenchName& n);
+// The values of a name's keys, "fmt:nchw/pass:fwd" -> "nchw fwd" (a part without ':' stays whole):
+// legends and labels have little room.
+std::string ConfigValues(const std::string& keys);
+// Columns that say nothing ("-" in every row: a CPU-only run's GPU time, a dtype no case names)
+// are left out.
+void DropEmptyColumns(Table* t);
+// "bs 8": a batch size in a label of the findings and the first screen.
+std::string BatchSizeLabel(double bs);
+// A time in ns as a cell; "-" when not finite.
+Cell TimeCell(double ns);
 // "1.23x", marked where a result behind it was not verified or was mistrusted; "-" when unknown.
 Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.

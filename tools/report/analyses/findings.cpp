@@ -18,51 +18,33 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string ContextValue(const std::map<std::string, std::string>& ctx, std::string_view key) {
-  auto it = ctx.find(std::string(key));
-  return it == ctx.end() ? std::string() : it->second;
-}
-
 bool Usable(const Bench& b) { return b.parsed && b.measured() && b.MedianNs() > 0; }
 
 double BsOf(const BenchName& n) {
-  double bs = std::atof(n.Get(name_key::kBs).c_str());
+  double bs = std::atof(n.Get(key::kBatch).c_str());
   return bs > 0 ? bs : 0;
 }
 
 // The name with bs written as "bs:*": one curve over batch size.
 std::string CurveName(const BenchName& n) {
   std::string out = n.family + "/" + n.device + "/" + n.backend + "/" + n.workload;
-  for (const auto& [k, v] : n.keys) out += "/" + k + ":" + (k == name_key::kBs ? "*" : v);
+  for (const auto& [k, v] : n.keys) out += "/" + k + ":" + (k == key::kBatch ? "*" : v);
   return out;
 }
-
-std::string Bs(double bs) { return "bs " + FormatNumber(bs, 6); }
 
 // "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput; a
 // transformer step's in tokens/s.
 Cell BestBsCell(const std::optional<TrainCase>& c) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
   if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
-    return Cell(Bs(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
+    return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
   double per_s = c->bs / c->step_ns * 1e9;
-  return Cell(Bs(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
+  return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
 }
 
 Cell EpochCell(const std::optional<TrainCase>& c) {
   if (!c || !std::isfinite(c->epoch_s)) return Cell("-");
   return Cell(FormatDuration(c->epoch_s), c->epoch_s);
-}
-
-// Columns whose every cell is "-" say nothing (a CPU-only run's GPU columns): left out.
-void DropEmpty(Table* t) {
-  for (size_t i = t->columns.size(); i-- > 0;) {
-    bool empty = std::all_of(t->rows.begin(), t->rows.end(),
-                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
-    if (!empty) continue;
-    t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
-    for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
-  }
 }
 
 Table EpochTable(const TrainResult& train) {
@@ -88,7 +70,7 @@ Table EpochTable(const TrainResult& train) {
     t.rows.push_back({Cell(e.model), EpochCell(e.cpu), EpochCell(e.gpu),
                       SpeedupCell(e.speedup, doubtful), BestBsCell(e.cpu), BestBsCell(e.gpu)});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -117,7 +99,7 @@ Table StarvationTable(const std::vector<FedStep>& fed) {
                       Cell(FormatPercent(f.starvation, 0), f.starvation).With(tone),
                       f.counts > 1 ? Cell(fewest, f.fewest_starvation) : Cell("-")});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -149,7 +131,7 @@ Table ScalingTable(const GpuScaling& scaling) {
              ? Cell(FormatTime(p.exposed_comm_s * 1e9), p.exposed_comm_s)
              : Cell("-")});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -201,7 +183,7 @@ Table BestTable(const MergedRuns& runs) {
       double bytes = dot == std::string::npos ? 0 : std::atof(workload.c_str() + dot + 1);
       if (bytes > 0) workload = workload.substr(0, dot) + " " + FormatBytes(bytes);
     }
-    std::string where = workload + (n.keys.empty() ? "" : " " + KeysBut(n, {}));
+    std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
     t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
                       Cell(WithUnit(x.value, unit), x.value), Cell(n.backend + " " + where)});
   }
@@ -228,7 +210,7 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
          Cell(FormatNumber(c.thr_from / c.thr_to, 3) + "x", c.thr_from / c.thr_to).With(Tone::kBad),
          Cell(phase)});
   }
-  DropEmpty(&t);
+  DropEmptyColumns(&t);
   return t;
 }
 
@@ -306,14 +288,14 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family != kTrainFamily) continue;
     const BenchName& n = *b.parsed;
-    std::string loader = n.Get("loader");
+    std::string loader = n.Get(key::kLoader);
     if (loader.empty()) continue;
     FedStep f;
     f.model = b.network.empty() ? n.workload : b.network;
     f.loader = loader;
-    f.config = KeysBut(n, {name_key::kBs, name_key::kWorkers, "loader"});
+    f.config = KeysExcept(n, {key::kBatch, key::kWorkers, key::kLoader});
     f.bs = BsOf(n);
-    f.workers = std::atof(n.Get(name_key::kWorkers).c_str());
+    f.workers = std::atof(n.Get(key::kWorkers).c_str());
     f.fed = b.Counter(schema::kItemsPerS);
     if (!(f.fed > 0) && f.bs > 0) f.fed = f.bs / b.MedianNs() * 1e9;
     f.alone = b.Counter(schema::kAloneItemsPerS);

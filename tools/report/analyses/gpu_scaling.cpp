@@ -65,7 +65,7 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured()) continue;
     const BenchName& n = *b.parsed;
-    const double gpus = Positive(std::atof(n.Get(name_key::kGpus).c_str()));
+    const double gpus = Positive(std::atof(n.Get(key::kGpus).c_str()));
     const double t = b.MedianNs();
     if (!std::isfinite(gpus) || !(t > 0)) continue;
     const std::string head = n.family + "/" + n.device + "/" + n.backend + "/";
@@ -76,7 +76,7 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       const double bytes = Positive(std::atof(n.workload.c_str() + dot + 1));
       if (!std::isfinite(bytes)) continue;
       const std::string collective = n.workload.substr(0, dot);
-      const std::string config = KeysBut(n, {name_key::kGpus});
+      const std::string config = KeysExcept(n, {key::kGpus});
       const std::string key = head + collective + (config.empty() ? "" : "/" + config);
       auto [it, inserted] = comms.emplace(key, CollectiveCurve());
       CollectiveCurve& c = it->second;
@@ -96,10 +96,11 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       if (std::find(c.gpus.begin(), c.gpus.end(), gpus) == c.gpus.end()) c.gpus.push_back(gpus);
       continue;
     }
-    const std::string config = KeysBut(n, {name_key::kBs, name_key::kGpus});
-    const std::string bs = n.Get(name_key::kBs);
-    const std::string curve =
-        head + n.workload + (bs.empty() ? "" : "/bs:" + bs) + (config.empty() ? "" : "/" + config);
+    const std::string config = KeysExcept(n, {key::kBatch, key::kGpus});
+    const std::string bs = n.Get(key::kBatch);
+    const std::string curve = head + n.workload +
+                              (bs.empty() ? "" : "/" + std::string(key::kBatch) + ":" + bs) +
+                              (config.empty() ? "" : "/" + config);
     auto [it, inserted] = steps.emplace(curve, GpuCurve());
     GpuCurve& c = it->second;
     if (inserted) {

@@ -32,6 +32,10 @@ struct Overview {
   std::vector<OverviewRow> rows;      // by family, subject, dt, config, bs
 };
 Overview ComputeOverview(const MergedRuns& runs);
+// Whether a family's cases stand by workload, never added up into a network: a data-loading
+// pipeline reads a dataset (its network field) but two pipelines are no sum, nor are two
+// collectives, nor the attention of one model at several sequence lengths.
+bool OverviewByWorkload(const std::string& family);
 // Per family: a short table per network (and one for workloads without a network), speedup bars
 // at each row's best GPU batch size, throughput-over-batch-size curves per network.
 std::vector<Section> OverviewSections(const Overview& overview);

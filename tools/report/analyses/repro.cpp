@@ -1,6 +1,7 @@
 #include "tools/report/analyses/repro.h"
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 
@@ -84,9 +85,7 @@ std::string ReproCommand(const std::map<std::string, std::string>& context, std:
   std::vector<std::string> recorded;
   if (auto it = context.find(std::string(schema::kCtxCommand)); it != context.end())
     recorded = ShellSplit(it->second);
-  std::string binary;
-  if (auto it = context.find(std::string(schema::kCtxExecutable)); it != context.end())
-    binary = it->second;
+  std::string binary = ContextValue(context, schema::kCtxExecutable);
   if (binary.empty() && !recorded.empty()) binary = recorded.front();
   if (binary.empty()) return {};
   std::string out =

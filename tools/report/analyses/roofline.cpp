@@ -18,10 +18,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 bool Positive(double v) { return std::isfinite(v) && v > 0; }
 
 std::string DeviceName(const std::map<std::string, std::string>& ctx, const std::string& device) {
-  auto it = ctx.find(std::string(device == "gpu" ? schema::kCtxGpuName : schema::kCtxCpuModel));
-  std::string name = device == "gpu" ? "GPU" : "CPU";
-  if (it != ctx.end() && !it->second.empty()) name += ": " + it->second;
-  return name;
+  std::string model =
+      ContextValue(ctx, device == "gpu" ? schema::kCtxGpuName : schema::kCtxCpuModel);
+  return std::string(device == "gpu" ? "GPU" : "CPU") + (model.empty() ? "" : ": " + model);
 }
 
 std::string Rate(double v) { return WithUnit(v, "FLOP/s"); }
@@ -53,7 +52,7 @@ RooflineResult ComputeRoofline(const MergedRuns& runs) {
     p.name = b.name;
     p.family = b.family;
     p.device = b.parsed ? b.parsed->device : std::string("other");
-    p.dt = b.parsed ? b.parsed->Get("dt") : std::string();
+    p.dt = b.parsed ? b.parsed->Get(key::kDType) : std::string();
     if (std::find(r.devices.begin(), r.devices.end(), p.device) == r.devices.end())
       r.devices.push_back(p.device);
     r.points.push_back(std::move(p));

@@ -54,9 +54,9 @@ SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
       r.pair_key = key;
       r.workload = n.workload;
       r.network = !c->network.empty() ? c->network : gp->network;
-      r.dt = n.Get(name_key::kDt);
-      r.bs = n.Get(name_key::kBs);
-      r.config = OtherKeys(n);
+      r.dt = n.Get(key::kDType);
+      r.bs = n.Get(key::kBatch);
+      r.config = ConfigKeys(n);
       r.cpu_backend = c->parsed->backend;
       r.gpu_backend = gp->parsed->backend;
       r.best = best;

@@ -85,10 +85,10 @@ std::string ContextLine(const std::map<std::string, std::string>& ctx) {
   for (std::string_view k : {schema::kCtxHostName, schema::kCtxCpuModel, schema::kCtxGpuName,
                              schema::kCtxNumCpus, schema::kCtxDate, schema::kCtxLibraryBuildType,
                              schema::kCtxGitRevision, schema::kCtxVersion}) {
-    auto it = ctx.find(std::string(k));
-    if (it == ctx.end() || it->second.empty()) continue;
+    std::string value = ContextValue(ctx, k);
+    if (value.empty()) continue;
     if (!out.empty()) out += ", ";
-    out += std::string(k) + ": " + it->second;
+    out += std::string(k) + ": " + value;
   }
   return out;
 }

@@ -19,7 +19,7 @@ std::vector<SweepCurve> SweepCurves(const MergedRuns& runs) {
   std::map<std::string, SweepCurve> curves;
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured()) continue;
-    std::string bs = b.parsed->Get(name_key::kBs);
+    std::string bs = b.parsed->Get(key::kBatch);
     double bsv = std::atof(bs.c_str());
     double t = b.MedianNs();
     if (!(bsv > 0) || !(t > 0)) continue;
@@ -183,12 +183,12 @@ std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
   std::map<std::string, WorkerCurve> curves;
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured()) continue;
-    const double w = std::atof(b.parsed->Get(name_key::kWorkers).c_str());
+    const double w = std::atof(b.parsed->Get(key::kWorkers).c_str());
     const double t = b.MedianNs();
     if (!(w > 0) || !(t > 0)) continue;
     std::string key = b.parsed->family + "/" + b.parsed->workload;
     for (const auto& [k, v] : b.parsed->keys)
-      if (k != name_key::kWorkers) key += "/" + k + ":" + v;
+      if (k != key::kWorkers) key += "/" + k + ":" + v;
     const std::string curve = b.parsed->family + "/" + b.parsed->device + "/" + b.parsed->backend +
                               key.substr(key.find('/'));
     auto [it, inserted] = curves.emplace(curve, WorkerCurve());
@@ -202,7 +202,7 @@ std::vector<WorkerCurve> WorkerCurves(const MergedRuns& runs) {
     }
     // items/s as measured (a skipped image makes a batch short); else the batch over the time.
     double thr = b.Counter(schema::kItemsPerS);
-    if (!(thr > 0)) thr = std::atof(b.parsed->Get(name_key::kBs).c_str()) / t * 1e9;
+    if (!(thr > 0)) thr = std::atof(b.parsed->Get(key::kBatch).c_str()) / t * 1e9;
     c.points.push_back({w, t, thr, 0});
   }
   std::vector<WorkerCurve> out;
@@ -295,10 +295,10 @@ Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& i
                        const std::string& axis) {
   Document d;
   d.notes.push_back(InputsNote(inputs));
-  if (axis == "gpus") {
+  if (axis == key::kGpus) {
     d.title = "dlbench GPU scaling";
     d.sections = GpuScalingSections(ComputeGpuScaling(runs));
-  } else if (axis == "workers") {
+  } else if (axis == key::kWorkers) {
     d.title = "dlbench worker sweeps";
     d.sections = WorkerSections(WorkerCurves(runs));
   } else {

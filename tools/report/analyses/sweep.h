@@ -46,6 +46,6 @@ std::vector<Section> SweepSections(const std::vector<SweepCurve>& curves, size_t
 // axis "bs" (batch-size curves and fits), "workers" (worker-thread scaling) or "gpus" (multi-GPU
 // training steps and collectives over the GPU count).
 Document SweepDocument(const MergedRuns& runs, const std::vector<std::string>& inputs,
-                       const std::string& axis = "bs");
+                       const std::string& axis = key::kBatch);
 
 }  // namespace dlb::report

@@ -27,6 +27,9 @@ struct TrainCase {
   bool doubtful = false;    // not verified or mistrusted
   // "libtorch bs:256/dt:amp_bf16/fmt:nhwc/graph:1": the backend and the keys but pass.
   std::string Config() const;
+  // The case's name keys, "bs:256/dt:f32/fmt:nchw/pass:train/graph:1": dt and fmt where set, bs,
+  // pass and graph as asked.
+  std::string NameKeys(bool with_bs, bool with_pass, bool with_graph) const;
 };
 // One epoch of a model on each device: the best training configuration of each (shortest epoch,
 // any backend, dtype, layout, batch size, graph), and the same configuration on both (f32, nchw,

@@ -35,22 +35,22 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family != kTrainFamily) continue;
     const BenchName& n = *b.parsed;
-    if (n.Get(name_key::kPass) == "infer") continue;
+    if (n.Get(key::kPass) == "infer") continue;
     const double tokens = Finite(b.Counter(schema::kTokensPerS));
     if (!std::isfinite(tokens)) continue;
     // bs is per GPU on several GPUs: the GPU scaling section has those.
-    if (std::atof(n.Get(name_key::kGpus).c_str()) > 1) continue;
+    if (std::atof(n.Get(key::kGpus).c_str()) > 1) continue;
     TokenStep s;
     s.model = b.network.empty() ? n.workload : b.network;
     s.device = n.device;
     s.name = b.name;
-    s.config = n.backend + " " + KeysBut(n, {name_key::kPass});
+    s.config = n.backend + " " + KeysExcept(n, {key::kPass});
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
     s.epoch_s = Finite(b.Counter(schema::kEpochS));
     // As the train analysis does without epoch_s: the epoch's items (sequences) at this rate.
-    const double bs = std::atof(n.Get(name_key::kBs).c_str());
+    const double bs = std::atof(n.Get(key::kBatch).c_str());
     if (!std::isfinite(s.epoch_s) && bs > 0)
       s.epoch_s = Finite(b.Counter(schema::kEpochItems) / bs * b.MedianNs() * 1e-9);
     s.peak_mem_bytes = Finite(b.Counter(schema::kPeakMemBytes));
@@ -119,16 +119,17 @@ std::vector<Chart> AttnSeqCharts(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family != kAttnFamily) continue;
     const BenchName& n = *b.parsed;
-    const double seq = std::atof(n.Get(kSeqKey).c_str());
+    const double seq = std::atof(n.Get(key::kSeq).c_str());
     const double flops = Finite(b.Counter(schema::kFlopPerS));
     if (!(seq > 0) || !std::isfinite(flops)) continue;
-    const std::string title = n.device + " " + n.backend + " " + n.Get(name_key::kDt) + " " +
-                              n.Get(name_key::kPass) + ": FLOP/s over sequence length";
+    const std::string title = n.device + " " + n.backend + " " + n.Get(key::kDType) + " " +
+                              n.Get(key::kPass) + ": FLOP/s over sequence length";
     auto [it, fresh] = group_at.emplace(title, groups.size());
     if (fresh) groups.push_back({title, {}});
     Group& g = groups[it->second];
     const std::string line = JoinNonEmpty(
-        {b.network.empty() ? n.workload : b.network, n.Get("causal") == "1" ? "causal" : ""}, " ");
+        {b.network.empty() ? n.workload : b.network, n.Get(key::kCausal) == "1" ? "causal" : ""},
+        " ");
     auto l =
         std::find_if(g.lines.begin(), g.lines.end(), [&](const Line& x) { return x.name == line; });
     if (l == g.lines.end()) l = g.lines.insert(g.lines.end(), Line{line, {}});
@@ -166,9 +167,9 @@ Table GemmDtypeTable(const MergedRuns& runs) {
     if (!Usable(b) || b.family != kGemmFamily) continue;
     const BenchName& n = *b.parsed;
     const double v = Finite(b.Counter(schema::kFlopPerS));
-    const std::string dt = n.Get(name_key::kDt);
+    const std::string dt = n.Get(key::kDType);
     if (!std::isfinite(v) || dt.empty()) continue;
-    const std::string bs = n.Get(name_key::kBs);
+    const std::string bs = n.Get(key::kBatch);
     const std::string key = n.workload + "|" + bs + "|" + n.device;
     auto [it, fresh] = row_at.emplace(key, rows.size());
     if (fresh) rows.push_back({n.workload, bs, n.device, {}});

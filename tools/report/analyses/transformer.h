@@ -12,8 +12,6 @@ namespace dlb::report {
 
 inline constexpr std::string_view kAttnFamily = "attn";
 inline constexpr std::string_view kGemmFamily = "gemm";
-// The attention family's sequence-length key (benchmarks/attn).
-inline constexpr std::string_view kSeqKey = "seq";
 
 // A training step that counts tokens (a transformer): per model and device the case with the most
 // tokens/s.

@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/report/render/document.h"
+#include "tools/report/history/store.h"
 #include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report {
 
@@ -16,10 +17,8 @@ struct RunMeta {
   std::string commit, branch, machine, date;  // empty: taken from the JSON context
 };
 
-struct HistoryOptions {
-  int busy_timeout_ms = 10000;  // SQLite: wait for a locked database; PostgreSQL: for the lock
-  int connect_timeout_s = 10;   // PostgreSQL, unless the URL or PGCONNECT_TIMEOUT says
-};
+// How long the commands wait for their store: the store's own options.
+using HistoryOptions = StoreOptions;
 
 // Adds one run made of `files` (merged). Returns true when added, false when that run (same
 // commit, machine and date) is already there. `before_commit` runs inside the transaction (tests

@@ -57,7 +57,7 @@ class Store {
 };
 
 struct StoreOptions {
-  int busy_timeout_ms = 10000;  // SQLite: wait for a locked database
+  int busy_timeout_ms = 10000;  // SQLite: wait for a locked database; PostgreSQL: for the lock
   int connect_timeout_s = 10;   // PostgreSQL, unless the URL or PGCONNECT_TIMEOUT says otherwise
 };
 

@@ -17,24 +17,14 @@
 
 namespace dlb::report {
 
-// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates, and
-// the keys of dlbench benchmark names (fixtures/schema/naming.h) that the report groups by.
+// Google Benchmark's own names, which fixtures/schema/schema.h leaves to it: its aggregates. The
+// keys of dlbench benchmark names are the naming library's (dlb::key in fixtures/schema/naming.h).
 namespace gbench {
 inline constexpr std::string_view kMean = "mean";
 inline constexpr std::string_view kMedian = "median";
 inline constexpr std::string_view kStddev = "stddev";
 inline constexpr std::string_view kCv = "cv";
 }  // namespace gbench
-namespace name_key {
-inline constexpr std::string_view kBs = "bs";
-inline constexpr std::string_view kDt = "dt";
-inline constexpr std::string_view kFmt = "fmt";
-inline constexpr std::string_view kPass = "pass";
-inline constexpr std::string_view kGraph = "graph";
-inline constexpr std::string_view kWorkers = "workers";
-inline constexpr std::string_view kGpus = "gpus";
-inline constexpr std::string_view kInplace = "inplace";
-}  // namespace name_key
 
 // Bad input: printed as "dlbench-report: <file>:<where>: <what>", exit 1.
 class InputError : public std::runtime_error {

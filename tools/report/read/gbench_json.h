@@ -37,7 +37,7 @@ struct Bench {
   std::optional<Roofline> roofline;    // the last entry's that has one
   std::optional<KernelTable> kernels;  // the last entry's that has one
   std::string ignored;                 // why a malformed roofline or kernels object was left out
-  std::string time_unit;  // of the first measured entry, as written
+  std::string time_unit;               // of the first measured entry, as written
 
   bool measured() const { return status == Status::kMeasured && (!real_ns.empty() || HasCenter()); }
   bool HasCenter() const;
@@ -66,6 +66,9 @@ struct MergedRuns {
 //  - label, network, workload, verification, roofline and kernels: the last entry that has one
 //    wins.
 MergedRuns Merge(const std::vector<FileData>& files);
+
+// A context field as text (FileData::context, MergedRuns::context); empty when it is not there.
+std::string ContextValue(const std::map<std::string, std::string>& context, std::string_view key);
 
 std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed);
 

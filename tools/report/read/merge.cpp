@@ -11,6 +11,11 @@
 
 namespace dlb::report {
 
+std::string ContextValue(const std::map<std::string, std::string>& context, std::string_view key) {
+  auto it = context.find(std::string(key));
+  return it == context.end() ? std::string() : it->second;
+}
+
 std::string FamilyOf(const std::string& name, const std::optional<BenchName>& parsed) {
   if (parsed) return parsed->family;
   auto slash = name.find('/');

@@ -96,22 +96,22 @@ std::string BarsSvg(const Chart& chart) {
     lo = std::min(lo, chart.bar_reference);
     hi = std::max(hi, chart.bar_reference);
   }
-  auto tx = [&](double v) { return chart.log_x ? std::log10(v) : v; };
-  double a = chart.log_x ? std::floor(tx(lo > 0 ? lo : 1)) : std::min(0.0, lo);
-  double b = chart.log_x ? std::ceil(tx(hi > 0 ? hi : 1)) : hi * 1.05;
+  auto axis_x = [&](double v) { return chart.log_x ? std::log10(v) : v; };
+  double a = chart.log_x ? std::floor(axis_x(lo > 0 ? lo : 1)) : std::min(0.0, lo);
+  double b = chart.log_x ? std::ceil(axis_x(hi > 0 ? hi : 1)) : hi * 1.05;
   if (!(b > a)) b = a + 1;
   double plot_w = W - left - kRight - 60;
-  auto X = [&](double v) { return left + (tx(v) - a) / (b - a) * plot_w; };
+  auto pixel_x = [&](double v) { return left + (axis_x(v) - a) / (b - a) * plot_w; };
   OpenSvg(o, W, H);
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
     << HtmlEscape(chart.title) << "</text><g class=\"plot\">";
-  double base = chart.log_x ? X(std::pow(10, a)) : X(std::max(0.0, a));
+  double base = chart.log_x ? pixel_x(std::pow(10, a)) : pixel_x(std::max(0.0, a));
   for (size_t i = 0; i < chart.bars.size(); ++i) {
     const auto& [label, v] = chart.bars[i];
     double y = kTop + static_cast<double>(i) * (kBarHeight + kBarGap);
     BarLabel(o, left, y, label);
     if (!std::isfinite(v) || (chart.log_x && v <= 0)) continue;
-    double x1 = X(v);
+    double x1 = pixel_x(v);
     o << "<rect x=\"" << std::min(base, x1) << "\" y=\"" << y << "\" width=\""
       << std::max(1.0, std::fabs(x1 - base)) << "\" height=\"" << kBarHeight << "\" fill=\""
       << kPalette[(v >= (std::isfinite(chart.bar_reference) ? chart.bar_reference : 0)) ? 0 : 1]
@@ -127,10 +127,10 @@ std::string BarsSvg(const Chart& chart) {
   } else {
     ticks = NiceTicks(a, b, 5);
   }
-  BarAxis(o, left, plot_w, axis_y, ticks, X);
+  BarAxis(o, left, plot_w, axis_y, ticks, pixel_x);
   if (std::isfinite(chart.bar_reference))
-    o << "<line x1=\"" << X(chart.bar_reference) << "\" y1=\"" << kTop - 4 << "\" x2=\""
-      << X(chart.bar_reference) << "\" y2=\"" << axis_y << "\" stroke=\"#444\" "
+    o << "<line x1=\"" << pixel_x(chart.bar_reference) << "\" y1=\"" << kTop - 4 << "\" x2=\""
+      << pixel_x(chart.bar_reference) << "\" y2=\"" << axis_y << "\" stroke=\"#444\" "
       << "stroke-dasharray=\"4 3\"/>";
   o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << H - 4
     << "\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.x_label) << "</text>";
@@ -153,7 +153,7 @@ std::string StackedSvg(const Chart& chart) {
   }
   if (!(hi > 0)) hi = 1;
   const double plot_w = W - left - kRight - 20;
-  auto X = [&](double v) { return left + v / hi * plot_w; };
+  auto pixel_x = [&](double v) { return left + v / hi * plot_w; };
   OpenSvg(o, W, H);
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
     << HtmlEscape(chart.title) << "</text><g class=\"plot\">";
@@ -166,16 +166,16 @@ std::string StackedSvg(const Chart& chart) {
       double v = values[k];
       if (!std::isfinite(v) || v <= 0) continue;
       std::string seg = k < chart.segments.size() ? chart.segments[k] : std::to_string(k);
-      o << "<rect x=\"" << X(at) << "\" y=\"" << y << "\" width=\"" << X(at + v) - X(at)
-        << "\" height=\"" << kBarHeight << "\" fill=\"" << kPalette[k % 10] << "\"><title>"
-        << HtmlEscape(label) << ": " << HtmlEscape(seg) << " " << FormatNumber(v, 3)
-        << "</title></rect>";
+      o << "<rect x=\"" << pixel_x(at) << "\" y=\"" << y << "\" width=\""
+        << pixel_x(at + v) - pixel_x(at) << "\" height=\"" << kBarHeight << "\" fill=\""
+        << kPalette[k % 10] << "\"><title>" << HtmlEscape(label) << ": " << HtmlEscape(seg) << " "
+        << FormatNumber(v, 3) << "</title></rect>";
       at += v;
     }
   }
   o << "</g>";
   double axis_y = kTop + rows * (kBarHeight + kBarGap) + 4;
-  BarAxis(o, left, plot_w, axis_y, NiceTicks(0, hi, 5), X);
+  BarAxis(o, left, plot_w, axis_y, NiceTicks(0, hi, 5), pixel_x);
   o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << axis_y + 32
     << "\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.x_label) << "</text>";
   double lx = left;
@@ -193,19 +193,19 @@ std::string StackedSvg(const Chart& chart) {
 // y where the chart says), and how a point maps to pixels.
 struct LineFrame {
   const Chart& chart;
-  double W = 0, H = 340, lft = 70, bottom = 50, rgt = 170;
-  double x0 = 0, x1 = 0, y0 = 0, y1 = 0, pw = 0, ph = 0;
+  double W = 0, H = 340, left = 70, bottom = 50, right = 170;
+  double x0 = 0, x1 = 0, y0 = 0, y1 = 0, plot_w = 0, plot_h = 0;
   std::set<double> xs;  // every x drawn
 
   explicit LineFrame(const Chart& c) : chart(c), W(c.width > 0 ? c.width : 720) {
     Fit();
-    pw = W - lft - rgt;
-    ph = H - kTop - bottom;
+    plot_w = W - left - right;
+    plot_h = H - kTop - bottom;
   }
-  double Fx(double v) const { return chart.log_x ? std::log2(v) : v; }
-  double Fy(double v) const { return chart.log_y ? std::log10(v) : v; }
-  double PX(double x) const { return lft + (Fx(x) - x0) / (x1 - x0) * pw; }
-  double PY(double y) const { return kTop + ph - (Fy(y) - y0) / (y1 - y0) * ph; }
+  double AxisX(double v) const { return chart.log_x ? std::log2(v) : v; }
+  double AxisY(double v) const { return chart.log_y ? std::log10(v) : v; }
+  double PixelX(double x) const { return left + (AxisX(x) - x0) / (x1 - x0) * plot_w; }
+  double PixelY(double y) const { return kTop + plot_h - (AxisY(y) - y0) / (y1 - y0) * plot_h; }
   bool Drawn(double x, double y) const {
     return std::isfinite(x) && std::isfinite(y) && !(chart.log_x && x <= 0) &&
            !(chart.log_y && y <= 0);
@@ -218,16 +218,16 @@ struct LineFrame {
       for (auto [x, y] : s.points) {
         if (!Drawn(x, y)) continue;
         xs.insert(x);
-        double X = Fx(x), Y = Fy(y);
+        double ax = AxisX(x), ay = AxisY(y);
         if (!any) {
-          x0 = x1 = X;
-          y0 = y1 = Y;
+          x0 = x1 = ax;
+          y0 = y1 = ay;
           any = true;
         }
-        x0 = std::min(x0, X);
-        x1 = std::max(x1, X);
-        y0 = std::min(y0, Y);
-        y1 = std::max(y1, Y);
+        x0 = std::min(x0, ax);
+        x1 = std::max(x1, ax);
+        y0 = std::min(y0, ay);
+        y1 = std::max(y1, ay);
       }
     if (!chart.log_y && y0 > 0) y0 = 0;
     if (!(x1 > x0)) {
@@ -247,9 +247,9 @@ struct LineFrame {
 // The frame, the ticks and grid lines of both axes, and the axis titles.
 void LineAxes(std::ostream& o, const LineFrame& f) {
   const Chart& chart = f.chart;
-  const double top = kTop, lft = f.lft, pw = f.pw, ph = f.ph;
-  o << "<rect x=\"" << lft << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" fill=\"none\" stroke=\"#444\"/>";
+  const double top = kTop, left = f.left, plot_w = f.plot_w, plot_h = f.plot_h;
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plot_w << "\" height=\""
+    << plot_h << "\" fill=\"none\" stroke=\"#444\"/>";
   std::vector<double> xt;
   if (chart.log_x && f.xs.size() <= 12) {
     xt.assign(f.xs.begin(), f.xs.end());
@@ -259,9 +259,10 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
     xt = NiceTicks(f.x0, f.x1, 6);
   }
   for (double t : xt)
-    o << "<line x1=\"" << f.PX(t) << "\" y1=\"" << top + ph << "\" x2=\"" << f.PX(t) << "\" y2=\""
-      << top + ph + 5 << "\" stroke=\"#444\"/><text x=\"" << f.PX(t) << "\" y=\"" << top + ph + 18
-      << "\" text-anchor=\"middle\" class=\"tick\">" << TickLabel(t) << "</text>";
+    o << "<line x1=\"" << f.PixelX(t) << "\" y1=\"" << top + plot_h << "\" x2=\"" << f.PixelX(t)
+      << "\" y2=\"" << top + plot_h + 5 << "\" stroke=\"#444\"/><text x=\"" << f.PixelX(t)
+      << "\" y=\"" << top + plot_h + 18 << "\" text-anchor=\"middle\" class=\"tick\">"
+      << TickLabel(t) << "</text>";
   std::vector<double> yt;
   if (chart.log_y) {
     for (double e = std::ceil(f.y0); e <= f.y1 + 1e-9; e += 1) yt.push_back(std::pow(10, e));
@@ -271,12 +272,12 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
     yt = NiceTicks(f.y0, f.y1, 5);
   }
   for (double t : yt)
-    o << "<line x1=\"" << lft << "\" y1=\"" << f.PY(t) << "\" x2=\"" << lft + pw << "\" y2=\""
-      << f.PY(t) << "\" stroke=\"#ddd\"/><text x=\"" << lft - 6 << "\" y=\"" << f.PY(t) + 4
-      << "\" text-anchor=\"end\" class=\"tick\">" << TickLabel(t) << "</text>";
-  o << "<text x=\"" << lft + pw / 2 << "\" y=\"" << f.H - 10
+    o << "<line x1=\"" << left << "\" y1=\"" << f.PixelY(t) << "\" x2=\"" << left + plot_w
+      << "\" y2=\"" << f.PixelY(t) << "\" stroke=\"#ddd\"/><text x=\"" << left - 6 << "\" y=\""
+      << f.PixelY(t) + 4 << "\" text-anchor=\"end\" class=\"tick\">" << TickLabel(t) << "</text>";
+  o << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << f.H - 10
     << "\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.x_label) << "</text>";
-  o << "<text transform=\"translate(16," << top + ph / 2
+  o << "<text transform=\"translate(16," << top + plot_h / 2
     << ") rotate(-90)\" text-anchor=\"middle\" class=\"axis\">" << HtmlEscape(chart.y_label)
     << "</text>";
 }
@@ -289,17 +290,17 @@ void LineSeries(std::ostream& o, const LineFrame& f, size_t si) {
   std::string pts;
   for (auto [x, y] : s.points) {
     if (!f.Drawn(x, y)) continue;
-    pts += Printf("%.1f", f.PX(x)) + "," + Printf("%.1f", f.PY(y)) + " ";
+    pts += Printf("%.1f", f.PixelX(x)) + "," + Printf("%.1f", f.PixelY(y)) + " ";
     if (s.markers)
-      o << "<circle cx=\"" << f.PX(x) << "\" cy=\"" << f.PY(y) << "\" r=\"3.5\" fill=\"" << color
-        << "\"><title>" << HtmlEscape(s.name) << ": " << TickLabel(x) << ", " << FormatNumber(y, 4)
-        << "</title></circle>";
+      o << "<circle cx=\"" << f.PixelX(x) << "\" cy=\"" << f.PixelY(y) << "\" r=\"3.5\" fill=\""
+        << color << "\"><title>" << HtmlEscape(s.name) << ": " << TickLabel(x) << ", "
+        << FormatNumber(y, 4) << "</title></circle>";
   }
   if (s.line && !pts.empty())
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
       << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << " points=\"" << pts << "\"/>";
   if (chart.series.size() < 2) return;  // one series: the title names it
-  const double lx = f.lft + f.pw, ly = kTop + 10 + static_cast<double>(si) * 18;
+  const double lx = f.left + f.plot_w, ly = kTop + 10 + static_cast<double>(si) * 18;
   o << "<line x1=\"" << lx + 10 << "\" y1=\"" << ly << "\" x2=\"" << lx + 30 << "\" y2=\"" << ly
     << "\" stroke=\"" << color << "\" stroke-width=\"2\""
     << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << "/><text x=\"" << lx + 34
@@ -310,15 +311,18 @@ std::string LinesSvg(const Chart& chart) {
   std::ostringstream o;
   const LineFrame f(chart);
   OpenSvg(o, f.W, f.H);
-  o << "<text x=\"" << f.lft + f.pw / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
-    << HtmlEscape(chart.title) << "</text>";
+  o << "<text x=\"" << f.left + f.plot_w / 2
+    << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">" << HtmlEscape(chart.title)
+    << "</text>";
   LineAxes(o, f);
   o << "<g class=\"plot\">";
   for (const auto& [x, text] : chart.marks) {
-    if (!std::isfinite(x) || (chart.log_x && x <= 0) || f.Fx(x) < f.x0 || f.Fx(x) > f.x1) continue;
-    o << "<line class=\"mark\" x1=\"" << f.PX(x) << "\" y1=\"" << kTop << "\" x2=\"" << f.PX(x)
-      << "\" y2=\"" << kTop + f.ph << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>"
-      << HtmlEscape(text) << "</title></line>";
+    if (!std::isfinite(x) || (chart.log_x && x <= 0) || f.AxisX(x) < f.x0 || f.AxisX(x) > f.x1)
+      continue;
+    o << "<line class=\"mark\" x1=\"" << f.PixelX(x) << "\" y1=\"" << kTop << "\" x2=\""
+      << f.PixelX(x) << "\" y2=\"" << kTop + f.plot_h
+      << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>" << HtmlEscape(text)
+      << "</title></line>";
   }
   for (size_t si = 0; si < chart.series.size(); ++si) LineSeries(o, f, si);
   o << "</g></svg>";
