@@ -103,6 +103,37 @@ def capture(warm_step, body, before_capture=None, warmups=3):
     return g.replay
 
 
+def time_step(build, device, reps):
+    """Builds a step (build() -> (fn, extra)) and times it on a clean allocator: (times, peak
+    memory in bytes, extra). The step is freed before returning, whatever happens."""
+    import gc
+    import resource
+    import torch
+    gpu = device == "gpu"
+    fn = None
+    try:
+        if gpu:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        fn, extra = build()
+        times = time_fn(fn, device, reps=reps)
+        peak = (torch.cuda.max_memory_allocated() if gpu
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        return times, peak, extra
+    finally:
+        del fn
+        gc.collect()
+
+
+def step_failure(name, e, result):
+    """The record of a step that failed to build or run (out of memory said as such), printed."""
+    import torch
+    first = first_line(e)
+    prefix = "out of memory: " if isinstance(e, torch.OutOfMemoryError) else "failed: "
+    print(f"{name:90s} {prefix}{first}", flush=True)
+    return error(name, prefix + first, result)
+
+
 def first_line(e):
     """An exception's first line, or its type's name when it has no message."""
     return str(e).splitlines()[0] if str(e) else type(e).__name__

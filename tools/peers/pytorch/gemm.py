@@ -66,14 +66,4 @@ def cases(args):
                 yield name, r["name"], dt, make
 
 
-def prepare(args):
-    ops.prepare(args, train=False)
-
-
-def names(args):
-    return [c[0] for c in cases(args)]
-
-
-def run(args):
-    ops.setup(args)
-    ops.write(args, ops.time_cases(args, cases(args)), train=False)
+prepare, names, run = ops.operator_family(cases)

@@ -65,3 +65,19 @@ def write(args, benchmarks, train):
         ctx["gpu_name"] = torch.cuda.get_device_name(0)
         ctx["cudnn_version"] = str(torch.backends.cudnn.version())
     core.write(args.out, ctx, benchmarks)
+
+
+def operator_family(cases):
+    """prepare, names and run of a family of single operators (gemm, conv) timed from `cases`."""
+    def prepare_family(args):
+        prepare(args, train=False)
+
+    def names(args):
+        return [c[0] for c in cases(args)]
+
+    def run(args):
+        setup(args)
+        write(args, time_cases(args, cases(args)), train=False)
+
+    return prepare_family, names, run
+

@@ -1,8 +1,6 @@
 """train: one training step (or forward) of the models of fixtures/workloads/train_models.csv; the
 transformers of train_transformers.csv are transformer.py's."""
-import gc
 import re
-import resource
 import statistics
 
 from . import core, ops, transformer
@@ -106,31 +104,19 @@ def train_step_fn(model_name, bs, dt, fmt, pas, graph, gpu):
 
 
 def train_benchmarks(args):
-    import torch
     gpu = args.device == "gpu"
     items = epoch_items()
     benchmarks = []
     for name, model, dt, fmt, pas, graph, bs in cases(args):
         core.set_tf32(dt == "tf32")
         result = {"network": model, "workload": model}
-        fn = None
         try:
-            if gpu:
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
-            fn = train_step_fn(model, bs, dt, fmt, pas, graph == "1", gpu)
-            times = core.time_fn(fn, args.device, reps=args.repetitions)
-            peak = (torch.cuda.max_memory_allocated() if gpu
-                    else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            times, peak, _ = core.time_step(
+                lambda: (train_step_fn(model, bs, dt, fmt, pas, graph == "1", gpu), None),
+                args.device, args.repetitions)
         except RuntimeError as e:
-            first = core.first_line(e)
-            prefix = "out of memory: " if isinstance(e, torch.OutOfMemoryError) else "failed: "
-            benchmarks.append(core.error(name, prefix + first, result))
-            print(f"{name:90s} {prefix}{first}", flush=True)
+            benchmarks.append(core.step_failure(name, e, result))
             continue
-        finally:
-            del fn
-            gc.collect()
         n = items[model]
         for i, t in enumerate(times):
             b = core.iteration(name, i, len(times), t)

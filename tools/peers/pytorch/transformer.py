@@ -1,8 +1,6 @@
 """train's transformers: GPT-2 small and BERT-base training steps (fixtures/workloads/
 train_transformers.csv), with tokens/s and nanoGPT's MFU."""
-import gc
 import re
-import resource
 import statistics
 
 from . import core
@@ -96,30 +94,18 @@ def step_fn(model_name, bs, seq, dt, graph, gpu):
 
 def benchmarks(args):
     """The transformer steps the flags select, timed."""
-    import torch
     gpu = args.device == "gpu"
     out = []
     for name, model, seq, bs, dt, graph in cases(args):
         core.set_tf32(dt == "tf32")
         result = {"network": model, "workload": model}
-        fn = None
         try:
-            if gpu:
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
-            fn, flops = step_fn(model, bs, seq, dt, graph == "1", gpu)
-            times = core.time_fn(fn, args.device, reps=args.repetitions)
-            peak = (torch.cuda.max_memory_allocated() if gpu
-                    else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            times, peak, flops = core.time_step(
+                lambda: step_fn(model, bs, seq, dt, graph == "1", gpu), args.device,
+                args.repetitions)
         except RuntimeError as e:
-            first = core.first_line(e)
-            prefix = "out of memory: " if isinstance(e, torch.OutOfMemoryError) else "failed: "
-            out.append(core.error(name, prefix + first, result))
-            print(f"{name:90s} {prefix}{first}", flush=True)
+            out.append(core.step_failure(name, e, result))
             continue
-        finally:
-            del fn
-            gc.collect()
         peak_flops = gpu_peak(args, dt) if gpu else 0
         n = -(-EPOCH_TOKENS[model] // seq)  # sequences of an epoch
         for i, t in enumerate(times):
