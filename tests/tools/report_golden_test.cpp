@@ -94,6 +94,8 @@ const Case kCases[] = {
     {"compare_monitor", "compare monitor_base.json monitor_new.json", 0},
     {"sweep_gpus", "sweep --axis gpus gpus_h2.json gpus_h4.json gpus_h8.json", 0},
     {"report_gpus", "report gpus_h2.json gpus_h4.json gpus_h8.json", 0},
+    {"sweep_gpus_one_gpu_step",
+     "sweep --axis gpus gpus_h1.json gpus_h2.json gpus_h4.json gpus_h8.json", 0},
     {"summary_fidelity", "summary fidelity_new.json", 0},
     {"compare_fidelity", "compare fidelity_base.json fidelity_new.json", 0},
 };

@@ -1,7 +1,7 @@
 // Scaling over the GPU count (ComputeGpuScaling: multi-GPU training steps and collectives) on the
-// synthetic hosts of data/gpus_h{2,4,8}.json, and the timing-fidelity counters (stalled, stdrel,
-// stdrel_converged) in summary and compare on data/fidelity_{base,new}.json. The rendering is also
-// held by the golden outputs.
+// synthetic hosts of data/gpus_h{2,4,8}.json (and the one-GPU run of data/gpus_h1.json), and the
+// timing-fidelity counters (stalled, stdrel, stdrel_converged) in summary and compare on
+// data/fidelity_{base,new}.json. The rendering is also held by the golden outputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,6 +84,57 @@ TEST(GpuScaling, CurvesMergeHostsAndUseTheOneGpuPointWhereThereIsOne) {
     EXPECT_DOUBLE_EQ(b64.points[i].efficiency, counter[i]);
     EXPECT_EQ(b64.points[i].source, EfficiencySource::kCounter);
   }
+}
+
+// A one-GPU run's ordinary step (no gpus key) given beside the multi-GPU runs: the 1-GPU point of
+// the curve that has no gpus:1 point, the efficiencies against it, and said so.
+TEST(GpuScaling, TheOneGpuStepIsTheOneGpuPointOfACurveWithoutOne) {
+  const MergedRuns m = Merge(ReadBenchmarkFiles(
+      {Data("gpus_h2.json"), Data("gpus_h4.json"), Data("gpus_h8.json"), Data("gpus_h1.json")}));
+  GpuScaling g = ComputeGpuScaling(m);
+  ASSERT_EQ(g.steps.size(), 2u);  // bs 128 has no multi-GPU twin: no curve
+  // bs 256 has its own gpus:1 point: it wins over the one-GPU step (12000 images/s).
+  const GpuCurve& b256 = g.steps[0];
+  EXPECT_TRUE(b256.one_gpu);
+  EXPECT_EQ(b256.one_gpu_step, "");
+  ASSERT_EQ(b256.points.size(), 4u);
+  EXPECT_NE(b256.points[0].name.find("/gpus:1/"), std::string::npos);
+  EXPECT_DOUBLE_EQ(b256.points[0].throughput, 12300);
+  EXPECT_EQ(b256.points[3].source, EfficiencySource::kOneGpuPoint);
+  // bs 64: the curve starts at the one-GPU step (11220 images/s, 2% above what the multi-GPU
+  // processes timed), not at 2 GPUs.
+  const std::string step =
+      "train/gpu/libtorch/resnet18/bs:64/dt:amp_bf16/fmt:nhwc/pass:train/graph:1/manual_time";
+  const GpuCurve& b64 = g.steps[1];
+  EXPECT_TRUE(b64.one_gpu);
+  EXPECT_EQ(b64.one_gpu_step, step);
+  ASSERT_EQ(b64.points.size(), 4u);
+  EXPECT_EQ(b64.points[0].name, step);
+  EXPECT_DOUBLE_EQ(b64.points[0].gpus, 1);
+  EXPECT_NEAR(b64.points[0].throughput, 11220, 1e-9);
+  // The counters are against 11000 images/s (11110 on the 4-GPU host); now all are against 11220.
+  const double against_11220[] = {1, 0.88 * 11000 / 11220, 0.86 * 11110 / 11220,
+                                  0.83 * 11000 / 11220};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(b64.points[i].efficiency, against_11220[i], 1e-12);
+    EXPECT_EQ(b64.points[i].source, EfficiencySource::kOneGpuStep);
+  }
+  std::vector<Section> s = GpuScalingSections(g);
+  const Table& t = s.at(0).tables.at(0);
+  const int at1 = Column(t, "efficiency at 1 GPU"), at2 = Column(t, "efficiency at 2 GPUs");
+  const int from = Column(t, "efficiency from");
+  EXPECT_EQ(t.rows.at(1)[at1].text, "1");
+  EXPECT_EQ(t.rows[1][at2].text, FormatNumber(0.88 * 11000 / 11220, 3));
+  EXPECT_EQ(t.rows[1][from].text, "one-GPU step");
+  EXPECT_EQ(t.rows[0][from].text, "gpus:1 point");
+  const Section& curve = s.at(2);
+  ASSERT_EQ(curve.notes.size(), 1u);
+  EXPECT_NE(curve.notes[0].find("one-GPU step " + step), std::string::npos);
+  EXPECT_TRUE(s[1].notes.empty());
+  EXPECT_EQ(curve.tables.at(0).rows.at(0)[0].text, "1");
+  EXPECT_EQ(curve.charts.at(0).series.at(1).points.front(), std::make_pair(1.0, 11220.0));
+  // One-GPU steps alone make no curve.
+  EXPECT_TRUE(ComputeGpuScaling(Merge({ReadBenchmarkFile(Data("gpus_h1.json"))})).empty());
 }
 
 TEST(GpuScaling, CollectivesGroupByCollectiveDtypeAndInplaceWithAColumnPerGpuCount) {

@@ -6,6 +6,9 @@
 # gpus:1) and 64 (no gpus:1 point anywhere: the report falls back on each case's own
 # scaling_efficiency), and NCCL all_reduce (out of place, and in place at 1 GiB on 2 GPUs) and
 # all_gather at a few sizes, busbw near nccl-tests' on NVLink. One all_reduce case is mistrusted.
+# And data/gpus_h1.json: a one-GPU run's ordinary steps (no gpus key): bs 64 (the curve's 1-GPU
+# point, 2% faster than the one-GPU step the multi-GPU processes timed), bs 256 (the curve's own
+# gpus:1 point wins) and bs 128 (no multi-GPU twin: no curve).
 #   tests/tools/report/make_gpus_fixture.py   (from anywhere)
 import json, os
 
@@ -31,13 +34,16 @@ def verification(disposition="verified"):
                              "metric": "wrong_elements"}}
 
 
-def step(bs, n, one, eff, comm, counters=True):
+def step(bs, n, one, eff, comm, counters=True, gpus_key=True):
     total = one * n * eff
-    name = f"train/gpu/libtorch/resnet18/bs:{bs}/dt:amp_bf16/fmt:nhwc/pass:train/graph:1/gpus:{n}"
+    name = f"train/gpu/libtorch/resnet18/bs:{bs}/dt:amp_bf16/fmt:nhwc/pass:train/graph:1"
+    name += f"/gpus:{n}" if gpus_key else ""
     e = {"name": name + "/manual_time", "run_name": name + "/manual_time", "run_type": "iteration",
          "repetitions": 1, "repetition_index": 0, "threads": 1, "iterations": 100,
          "real_time": bs * n / total * 1e3, "cpu_time": bs * n / total * 1e3, "time_unit": "ms",
-         "bs": bs, "items_per_s": total, "per_gpu_items_per_s": total / n}
+         "bs": bs, "items_per_s": total}
+    if gpus_key:
+        e["per_gpu_items_per_s"] = total / n
     if counters:
         e.update({"scaling_efficiency": eff, "single_gpu_items_per_s": one, "exposed_comm_s": comm})
     e["dlbench"] = {"network": "resnet18", "workload": "resnet18"}
@@ -55,6 +61,23 @@ def collective(c, n, size, busbw, inplace=False, disposition="verified"):
             "dlbench": {"workload": f"{c}.{size}", **verification(disposition)}}
 
 
+def write(host, benches):
+    doc = {"context": {"date": "2026-11-23T12:00:00+00:00", "host_name": f"synthetic-{host}gpu",
+                       "num_cpus": 16, "library_build_type": "release",
+                       "comment": "synthetic fixture (tests/tools/report/make_gpus_fixture.py): no "
+                                  "machine measured it"},
+           "benchmarks": benches}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", f"gpus_h{host}.json")
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+
+
+# The one-GPU run: the ordinary step, no gpus key, as bench_train writes it without --dlb_train_gpus.
+write(1, [step(64, 1, STEPS[64][0] * 1.02, 1.0, 0.0, counters=False, gpus_key=False),
+          step(128, 1, 11800.0, 1.0, 0.0, counters=False, gpus_key=False),
+          step(256, 1, 12000.0, 1.0, 0.0, counters=False, gpus_key=False)])
+
 for host in HOSTS:
     benches = []
     for bs, (one, by_n) in STEPS.items():
@@ -70,12 +93,4 @@ for host in HOSTS:
                                       disposition="mistrusted" if bad else "verified"))
     if host == 2:
         benches.append(collective("all_reduce", 2, 1024 * MIB, 348, inplace=True))
-    doc = {"context": {"date": "2026-11-23T12:00:00+00:00", "host_name": f"synthetic-{host}gpu",
-                       "num_cpus": 16, "library_build_type": "release",
-                       "comment": "synthetic fixture (tests/tools/report/make_gpus_fixture.py): no "
-                                  "machine measured it"},
-           "benchmarks": benches}
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", f"gpus_h{host}.json")
-    with open(path, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
+    write(host, benches)

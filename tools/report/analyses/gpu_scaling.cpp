@@ -25,6 +25,8 @@ const char* SourceName(EfficiencySource s) {
   switch (s) {
     case EfficiencySource::kOneGpuPoint:
       return "gpus:1 point";
+    case EfficiencySource::kOneGpuStep:
+      return "one-GPU step";
     case EfficiencySource::kCounter:
       return "case's counter";
     case EfficiencySource::kNone:
@@ -55,6 +57,34 @@ void Append(Section* into, Section&& from) {
   for (Chart& c : from.charts) into->charts.push_back(std::move(c));
 }
 
+// A step's curve: the name without the gpus key (and without the time suffix).
+std::string CurveKey(const BenchName& n) {
+  const std::string config = KeysExcept(n, {key::kBatch, key::kGpus});
+  const std::string bs = n.Get(key::kBatch);
+  return n.family + "/" + n.device + "/" + n.backend + "/" + n.workload +
+         (bs.empty() ? "" : "/" + std::string(key::kBatch) + ":" + bs) +
+         (config.empty() ? "" : "/" + config);
+}
+
+// A step's point at `gpus` GPUs (bs: per GPU, 0 when unknown).
+GpuPoint StepPoint(const Bench& b, double gpus, double t, double bs) {
+  GpuPoint p;
+  p.name = b.name;
+  p.gpus = gpus;
+  p.time_ns = t;
+  // items/s over all GPUs as measured; else every GPU's batch over the step.
+  p.throughput = Positive(b.Counter(schema::kItemsPerS));
+  if (!std::isfinite(p.throughput) && bs > 0) p.throughput = bs * gpus / t * 1e9;
+  p.per_gpu = Positive(b.Counter(schema::kPerGpuItemsPerS));
+  if (!std::isfinite(p.per_gpu)) p.per_gpu = p.throughput / gpus;
+  p.efficiency = Positive(b.Counter(schema::kScalingEfficiency));
+  p.source = std::isfinite(p.efficiency) ? EfficiencySource::kCounter : EfficiencySource::kNone;
+  p.single_gpu = Positive(b.Counter(schema::kSingleGpuItemsPerS));
+  p.exposed_comm_s = NonNegative(b.Counter(schema::kExposedCommS));
+  p.doubtful = b.verification.doubtful();
+  return p;
+}
+
 }  // namespace
 
 GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
@@ -62,14 +92,21 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
   std::vector<std::string> step_order, comm_order;
   std::map<std::string, GpuCurve> steps;
   std::map<std::string, CollectiveCurve> comms;
+  // Steps without a gpus key (any family but comm), by curve: the first measured wins.
+  std::map<std::string, const Bench*> one_gpu_steps;
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured()) continue;
     const BenchName& n = *b.parsed;
-    const double gpus = Positive(std::atof(n.Get(key::kGpus).c_str()));
     const double t = b.MedianNs();
-    if (!std::isfinite(gpus) || !(t > 0)) continue;
-    const std::string head = n.family + "/" + n.device + "/" + n.backend + "/";
+    if (!(t > 0)) continue;
+    if (n.Get(key::kGpus).empty()) {
+      if (n.family != kCommFamily) one_gpu_steps.emplace(CurveKey(n), &b);
+      continue;
+    }
+    const double gpus = Positive(std::atof(n.Get(key::kGpus).c_str()));
+    if (!std::isfinite(gpus)) continue;
     if (n.family == kCommFamily) {
+      const std::string head = n.family + "/" + n.device + "/" + n.backend + "/";
       // <collective>.<bytes>: the size is the workload's last part.
       const size_t dot = n.workload.rfind('.');
       if (dot == std::string::npos) continue;
@@ -96,11 +133,8 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       if (std::find(c.gpus.begin(), c.gpus.end(), gpus) == c.gpus.end()) c.gpus.push_back(gpus);
       continue;
     }
-    const std::string config = KeysExcept(n, {key::kBatch, key::kGpus});
+    const std::string curve = CurveKey(n);
     const std::string bs = n.Get(key::kBatch);
-    const std::string curve = head + n.workload +
-                              (bs.empty() ? "" : "/" + std::string(key::kBatch) + ":" + bs) +
-                              (config.empty() ? "" : "/" + config);
     auto [it, inserted] = steps.emplace(curve, GpuCurve());
     GpuCurve& c = it->second;
     if (inserted) {
@@ -110,37 +144,34 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
       c.device = n.device;
       c.backend = n.backend;
       c.model = !b.network.empty() ? b.network : n.workload;
-      c.config = config;
+      c.config = KeysExcept(n, {key::kBatch, key::kGpus});
       c.bs = std::isfinite(Positive(std::atof(bs.c_str()))) ? std::atof(bs.c_str()) : 0;
     }
-    GpuPoint p;
-    p.name = b.name;
-    p.gpus = gpus;
-    p.time_ns = t;
-    // items/s over all GPUs as measured; else every GPU's batch over the step.
-    p.throughput = Positive(b.Counter(schema::kItemsPerS));
-    if (!std::isfinite(p.throughput) && c.bs > 0) p.throughput = c.bs * gpus / t * 1e9;
-    p.per_gpu = Positive(b.Counter(schema::kPerGpuItemsPerS));
-    if (!std::isfinite(p.per_gpu)) p.per_gpu = p.throughput / gpus;
-    p.efficiency = Positive(b.Counter(schema::kScalingEfficiency));
-    p.source = std::isfinite(p.efficiency) ? EfficiencySource::kCounter : EfficiencySource::kNone;
-    p.single_gpu = Positive(b.Counter(schema::kSingleGpuItemsPerS));
-    p.exposed_comm_s = NonNegative(b.Counter(schema::kExposedCommS));
-    p.doubtful = b.verification.doubtful();
-    c.points.push_back(std::move(p));
+    c.points.push_back(StepPoint(b, gpus, t, c.bs));
   }
   for (const auto& k : step_order) {
     GpuCurve c = std::move(steps[k]);
     std::sort(c.points.begin(), c.points.end(),
               [](const GpuPoint& a, const GpuPoint& b) { return a.gpus < b.gpus; });
+    // No gpus:1 point of its own: the one-GPU step of the same name without a gpus key is.
+    auto single = one_gpu_steps.find(k);
+    if (c.points.front().gpus != 1 && single != one_gpu_steps.end()) {
+      const Bench& b = *single->second;
+      GpuPoint p = StepPoint(b, 1, b.MedianNs(), c.bs);
+      if (p.throughput > 0) {
+        c.points.insert(c.points.begin(), std::move(p));
+        c.one_gpu_step = b.name;
+      }
+    }
     const GpuPoint& first = c.points.front();
     c.one_gpu = first.gpus == 1 && first.throughput > 0;
     if (c.one_gpu) {
       const double one = first.throughput;
+      const EfficiencySource from =
+          c.one_gpu_step.empty() ? EfficiencySource::kOneGpuPoint : EfficiencySource::kOneGpuStep;
       for (GpuPoint& p : c.points) {
         p.efficiency = p.throughput / p.gpus / one;
-        p.source =
-            std::isfinite(p.efficiency) ? EfficiencySource::kOneGpuPoint : EfficiencySource::kNone;
+        p.source = std::isfinite(p.efficiency) ? from : EfficiencySource::kNone;
       }
     }
     out.steps.push_back(std::move(c));
@@ -166,9 +197,10 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
     head->notes.push_back(
         "Per step (the name without its gpus key; points may come from several files): images/s "
         "over all GPUs, and the scaling efficiency at n GPUs: (thr(n) / n) / thr(1) where the "
-        "curve has a gpus:1 point, else the case's own scaling_efficiency (measured in its "
-        "process against the one-GPU step at the same per-GPU batch); 1 is linear scaling. "
-        "Exposed communication: the seconds per step that compute does not hide.");
+        "curve has a 1-GPU point (its own gpus:1, else the one-GPU step: the same name without "
+        "a gpus key), else the case's own scaling_efficiency (measured in its process against "
+        "the one-GPU step at the same per-GPU batch); 1 is linear scaling. Exposed "
+        "communication: the seconds per step that compute does not hide.");
     Table t;
     t.columns = {
         {"model", "model"}, {"backend", "backend"}, {"per-GPU bs", "bs"}, {"config", "config"}};
@@ -189,8 +221,7 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
       }
       const GpuPoint& last = c.points.back();
       row.push_back(OrDash(last.exposed_comm_s * 1e9, FormatTime(last.exposed_comm_s * 1e9)));
-      row.emplace_back(c.one_gpu ? SourceName(EfficiencySource::kOneGpuPoint)
-                                 : SourceName(last.source));
+      row.emplace_back(SourceName(c.one_gpu ? c.points.front().source : last.source));
       t.rows.push_back(std::move(row));
     }
     if (doubtful)
@@ -209,6 +240,9 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
 Section StepCurveSection(const GpuCurve& c) {
   Section s;
   s.title = "GPU scaling: " + c.curve;
+  if (!c.one_gpu_step.empty())
+    s.notes.push_back("The 1-GPU point is the one-GPU step " + c.one_gpu_step +
+                      " (no gpus key); the efficiencies are against it.");
   Table t;
   t.columns = {{"gpus", "gpus"},
                {"time per step", "time_ns"},
@@ -225,7 +259,7 @@ Section StepCurveSection(const GpuCurve& c) {
   chart.y_label = "images/s (all GPUs)";
   chart.log_x = true;
   Series measured{"measured", {}, true, true, 0}, linear{"linear", {}, true, false, 1};
-  // Linear scaling from the curve's gpus:1 point, else from the one-GPU step a case measured.
+  // Linear scaling from the curve's 1-GPU point, else from the one-GPU step a case measured.
   double one = c.one_gpu ? c.points.front().throughput : kNaN;
   for (const GpuPoint& p : c.points)
     if (!std::isfinite(one) && std::isfinite(p.single_gpu)) one = p.single_gpu;

@@ -15,8 +15,9 @@ namespace dlb::report {
 inline constexpr std::string_view kCommFamily = "comm";
 
 // Where an efficiency comes from: the curve's own gpus:1 point, (thr(n) / n) / thr(1); else the
-// case's scaling_efficiency counter (its process timed the one-GPU step); else none.
-enum class EfficiencySource { kOneGpuPoint, kCounter, kNone };
+// same against the matching one-GPU step (the name without a gpus key); else the case's
+// scaling_efficiency counter (its process timed the one-GPU step); else none.
+enum class EfficiencySource { kOneGpuPoint, kOneGpuStep, kCounter, kNone };
 struct GpuPoint {
   std::string name;
   double gpus = 0, time_ns = 0;
@@ -29,13 +30,18 @@ struct GpuPoint {
   bool doubtful = false;      // not verified or mistrusted
 };
 // A step (any family but comm) at several GPU counts: the name without the gpus key; points may
-// come from several files (runs on 2-, 4- and 8-GPU hosts).
+// come from several files (runs on 2-, 4- and 8-GPU hosts). A one-GPU step without a gpus key
+// makes no curve of its own; it is a curve's 1-GPU point where the curve has no gpus:1 point.
 struct GpuCurve {
   std::string curve;  // the name without the gpus key
   std::string family, device, backend, model;
   std::string config;    // the keys but bs and gpus: "dt:amp_bf16/fmt:nhwc/pass:train/graph:1"
   double bs = 0;         // per GPU; 0: no bs key
-  bool one_gpu = false;  // the curve has a gpus:1 point
+  bool one_gpu = false;  // the curve has a 1-GPU point: its own gpus:1, else the one-GPU step
+  // The one-GPU step taken as the 1-GPU point (same family, device, backend, workload and every key
+  // but gpus, no gpus key: the run's ordinary step); empty when the curve has its own gpus:1 point
+  // or no such step was given.
+  std::string one_gpu_step;
   std::vector<GpuPoint> points;  // by gpus
 };
 // A collective at one size on several GPU counts: bus and algorithm bandwidth per count.
