@@ -26,7 +26,6 @@ inline const PerTier<int64_t> kCpuTokens = {128, 1024, 4096};
 // bf16 (and f16 in the full tier) on the GPU; f32 and bf16 on the CPU.
 inline const PerTier<std::vector<DType>> kGpuDTypes = {
     {DType::kBF16}, {DType::kBF16}, {DType::kBF16, DType::kF16}};
-inline const PerTier<std::vector<DType>> kCpuDTypes = {
-    {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}};
+inline const auto kCpuDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
 
 }  // namespace dlb::attn::matrix

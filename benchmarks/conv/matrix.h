@@ -19,8 +19,7 @@ inline const PerTier<std::vector<int>> kGpuBatches = {
     {1, 2}, {16, 32, 64, 128, 256}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}};
 
 // f32 and bf16 on both devices; tf32 and f16 too on the GPU in the full tier.
-inline const PerTier<std::vector<DType>> kCpuDTypes = {
-    {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}};
+inline const auto kCpuDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
 inline const PerTier<std::vector<DType>> kGpuDTypes = {
     {DType::kF32, DType::kBF16},
     {DType::kF32, DType::kBF16},

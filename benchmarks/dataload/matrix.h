@@ -15,8 +15,7 @@ inline const PerTier<std::vector<int>> kBatches = {{32}, {64, 256}, {16, 32, 64,
 
 // f32 NCHW across the worker sweep; bf16 NHWC (what an amp_bf16 channels-last step eats) at the
 // largest worker count.
-inline const PerTier<std::vector<DType>> kDTypes = {
-    {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}};
+inline const auto kDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
 
 // The CPU pipelines' worker threads: 2 in the smoke tier, else the sweep 1, 2, 4, ... up to every
 // usable CPU (data::WorkerCounts).

@@ -16,8 +16,7 @@ inline const PerTier<std::vector<int>> kFcBatches = {
 
 // The dtypes of every row, by device: f32 and bf16 on the CPU; on the GPU tf32 and f16 too,
 // except in the smoke tier.
-inline const PerTier<std::vector<DType>> kCpuDTypes = {
-    {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}, {DType::kF32, DType::kBF16}};
+inline const auto kCpuDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
 inline const PerTier<std::vector<DType>> kGpuDTypes = {
     {DType::kF32, DType::kBF16},
     {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16},
