@@ -91,7 +91,7 @@ std::unique_ptr<Engine> DdpStepGpu::Impl::GlobalBatchEngine() const {
   s.batch = shape.step.batch * int64_t(gpus());
   s.graph = false;
   const int d = replicas.empty() ? 0 : own_device();
-  c10::cuda::CUDAGuard dg(c10::DeviceIndex(d));
+  c10::cuda::CUDAGuard dg{c10::DeviceIndex(d)};
   return std::make_unique<Engine>(s, cfg, Where::kGpu, false, d);
 }
 
