@@ -190,7 +190,7 @@ std::shared_ptr<CollectiveOp> CommCaseSteps::Build(const CommShape& shape, const
   return op;
 }
 
-void CommCaseSteps::Record(benchmark::State& st, const CollectiveOp& op, const CaseInfo&,
+void CommCaseSteps::Record(benchmark::State& st, CollectiveOp& op, const CaseInfo&,
                            const RunConfig&, const Timing& t, int launches, Verdict* verdict) {
   if (t.iterations == 0 || t.total <= 0) return;
   const double algbw = double(op.CountedBytes()) / t.Mean();
@@ -198,6 +198,19 @@ void CommCaseSteps::Record(benchmark::State& st, const CollectiveOp& op, const C
   st.counters[std::string(schema::kBusBw)] = algbw * op.BusBwFactor();
   st.counters[std::string(schema::kLaunchesPerBatch)] = launches;
   if (t.wall_s > 0) st.counters[std::string(schema::kCpuUtil)] = t.cpu_s / t.wall_s;
+  // The same calls in a plain loop, every rank together and as many as a timed span holds: the
+  // harness's overhead shows as a ratio in every run (a regression of the timing path included).
+  const int n = std::max(1, launches);
+  try {
+    const double plain = AgreedSpan(Processes(), [&] { return op.PlainRuns(n); }) / n;
+    if (plain > 0) {
+      st.counters[std::string(schema::kPlainLoopS)] = plain;
+      st.counters[std::string(schema::kVsPlainLoop)] = t.Mean() / plain;
+    }
+  } catch (const std::exception& e) {
+    st.SkipWithError((std::string("the plain loop beside the case failed: ") + e.what()).c_str());
+    return;
+  }
   const char* how = verdict->disposition == Disposition::kVerified ? "verified " : "";
   st.SetLabel(op.label() + " | " + how + verdict->detail);
 }

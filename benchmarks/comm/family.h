@@ -82,7 +82,9 @@ struct CommCaseSteps : DefaultSteps<CollectiveOp, CommShape> {
   static void BeforeLockstepCalibrate(CollectiveOp&) {}
   static std::string Support(const CommShape& shape, const RunConfig& cfg);
   static std::shared_ptr<CollectiveOp> Build(const CommShape& shape, const RunConfig& cfg);
-  static void Record(benchmark::State& st, const CollectiveOp& op, const CaseInfo& info,
+  // Google Benchmark's counters, plus a plain loop of the same calls beside the case
+  // (CollectiveOp::PlainRuns, agreed by every rank): plain_loop_s and vs_plain_loop.
+  static void Record(benchmark::State& st, CollectiveOp& op, const CaseInfo& info,
                      const RunConfig& cfg, const Timing& t, int launches, Verdict* verdict);
 };
 using CommSteps = LockstepSteps<CollectiveOp, CommShape, CommCaseSteps>;

@@ -1,6 +1,7 @@
 #include "kernels/nccl/collective.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/cuda/device.h"
 #include "kernels/nccl/pattern_kernels.h"
@@ -46,6 +47,22 @@ class Group {
  private:
   bool on_;
 };
+
+// Runs `enqueue` Watched: past `deadline` the watchdog aborts the communicator, and the NCCL
+// error of a call it made return becomes the watchdog's line.
+template <class F>
+void EnqueueWatched(Communicator& comm, const std::string& what, Clock::time_point deadline,
+                    F enqueue) {
+  Communicator::Watched watched(comm, what, deadline);
+  try {
+    enqueue();
+  } catch (...) {
+    watched.Check();  // the watchdog's line where it fired
+    throw;
+  }
+  watched.Check();
+}
+
 
 }  // namespace
 
@@ -171,7 +188,9 @@ void CollectiveOp::Run() {
 
 Verdict CollectiveOp::Verify() {
   Seed();
-  Run();
+  // The first collective of a communicator may set up its connections (NCCL connects on first
+  // use), which blocks the host until the peers answer: Watched.
+  EnqueueWatched(comm_, What() + " (verification)", comm_.Deadline(), [&] { Run(); });
   std::vector<Member>& members = comm_.members();
   for (size_t i = 0; i < members.size(); ++i) {
     const Member& m = members[i];
@@ -236,16 +255,19 @@ void CollectiveOp::Align() {
 
 double CollectiveOp::TimedRuns(int runs) {
   std::vector<Member>& members = comm_.members();
-  Align();
-  for (size_t i = 0; i < members.size(); ++i) {
-    DLB_CHECK(cudaSetDevice(members[i].device));
-    DLB_CHECK(cudaEventRecord(gpus_[i].start.get(), members[i].stream.get()));
-  }
-  for (int r = 0; r < runs; ++r) Run();
-  for (size_t i = 0; i < members.size(); ++i) {
-    DLB_CHECK(cudaSetDevice(members[i].device));
-    DLB_CHECK(cudaEventRecord(gpus_[i].stop.get(), members[i].stream.get()));
-  }
+  const auto deadline = comm_.Deadline();
+  EnqueueWatched(comm_, What(), deadline, [&] {
+    Align();
+    for (size_t i = 0; i < members.size(); ++i) {
+      DLB_CHECK(cudaSetDevice(members[i].device));
+      DLB_CHECK(cudaEventRecord(gpus_[i].start.get(), members[i].stream.get()));
+    }
+    for (int r = 0; r < runs; ++r) Run();
+    for (size_t i = 0; i < members.size(); ++i) {
+      DLB_CHECK(cudaSetDevice(members[i].device));
+      DLB_CHECK(cudaEventRecord(gpus_[i].stop.get(), members[i].stream.get()));
+    }
+  });
   // The wait polls the stop events where cudaEventSynchronize blocked: the span between the
   // events is the same; a hang ends at the communicator's deadline instead of never.
   std::vector<cudaEvent_t> stops;
@@ -258,6 +280,18 @@ double CollectiveOp::TimedRuns(int runs) {
     slowest = std::max(slowest, double(ms) * 1e-3);
   }
   return slowest;
+}
+
+double CollectiveOp::PlainRuns(int runs) {
+  std::vector<Member>& members = comm_.members();
+  std::chrono::steady_clock::time_point start, stop;
+  EnqueueWatched(comm_, What() + " (plain loop)", comm_.Deadline(), [&] {
+    start = std::chrono::steady_clock::now();
+    for (int r = 0; r < runs; ++r) Run();
+    for (const Member& m : members) DLB_CHECK(cudaStreamSynchronize(m.stream.get()));
+    stop = std::chrono::steady_clock::now();
+  });
+  return std::chrono::duration<double>(stop - start).count();
 }
 
 std::string CollectiveOp::label() const {

@@ -37,8 +37,13 @@ class CollectiveOp {
   // `runs` back-to-back Run()s between an event pair on each member's stream: the slowest member's
   // span, in seconds (synchronizes). A one-element all-reduce before the start events lines the
   // GPUs up, so that no span holds the wait for a rank whose host launched later (one process per
-  // GPU: that host skew reached milliseconds).
+  // GPU: that host skew reached milliseconds). The enqueues run Watched, the wait is polled: a
+  // peer that stops answering ends it by the communicator's deadline.
   double TimedRuns(int runs);
+  // The reference TimedRuns is held to: `runs` back-to-back Run()s timed on the host clock from the
+  // first call to the end of one synchronization of every member's stream, as nccl-tests times
+  // (no alignment, no events, no polling), in seconds. Watched, so that it cannot hang either.
+  double PlainRuns(int runs);
 
   // The case this op times, named in a watchdog's error line ("comm timeout: <case>: all_reduce
   // 1048576 B bf16 on rank 1 did not finish in 300 s; communicator aborted").

@@ -1,8 +1,11 @@
 #include "kernels/nccl/comm.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <thread>
 
 namespace dlb::nccl {
 
@@ -20,10 +23,50 @@ void DisableMulticast() { ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); }
 
 namespace {
 
-ncclConfig_t NonBlocking() {
+// Blocking, as NCCL's default (NCCL_COMM_BLOCKING=0 in the environment still makes it
+// non-blocking: Settle and the polls below then do their part).
+ncclConfig_t Blocking() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = 1;
   return config;
+}
+
+// An init run on a thread of its own: what it made, and whether it returned.
+struct InitJob {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<ncclComm_t> comms;
+  ncclResult_t result = ncclSuccess;
+  std::string error;  // an exception the init threw
+};
+
+// Runs `init` on its own thread and waits for it until `deadline`: whether it returned. Past the
+// deadline the thread is left to finish or hang on its own (a blocking NCCL init cannot be
+// interrupted, and its communicator is not the caller's to abort yet); it owns `job` with the
+// caller, so that nothing it writes is freed under it.
+bool InitBy(const std::shared_ptr<InitJob>& job, std::function<void(InitJob&)> init,
+            Clock::time_point deadline) {
+  std::thread t([job, init = std::move(init)] {
+    try {
+      init(*job);
+    } catch (const std::exception& e) {
+      job->error = e.what();
+    }
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->done = true;
+    job->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(job->mu);
+  const bool done = deadline == Clock::time_point::max()
+                        ? (job->cv.wait(lock, [&] { return job->done; }), true)
+                        : job->cv.wait_until(lock, deadline, [&] { return job->done; });
+  lock.unlock();
+  if (done)
+    t.join();
+  else
+    t.detach();
+  return done;
 }
 
 // "ncclRemoteError: remote process exited or there was a network error: <NCCL's last error>"
@@ -71,38 +114,44 @@ Communicator Communicator::InitAll(const std::vector<int>& devices, double timeo
   // ncclCommInitAll has no config form: its documented equivalent, one id and a group of
   // ncclCommInitRankConfig calls, one per device.
   const UniqueId id = NewUniqueId();
-  ncclUniqueId nid;
-  std::memcpy(nid.internal, id.data(), id.size());
   int caller = 0;  // current again on return
   DLB_CHECK(cudaGetDevice(&caller));
   const auto deadline = DeadlineAfter(timeout_s);
+  const std::string what = "init of " + std::to_string(devices.size()) + " ranks in one process";
+  auto job = std::make_shared<InitJob>();
+  const bool returned = InitBy(
+      job,
+      [id, devices](InitJob& j) {
+        ncclUniqueId nid;
+        std::memcpy(nid.internal, id.data(), id.size());
+        j.comms.assign(devices.size(), nullptr);
+        ncclConfig_t config = Blocking();
+        DLB_CHECK(ncclGroupStart());
+        ncclResult_t r = ncclSuccess;
+        for (size_t i = 0; i < devices.size() && r == ncclSuccess; ++i) {
+          DLB_CHECK(cudaSetDevice(devices[i]));
+          r = ncclCommInitRankConfig(&j.comms[i], int(devices.size()), nid, int(i), &config);
+        }
+        const ncclResult_t end = ncclGroupEnd();
+        j.result = r != ncclSuccess ? r : end;
+      },
+      deadline);
+  if (!returned) throw CommTimeout(TimeoutMessage(what, 0, timeout_s));
   Communicator c;
   c.ranks_ = int(devices.size());
   c.timeout_s_ = timeout_s;
-  std::vector<ncclComm_t> comms(devices.size(), nullptr);
-  ncclConfig_t config = NonBlocking();
-  DLB_CHECK(ncclGroupStart());
-  ncclResult_t r = ncclSuccess;
-  for (size_t i = 0; i < devices.size() && r == ncclSuccess; ++i) {
-    DLB_CHECK(cudaSetDevice(devices[i]));
-    r = ncclCommInitRankConfig(&comms[i], int(devices.size()), nid, int(i), &config);
-  }
-  const ncclResult_t end = ncclGroupEnd();
   // Owned first, so that a failure below still releases every communicator.
   for (size_t i = 0; i < devices.size(); ++i) {
     Member m;
     m.device = devices[i];
     m.rank = int(i);
-    m.comm = Comm(comms[i]);
+    m.comm = Comm(i < job->comms.size() ? job->comms[i] : nullptr);
+    if (m.comm) c.state_->comms.push_back(m.comm.get());
     c.members_.push_back(std::move(m));
   }
-  DLB_CHECK(r);
-  DLB_CHECK(end);
-  std::vector<ncclComm_t> live;
-  for (ncclComm_t comm : comms)
-    if (comm) live.push_back(comm);
-  const Settled s = PollComms(live, deadline);
-  const std::string what = "init of " + std::to_string(devices.size()) + " ranks in one process";
+  if (!job->error.empty()) throw Error(job->error);
+  DLB_CHECK(job->result);
+  const Settled s = PollComms(c.state_->comms, deadline);
   if (s.probe == Probe::kPending) {
     const std::string why = TimeoutMessage(what, int(s.index), timeout_s);
     c.Abort(why);
@@ -125,24 +174,34 @@ Communicator Communicator::InitAll(const std::vector<int>& devices, double timeo
 Communicator Communicator::InitRank(const UniqueId& id, int ranks, int rank, int device,
                                     double timeout_s) {
   DisableMulticast();
-  ncclUniqueId nid;
-  std::memcpy(nid.internal, id.data(), id.size());
   DLB_CHECK(cudaSetDevice(device));
   const auto deadline = DeadlineAfter(timeout_s);
-  ncclComm_t comm = nullptr;
-  ncclConfig_t config = NonBlocking();
-  const ncclResult_t r = ncclCommInitRankConfig(&comm, ranks, nid, rank, &config);
+  const std::string what = "init of rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+  auto job = std::make_shared<InitJob>();
+  const bool returned = InitBy(
+      job,
+      [id, ranks, rank, device](InitJob& j) {
+        ncclUniqueId nid;
+        std::memcpy(nid.internal, id.data(), id.size());
+        DLB_CHECK(cudaSetDevice(device));
+        j.comms.assign(1, nullptr);
+        ncclConfig_t config = Blocking();
+        j.result = ncclCommInitRankConfig(&j.comms[0], ranks, nid, rank, &config);
+      },
+      deadline);
+  if (!returned) throw CommTimeout(TimeoutMessage(what, rank, timeout_s));
   Communicator c;
   c.ranks_ = ranks;
   c.timeout_s_ = timeout_s;
   Member m;
   m.device = device;
   m.rank = rank;
-  m.comm = Comm(comm);
+  m.comm = Comm(job->comms.empty() ? nullptr : job->comms[0]);
+  if (m.comm) c.state_->comms.push_back(m.comm.get());
   c.members_.push_back(std::move(m));
-  DLB_CHECK(r);
-  const std::string what = "init of rank " + std::to_string(rank) + " of " + std::to_string(ranks);
-  const Settled s = PollComms({comm}, deadline);
+  if (!job->error.empty()) throw Error(job->error);
+  DLB_CHECK(job->result);
+  const Settled s = PollComms(c.state_->comms, deadline);
   if (s.probe == Probe::kPending) {
     const std::string why = TimeoutMessage(what, rank, timeout_s);
     c.Abort(why);
@@ -161,9 +220,10 @@ Communicator Communicator::InitRank(const UniqueId& id, int ranks, int rank, int
 Communicator::Communicator(Communicator&& o) noexcept
     : ranks_(o.ranks_),
       timeout_s_(o.timeout_s_),
-      abort_reason_(std::move(o.abort_reason_)),
-      members_(std::move(o.members_)) {
+      members_(std::move(o.members_)),
+      state_(std::move(o.state_)) {
   o.members_.clear();
+  o.state_ = std::make_shared<State>();
 }
 
 Communicator& Communicator::operator=(Communicator&& o) noexcept {
@@ -171,9 +231,10 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
     Close();
     ranks_ = o.ranks_;
     timeout_s_ = o.timeout_s_;
-    abort_reason_ = std::move(o.abort_reason_);
     members_ = std::move(o.members_);
+    state_ = std::move(o.state_);
     o.members_.clear();
+    o.state_ = std::make_shared<State>();
   }
   return *this;
 }
@@ -181,20 +242,39 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
 Communicator::~Communicator() { Close(); }
 
 void Communicator::Close() noexcept {
-  // Finalize flushes what is still queued; a member that does not finish it in time (a peer gone)
-  // is aborted rather than left to hang the process's exit.
+  // Aborted (here or by the watchdog): the communicators are gone already.
+  if (aborted()) {
+    for (Member& m : members_) (void)m.comm.release();
+    members_.clear();
+    return;
+  }
+  // Finalize flushes what is still queued (it blocks on a blocking communicator: the watchdog
+  // bounds it); a member that does not finish in time (a peer gone) is aborted rather than left
+  // to hang the process's exit.
   std::vector<ncclComm_t> comms;
-  for (Member& m : members_)
-    if (m.comm) {
-      ncclCommFinalize(m.comm.get());  // a failure shows in the poll below
-      comms.push_back(m.comm.get());
-    }
-  if (!comms.empty()) {
+  bool finished = true;
+  try {
+    Watched w(*this, "finalize", DeadlineAfter(timeout_s_));
+    for (Member& m : members_)
+      if (m.comm) {
+        if (ncclCommFinalize(m.comm.get()) != ncclSuccess) finished = false;
+        comms.push_back(m.comm.get());
+      }
+    w.Check();
+  } catch (...) {
+    finished = false;
+  }
+  if (!comms.empty() && !aborted()) {
     const Settled s = PollComms(comms, DeadlineAfter(timeout_s_));
+    if (s.probe != Probe::kDone) finished = false;
+  }
+  if (aborted()) {
+    for (Member& m : members_) (void)m.comm.release();
+  } else {
     for (Member& m : members_) {
       if (!m.comm) continue;
       ncclComm_t comm = m.comm.release();
-      if (s.probe == Probe::kDone)
+      if (finished)
         ncclCommDestroy(comm);
       else
         ncclCommAbort(comm);
@@ -222,16 +302,62 @@ void Communicator::Settle(const std::string& what, Clock::time_point deadline) {
 }
 
 void Communicator::Abort(const std::string& why) {
-  if (abort_reason_.empty()) abort_reason_ = why.empty() ? "communicator aborted" : why;
-  for (Member& m : members_)
-    if (m.comm) ncclCommAbort(m.comm.release());  // the communicator is gone whatever it returns
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->aborted.load(std::memory_order_relaxed)) {
+      state_->reason = why.empty() ? "communicator aborted" : why;
+      for (ncclComm_t comm : state_->comms) ncclCommAbort(comm);  // gone whatever it returns
+      state_->aborted.store(true, std::memory_order_release);
+    }
+  }
+  for (Member& m : members_) (void)m.comm.release();
+}
+
+std::string Communicator::abort_reason() const {
+  if (!state_) return "";
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->reason;
 }
 
 void Communicator::RequireUsable() const {
-  if (aborted()) throw CommFailed(abort_reason_);
+  if (aborted()) throw CommFailed(abort_reason());
+}
+
+namespace {
+
+// Grace past a wait's deadline before the watchdog aborts: the polled wait on the same deadline
+// aborts first where it can, and names the rank it waited for.
+constexpr double kWatchdogGraceSeconds = 2;
+
+}  // namespace
+
+Communicator::Watched::Watched(Communicator& comm, const std::string& what,
+                               Clock::time_point deadline)
+    : comm_(comm),
+      armed_(Watchdog::Process(),
+             deadline == Clock::time_point::max()
+                 ? deadline
+                 : deadline + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(kWatchdogGraceSeconds)),
+             [state = comm.state_, line = TimeoutMessage(
+                                       what, comm.members().empty() ? 0 : comm.members()[0].rank,
+                                       comm.timeout_s())] {
+               std::lock_guard<std::mutex> lock(state->mu);
+               if (state->aborted.load(std::memory_order_relaxed)) return;
+               state->reason = line;
+               for (ncclComm_t c : state->comms) ncclCommAbort(c);
+               state->aborted.store(true, std::memory_order_release);
+             }) {}
+
+void Communicator::Watched::Check() {
+  if (armed_.Disarm()) {
+    for (Member& m : comm_.members()) (void)m.comm.release();
+    throw CommTimeout(comm_.abort_reason());
+  }
 }
 
 std::pair<int, std::string> Communicator::AsyncError() const {
+  if (aborted()) return {-1, ""};
   for (const Member& m : members_) {
     if (!m.comm) continue;
     ncclResult_t state = ncclSuccess;

@@ -4,20 +4,27 @@
 //   - one process for every local GPU: ncclCommInitAll, collectives issued in group calls.
 // Either way NVLink multicast (NVLS) stays off: see DisableMulticast.
 //
-// The watchdog: every communicator is non-blocking (ncclConfig_t blocking = 0) and carries a
-// timeout. Its init, every collective's enqueue that NCCL leaves in progress (Settle) and every
-// wait for the GPUs (WaitOrAbort) poll NCCL's asynchronous state and the CUDA work against a
-// deadline; past it, or on an asynchronous error, the communicator is aborted (ncclCommAbort: the
-// NCCL kernels still waiting for a peer return) and CommTimeout or CommFailed is thrown with one
-// line. The peers learn it from their own deadline or from NCCL's error once this rank is gone.
-//
-// Non-blocking rules (NCCL's user guide): a call that returns ncclInProgress must be followed by
-// polling ncclCommGetAsyncError until it leaves ncclInProgress before the next NCCL call on that
-// communicator; Settle does that. It is host-only, so it may run during CUDA graph capture;
-// WaitOrAbort queries streams and events, so it must not (no stream query while capturing).
+// Communicators are blocking (NCCL's default), as nccl-tests' and PyTorch's: a non-blocking
+// communicator launches every group call from a thread NCCL starts for it, which cost a 1 MiB
+// all-reduce on 2 GPUs ~50 us more than nccl-tests' 16 us. The deadline (--dlb_comm_timeout) is
+// kept three ways:
+//   - the init runs on a thread of its own, waited for until the deadline (a blocking init cannot
+//     be interrupted: past it, the thread is left behind and CommTimeout thrown);
+//   - every wait for the GPUs (WaitOrAbort) polls the CUDA work and NCCL's asynchronous errors
+//     against the deadline and aborts the communicator past it (ncclCommAbort: NCCL kernels
+//     still waiting for a peer return);
+//   - a call that blocks the host inside NCCL (an enqueue whose queue is full behind kernels
+//     waiting for a frozen peer, a connection set up on first use) runs Watched: the process's
+//     watchdog thread aborts the communicator once the deadline passes, which makes the call
+//     return (PyTorch's NCCL watchdog does the same).
+// A timeout or an asynchronous error throws CommTimeout or CommFailed with one line; every later
+// use throws it again (RequireUsable).
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,19 +73,39 @@ class Communicator {
   const std::vector<Member>& members() const { return members_; }
 
   // Polls every member until NCCL has taken the calls just made (none left ncclInProgress), by
-  // the deadline; `what` names them in the error ("all_reduce 1048576 B bf16"). Call it after a
-  // call or ncclGroupEnd returned ncclInProgress, before the next NCCL call. Throws CommTimeout
-  // or CommFailed (the communicator aborted), or the abort's error if already aborted.
+  // the deadline; `what` names them in the error ("all_reduce 1048576 B bf16"). Needed only after
+  // a call returned ncclInProgress (a non-blocking communicator: none made here); harmless
+  // otherwise. Throws CommTimeout or CommFailed (the communicator aborted), or the abort's error
+  // if already aborted.
   void Settle(const std::string& what) { Settle(what, Deadline()); }
   void Settle(const std::string& what, Clock::time_point deadline);
 
   // ncclCommAbort on every member: their NCCL kernels stop waiting for peers. `why` is the line
-  // every later use throws (RequireUsable). Safe to call twice.
+  // every later use throws (RequireUsable). Safe to call twice, and from the watchdog's thread.
   void Abort(const std::string& why);
-  bool aborted() const { return !abort_reason_.empty(); }
-  const std::string& abort_reason() const { return abort_reason_; }
+  bool aborted() const { return state_ && state_->aborted.load(std::memory_order_acquire); }
+  std::string abort_reason() const;
   // Throws CommFailed with the abort's reason once aborted.
   void RequireUsable() const;
+
+  // While alive, the process's watchdog aborts the communicator once `deadline` (plus a grace of
+  // a few seconds, so that a polled wait with the same deadline speaks first) passes, with the
+  // line TimeoutMessage(what, first rank, timeout_s()). Wrap the NCCL calls that may block the
+  // host; then Check() after them throws that line if it fired (a blocked call returned because
+  // of it, with an error of its own that says less).
+  class Watched {
+   public:
+    Watched(Communicator& comm, const std::string& what, Clock::time_point deadline);
+    ~Watched() = default;
+    Watched(const Watched&) = delete;
+    Watched& operator=(const Watched&) = delete;
+    // Disarms; throws CommTimeout when the watchdog aborted the communicator.
+    void Check();
+
+   private:
+    Communicator& comm_;
+    Armed armed_;
+  };
 
   // The first member's async error other than ncclSuccess/ncclInProgress: its rank and the error
   // ("ncclRemoteError: ..."), or rank -1 when there is none.
@@ -87,10 +114,18 @@ class Communicator {
  private:
   void Close() noexcept;
 
+  // What the watchdog's thread and this one share: the abort, decided once under the mutex.
+  struct State {
+    std::mutex mu;
+    std::atomic<bool> aborted{false};
+    std::string reason;
+    std::vector<ncclComm_t> comms;  // the members' communicators, for an abort from another thread
+  };
+
   int ranks_ = 0;
   double timeout_s_ = kDefaultTimeoutSeconds;
-  std::string abort_reason_;
   std::vector<Member> members_;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 // Waits until every event (or stream) has completed, polling them and the communicator's async

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace dlb::nccl {
 namespace {
@@ -86,6 +88,53 @@ TEST(WatchdogTest, RealClockPollEndsCloseToTheDeadline) {
   EXPECT_EQ(p, Probe::kPending);
   EXPECT_GE(took, 0.05);
   EXPECT_LT(took, 5.0);  // a bound on a hang, not a timing assertion
+}
+
+TEST(WatchdogTest, ArmedCallbackRunsOnceItsDeadlinePassesAndDisarmSaysSo) {
+  Watchdog dog;
+  std::atomic<int> ran{0};
+  const auto armed_at = Clock::now();
+  const uint64_t t = dog.Arm(armed_at + std::chrono::milliseconds(50), [&] { ++ran; });
+  while (ran.load() == 0 && Clock::now() - armed_at < seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_GE(Clock::now() - armed_at, std::chrono::milliseconds(50));
+  EXPECT_TRUE(dog.Disarm(t));
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(WatchdogTest, DisarmedInTimeTheCallbackNeverRuns) {
+  Watchdog dog;
+  std::atomic<int> ran{0};
+  {
+    Armed a(dog, Clock::now() + seconds(30), [&] { ++ran; });
+    EXPECT_FALSE(a.Disarm());
+  }
+  // A later, earlier deadline still fires: the thread follows the earliest armed one.
+  const uint64_t never = dog.Arm(Clock::time_point::max(), [&] { ran += 100; });
+  const uint64_t soon = dog.Arm(Clock::now() + std::chrono::milliseconds(10), [&] { ++ran; });
+  const auto start = Clock::now();
+  while (ran.load() == 0 && Clock::now() - start < seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(dog.Disarm(soon));
+  EXPECT_FALSE(dog.Disarm(never));
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(WatchdogTest, DisarmWaitsForACallbackStillRunning) {
+  Watchdog dog;
+  std::atomic<bool> started{false}, finished{false};
+  const uint64_t t = dog.Arm(Clock::now(), [&] {
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    finished = true;
+  });
+  const auto start = Clock::now();
+  while (!started.load() && Clock::now() - start < seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(started.load());
+  EXPECT_TRUE(dog.Disarm(t));
+  EXPECT_TRUE(finished.load());  // the abort is complete once Disarm says it fired
 }
 
 }  // namespace
