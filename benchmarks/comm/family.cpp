@@ -104,7 +104,14 @@ nccl::Communicator& World() {
   return *s.comm;
 }
 
-void ReleaseWorld() { TheWorld().comm.reset(); }
+void ReleaseWorld() {
+  WorldState& s = TheWorld();
+  // A process that stopped answering would hold the communicator's finalize until its deadline:
+  // once the process group is broken the communicator is aborted instead.
+  if (s.comm && MultiProcess() && !Processes().broken().empty())
+    s.comm->Abort(Processes().broken());
+  s.comm.reset();
+}
 
 int Gpus() {
   const ProcessGroup& launch = Processes();

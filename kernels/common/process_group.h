@@ -42,7 +42,37 @@ class ProcessGroup {
   // "" when no process failed, else the message of the lowest failing rank (its own words on
   // that rank; others get it with " (rank r)" appended), on every process.
   std::string FirstError(const std::string& mine);
+
+  // The longest an agreement waits for the other processes, in seconds (<= 0: no limit; 300
+  // until set: the harness sets --dlb_comm_timeout). A process that does not answer in time
+  // (frozen, not gone: a gone one closes its connection and fails the agreement at once) breaks
+  // the group: the agreement throws one line naming the rank that stopped answering and the
+  // agreement, rank 0 tells the others the same line, and every later agreement throws it at
+  // once, so that the run's remaining cases fail fast and the process can exit.
+  void SetTimeout(double seconds) { timeout_s_ = seconds; }
+  double timeout_s() const { return timeout_s_; }
+  // The line that broke the group; "" while it is whole.
+  const std::string& broken() const { return broken_; }
+
+ protected:
+  // Throws broken() once the group is broken.
+  void RequireWhole() const;
+  // Breaks the group with `line` and throws it.
+  [[noreturn]] void Break(const std::string& line);
+  // "comm timeout: rank 1 stopped answering: no word in 15 s during <what>; the process group is
+  // broken".
+  std::string NoAnswerLine(int rank, const std::string& what) const;
+
+ private:
+  double timeout_s_ = 300;
+  std::string broken_;
 };
+
+// A test-only hook: DLB_TEST_FREEZE=<point>:<n>:<rank> makes that rank stop itself (SIGSTOP) the
+// n-th time it reaches `point` ("agreement": inside an agreement between the processes; "span":
+// between two timed spans of a lockstep case), as a rank stuck in a driver call or on a paused
+// node would. Nothing happens without the variable.
+void FreezePointForTests(const char* point, int rank);
 
 // This host's name ("unknown host" when the system does not say).
 std::string HostName();

@@ -1,7 +1,10 @@
 // The MPI launch: one process per GPU. Built only with MPI (DLBENCH_WITH_MPI).
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "kernels/common/error.h"
 #include "kernels/nccl/launch.h"
@@ -43,6 +46,12 @@ class MpiComm {
   MpiComm& operator=(const MpiComm&) = delete;
   ~MpiComm() { Free(); }
   MPI_Comm get() const { return c_; }
+  // Forgets the communicator without freeing it (MPI is not to be touched any more).
+  MPI_Comm release() {
+    MPI_Comm c = c_;
+    c_ = MPI_COMM_NULL;
+    return c;
+  }
 
  private:
   void Free() noexcept {
@@ -68,6 +77,10 @@ class MpiLaunch final : public Launch {
     hosts_ = leaders;
   }
   ~MpiLaunch() override {
+    if (!finalize()) {
+      (void)local_.release();
+      return;
+    }
     local_ = MpiComm();
     int finalized = 0;
     DLB_CHECK_NOEXCEPT(Mpi(MPI_Finalized(&finalized)));
@@ -84,36 +97,151 @@ class MpiLaunch final : public Launch {
            (hosts_ == 1 ? " host" : " hosts");
   }
 
+  // Every agreement is a star exchange over point-to-point messages polled against the group's
+  // timeout (MPI's collectives cannot be bounded or cancelled): every rank's text to rank 0, then
+  // rank 0's status ("" or the line that broke the group) and every text to every rank.
   double Max(double v) override {
-    DLB_CHECK(Mpi(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD)));
-    return v;
+    double m = v;
+    for (const std::string& s : Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v),
+                                         "an agreement on the slowest span (Max)")) {
+      double x = 0;
+      std::memcpy(&x, s.data(), sizeof x);
+      m = std::max(m, x);
+    }
+    return m;
   }
   bool Same(uint64_t v) override {
-    uint64_t lo_hi[2] = {v, ~v};  // min of v and min of ~v (= ~max of v) in one call
-    DLB_CHECK(Mpi(MPI_Allreduce(MPI_IN_PLACE, lo_hi, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD)));
-    return lo_hi[0] == v && ~lo_hi[1] == v;
+    const std::string mine(reinterpret_cast<const char*>(&v), sizeof v);
+    for (const std::string& s :
+         Exchange(mine, "the check that every process is at the same case (Same)"))
+      if (s != mine) return false;
+    return true;
   }
   void Broadcast(void* data, size_t bytes) override {
-    DLB_CHECK(Mpi(MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD)));
+    const std::vector<std::string> all =
+        Exchange(rank_ == 0 ? std::string(static_cast<const char*>(data), bytes) : "",
+                 "a broadcast from rank 0");
+    if (all.front().size() != bytes)
+      throw Error("MPI: rank 0 broadcast " + std::to_string(all.front().size()) +
+                  " bytes, this rank expected " + std::to_string(bytes));
+    if (rank_ != 0) std::memcpy(data, all.front().data(), bytes);
   }
   std::vector<std::string> AllGather(const std::string& mine) override {
-    int len = int(mine.size());
-    std::vector<int> lens(size_t(size_), 0), offsets(size_t(size_), 0);
-    DLB_CHECK(Mpi(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD)));
-    int total = 0;
-    for (int r = 0; r < size_; ++r) offsets[size_t(r)] = total, total += lens[size_t(r)];
-    std::string all(size_t(total), '\0');
-    DLB_CHECK(Mpi(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(),
-                                 offsets.data(), MPI_CHAR, MPI_COMM_WORLD)));
-    std::vector<std::string> out;
-    for (int r = 0; r < size_; ++r)
-      out.push_back(all.substr(size_t(offsets[size_t(r)]), size_t(lens[size_t(r)])));
-    return out;
+    return Exchange(mine, "a gather of every process's words (AllGather)");
   }
+  // Once broken, MPI is left alone: MPI_Finalize would wait for the rank that stopped answering.
+  bool finalize() const { return broken().empty(); }
 
  private:
+  static constexpr int kToRoot = 7101, kFromRoot = 7102;
+  using Clock = std::chrono::steady_clock;
+
+  // Polls `ready` (one MPI progress step per call) until it says true or `deadline` passes
+  // (false). Back to back for the first millisecond, then 20 us apart.
+  template <class F>
+  static bool PollBy(F ready, Clock::time_point deadline) {
+    const auto start = Clock::now();
+    for (;;) {
+      if (ready()) return true;
+      const auto now = Clock::now();
+      if (now >= deadline) return false;
+      if (now - start > std::chrono::milliseconds(1))
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  // One message from `from` with tag `tag` by `deadline`, or nullopt.
+  static bool RecvBy(int from, int tag, std::string* out, Clock::time_point deadline) {
+    MPI_Status st{};
+    int flag = 0;
+    if (!PollBy(
+            [&] {
+              DLB_CHECK(Mpi(MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, &st)));
+              return flag != 0;
+            },
+            deadline))
+      return false;
+    int count = 0;
+    DLB_CHECK(Mpi(MPI_Get_count(&st, MPI_CHAR, &count)));
+    out->assign(size_t(count), '\0');
+    DLB_CHECK(Mpi(MPI_Recv(out->data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE)));
+    return true;
+  }
+  // Sends `text` to `to`, waiting for the send by `deadline`: false when it did not complete.
+  bool SendBy(int to, int tag, const std::string& text, Clock::time_point deadline) {
+    sent_.push_back(text);  // kept until the process ends: a send left pending must not dangle
+    MPI_Request req = MPI_REQUEST_NULL;
+    DLB_CHECK(Mpi(MPI_Isend(sent_.back().data(), int(sent_.back().size()), MPI_CHAR, to, tag,
+                            MPI_COMM_WORLD, &req)));
+    int done = 0;
+    const bool ok = PollBy(
+        [&] {
+          DLB_CHECK(Mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE)));
+          return done != 0;
+        },
+        deadline);
+    if (ok) sent_.pop_back();
+    return ok;
+  }
+  // Texts packed as <8-byte length><bytes>... and back.
+  static std::string Pack(const std::vector<std::string>& all) {
+    std::string out;
+    for (const std::string& s : all) {
+      const uint64_t len = s.size();
+      out.append(reinterpret_cast<const char*>(&len), sizeof len);
+      out += s;
+    }
+    return out;
+  }
+  std::vector<std::string> Unpack(const std::string& packed) const {
+    std::vector<std::string> all;
+    size_t at = 0;
+    while (at + sizeof(uint64_t) <= packed.size()) {
+      uint64_t len = 0;
+      std::memcpy(&len, packed.data() + at, sizeof len);
+      at += sizeof len;
+      if (at + len > packed.size()) break;
+      all.push_back(packed.substr(at, size_t(len)));
+      at += size_t(len);
+    }
+    if (int(all.size()) != size_) throw Error("MPI: rank 0 sent a malformed agreement");
+    return all;
+  }
+
+  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) {
+    RequireWhole();
+    FreezePointForTests("agreement", rank_);
+    const double t = timeout_s();
+    const auto deadline =
+        t > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(std::min(t, 1e9)))
+              : Clock::time_point::max();
+    if (rank_ != 0) {
+      const auto late = deadline == Clock::time_point::max()
+                            ? deadline
+                            : deadline + std::chrono::seconds(5);  // rank 0 speaks first
+      std::string reply;
+      if (!SendBy(0, kToRoot, mine, late) || !RecvBy(0, kFromRoot, &reply, late))
+        Break(NoAnswerLine(0, what));
+      if (reply.empty() || reply[0] != 'k') Break(reply.empty() ? "MPI: empty reply" : reply.substr(1));
+      return Unpack(reply.substr(1));
+    }
+    std::vector<std::string> all(static_cast<size_t>(size_));
+    all[0] = mine;
+    std::string line;
+    for (int r = 1; r < size_ && line.empty(); ++r)
+      if (!RecvBy(r, kToRoot, &all[size_t(r)], deadline)) line = NoAnswerLine(r, what);
+    const std::string reply = line.empty() ? "k" + Pack(all) : "x" + line;
+    const auto soon = Clock::now() + std::chrono::seconds(5);
+    for (int r = 1; r < size_; ++r)
+      if (!SendBy(r, kFromRoot, reply, soon) && line.empty()) line = NoAnswerLine(r, what);
+    if (!line.empty()) Break(line);
+    return all;
+  }
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, hosts_ = 1;
   MpiComm local_;
+  std::vector<std::string> sent_;
 };
 
 }  // namespace

@@ -31,6 +31,16 @@ double Now() {
 
 std::string Errno() { return std::strerror(errno); }
 
+// No word from a peer by the deadline (it may be frozen: alive, its connection open, silent).
+class NoWord : public Error {
+ public:
+  using Error::Error;
+};
+
+// How much longer than rank 0 the other ranks wait for its answer: rank 0 speaks first, naming
+// the rank that stopped answering.
+constexpr double kGraceSeconds = 5;
+
 class Fd {
  public:
   Fd() = default;
@@ -78,7 +88,7 @@ void RecvAll(int fd, void* data, size_t bytes, const std::string& who, double de
       const int left_ms = int(std::max(0.0, (deadline - Now()) * 1e3));
       const int r = ::poll(&pfd, 1, left_ms);
       if (r < 0 && errno == EINTR) continue;
-      if (r == 0) throw Error("TCP rendezvous: no word from " + who + " in time");
+      if (r == 0) throw NoWord("TCP rendezvous: no word from " + who + " in time");
     }
     const ssize_t n = ::recv(fd, p, bytes, 0);
     if (n < 0 && errno == EINTR) continue;
@@ -95,13 +105,13 @@ void SendText(int fd, const std::string& s, const std::string& who) {
   SendAll(fd, s.data(), s.size(), who);
 }
 
-std::string RecvText(int fd, const std::string& who) {
+std::string RecvText(int fd, const std::string& who, double deadline = 0) {
   uint64_t len = 0;
-  RecvAll(fd, &len, sizeof len, who);
+  RecvAll(fd, &len, sizeof len, who, deadline);
   if (len > (uint64_t(1) << 34))
     throw Error("TCP rendezvous: " + who + " sent a malformed message");
   std::string s(size_t(len), '\0');
-  RecvAll(fd, s.data(), s.size(), who);
+  RecvAll(fd, s.data(), s.size(), who, deadline);
   return s;
 }
 
@@ -151,8 +161,8 @@ class TcpLaunch final : public Launch {
 
   double Max(double v) override {
     double m = v;
-    for (const std::string& s :
-         Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v))) {
+    for (const std::string& s : Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v),
+                                         "an agreement on the slowest span (Max)")) {
       double x = 0;
       std::memcpy(&x, s.data(), sizeof x);
       m = std::max(m, x);
@@ -161,37 +171,72 @@ class TcpLaunch final : public Launch {
   }
   bool Same(uint64_t v) override {
     const std::string mine(reinterpret_cast<const char*>(&v), sizeof v);
-    for (const std::string& s : Exchange(mine))
+    for (const std::string& s :
+         Exchange(mine, "the check that every process is at the same case (Same)"))
       if (s != mine) return false;
     return true;
   }
   void Broadcast(void* data, size_t bytes) override {
     const std::vector<std::string> all =
-        Exchange(env_.rank == 0 ? std::string(static_cast<const char*>(data), bytes) : "");
+        Exchange(env_.rank == 0 ? std::string(static_cast<const char*>(data), bytes) : "",
+                 "a broadcast from rank 0");
     if (all.front().size() != bytes)
       throw Error("TCP rendezvous: rank 0 broadcast " + std::to_string(all.front().size()) +
                   " bytes, this rank expected " + std::to_string(bytes));
     if (env_.rank != 0) std::memcpy(data, all.front().data(), bytes);
   }
-  std::vector<std::string> AllGather(const std::string& mine) override { return Exchange(mine); }
+  std::vector<std::string> AllGather(const std::string& mine) override {
+    return Exchange(mine, "a gather of every process's words (AllGather)");
+  }
 
  private:
-  // Every rank's text at rank 0, then all of them on every rank.
-  std::vector<std::string> Exchange(const std::string& mine) {
+  // Every rank's text at rank 0, then all of them on every rank, each wait bounded by the group's
+  // timeout. Rank 0 first sends a status: "" (the texts follow) or the line that broke the group.
+  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) {
+    RequireWhole();
+    FreezePointForTests("agreement", env_.rank);
+    const double t = timeout_s();
+    const double deadline = t > 0 ? Now() + t : 0;
     std::vector<std::string> all(size_t(env_.size));
     if (env_.rank != 0) {
-      SendText(root_.get(), mine, "rank 0");
-      for (auto& s : all) s = RecvText(root_.get(), "rank 0");
+      const double late = deadline > 0 ? deadline + kGraceSeconds : 0;
+      std::string status;
+      try {
+        SendText(root_.get(), mine, "rank 0");
+        status = RecvText(root_.get(), "rank 0", late);
+        if (status.empty())
+          for (auto& s : all) s = RecvText(root_.get(), "rank 0", late);
+      } catch (const NoWord&) {
+        Break(NoAnswerLine(0, what));
+      } catch (const Error& e) {
+        Break(e.what());
+      }
+      if (!status.empty()) Break(status);
       return all;
     }
     all[0] = mine;
-    for (int r = 1; r < env_.size; ++r)
-      all[size_t(r)] = RecvText(peers_[size_t(r)].get(), "rank " + std::to_string(r));
-    for (int r = 1; r < env_.size; ++r)
-      for (const auto& s : all) SendText(peers_[size_t(r)].get(), s, "rank " + std::to_string(r));
+    std::string line;
+    for (int r = 1; r < env_.size && line.empty(); ++r) {
+      try {
+        all[size_t(r)] = RecvText(peers_[size_t(r)].get(), "rank " + std::to_string(r), deadline);
+      } catch (const NoWord&) {
+        line = NoAnswerLine(r, what);
+      } catch (const Error& e) {
+        line = e.what();
+      }
+    }
+    for (int r = 1; r < env_.size; ++r) {
+      try {
+        SendText(peers_[size_t(r)].get(), line, "rank " + std::to_string(r));
+        if (line.empty())
+          for (const auto& s : all) SendText(peers_[size_t(r)].get(), s, "rank " + std::to_string(r));
+      } catch (const Error& e) {
+        if (line.empty()) line = e.what();
+      }
+    }
+    if (!line.empty()) Break(line);
     return all;
   }
-
   void Listen(double deadline) {
     Fd server(::socket(AF_INET6, SOCK_STREAM, 0));
     bool v6 = server.get() >= 0;

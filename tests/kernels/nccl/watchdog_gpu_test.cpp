@@ -59,7 +59,7 @@ TEST_F(WatchdogGpuTest, AWaitPastItsDeadlineAbortsTheCommunicator) {
   RunConfig cfg;
   cfg.dtype = DType::kBF16;
   CollectiveOp op(shape, cfg, c);
-  ASSERT_TRUE(op.Verify().ok);  // the non-blocking communicator works
+  ASSERT_TRUE(op.Verify().ok);  // the communicator works
   EXPECT_GT(op.TimedRuns(3), 0);
 
   static int ms = 3000;
