@@ -205,10 +205,13 @@ void CommCaseSteps::Record(benchmark::State& st, CollectiveOp& op, const CaseInf
   st.counters[std::string(schema::kBusBw)] = algbw * op.BusBwFactor();
   st.counters[std::string(schema::kLaunchesPerBatch)] = launches;
   if (t.wall_s > 0) st.counters[std::string(schema::kCpuUtil)] = t.cpu_s / t.wall_s;
-  // The same calls in a plain loop, every rank together and as many as a timed span holds: the
-  // harness's overhead shows as a ratio in every run (a regression of the timing path included).
-  const int n = std::max(1, launches);
+  // The same calls in a plain loop, every rank together, four times as many as a timed span
+  // holds: the harness's overhead shows as a ratio in every run (a regression of the timing path
+  // included). One process per GPU: a barrier first (nccl-tests' MPI_Barrier), or the loop of
+  // the rank that starts first would hold its wait for the others.
+  const int n = 4 * std::max(1, launches);
   try {
+    if (Processes().size() > 1) Processes().Max(0.0);
     const double plain = AgreedSpan(Processes(), [&] { return op.PlainRuns(n); }) / n;
     if (plain > 0) {
       st.counters[std::string(schema::kPlainLoopS)] = plain;

@@ -357,7 +357,9 @@ void Communicator::Watched::Check() {
 }
 
 std::pair<int, std::string> Communicator::AsyncError() const {
-  if (aborted()) return {-1, ""};
+  // Under the abort's mutex: the watchdog's thread never aborts a communicator while it is asked.
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->aborted.load(std::memory_order_relaxed)) return {-1, ""};
   for (const Member& m : members_) {
     if (!m.comm) continue;
     ncclResult_t state = ncclSuccess;
@@ -394,6 +396,7 @@ void Wait(Communicator& comm, size_t n, Query query, RankOf rank_of, Clock::time
           all = false;
         }
         if (all) return Probe::kDone;
+        if (comm.aborted()) return Probe::kFailed;  // the watchdog's thread aborted it
         failed = comm.AsyncError();
         return failed.first >= 0 ? Probe::kFailed : Probe::kPending;
       },
@@ -403,6 +406,10 @@ void Wait(Communicator& comm, size_t n, Query query, RankOf rank_of, Clock::time
     const std::string why = TimeoutMessage(what, rank_of(pending), seconds);
     comm.Abort(why);
     throw CommTimeout(why);
+  }
+  if (failed.first < 0) {  // aborted by the watchdog while this wait polled
+    comm.Abort("");
+    throw CommTimeout(comm.abort_reason());
   }
   const std::string why = "comm error: " + what + " on rank " + std::to_string(failed.first) +
                           ": " + failed.second + "; communicator aborted";

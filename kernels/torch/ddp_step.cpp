@@ -234,7 +234,6 @@ double DdpStepGpu::TimedRuns(int runs) {
     const cuda::Event own_start(start);
     DLB_CHECK(cudaEventCreate(&stop));
     const cuda::Event own_stop(stop);
-    if (m.launch) m.LineUpRanks();
     // At most kInFlight steps queued ahead of the GPU: the host waits (under the watchdog) for
     // the step before last before it launches the next. A span of many graphed steps would
     // otherwise fill the launch queue, and with a peer gone the host would block inside a launch,
@@ -243,6 +242,11 @@ double DdpStepGpu::TimedRuns(int runs) {
     constexpr int kInFlight = 2;
     std::vector<cuda::Event> marks;
     const std::string what = m.WaitName("(" + std::to_string(runs) + " timed steps)");
+    // The enqueues of a blocking communicator (the line-up's all-reduce, eager steps' buckets)
+    // can block the host behind kernels that wait for a peer that stopped answering: the
+    // watchdog's thread aborts the communicators past the deadline, which makes them return.
+    nccl::Communicator::Watched watched(*m.world, what, m.world->Deadline());
+    if (m.launch) m.LineUpRanks();
     DLB_CHECK(cudaEventRecord(start, first.stream.stream()));
     try {
       for (int r = 0; r < runs; ++r) {
@@ -259,8 +263,10 @@ double DdpStepGpu::TimedRuns(int runs) {
       }
       DLB_CHECK(cudaEventRecord(stop, first.stream.stream()));
       nccl::WaitOrAbort(*m.world, std::vector<cudaEvent_t>{stop}, what);
+      watched.Check();
     } catch (...) {
       m.broken = true;
+      watched.Check();  // the watchdog's line where it fired
       throw;
     }
     float ms = 0;
