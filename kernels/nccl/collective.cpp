@@ -63,7 +63,6 @@ void EnqueueWatched(Communicator& comm, const std::string& what, Clock::time_poi
   watched.Check();
 }
 
-
 }  // namespace
 
 Support CollectiveOp::Supports(const CommShape& shape, const RunConfig& cfg) {

@@ -339,9 +339,9 @@ Communicator::Watched::Watched(Communicator& comm, const std::string& what,
                  ? deadline
                  : deadline + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(kWatchdogGraceSeconds)),
-             [state = comm.state_, line = TimeoutMessage(
-                                       what, comm.members().empty() ? 0 : comm.members()[0].rank,
-                                       comm.timeout_s())] {
+             [state = comm.state_,
+              line = TimeoutMessage(what, comm.members().empty() ? 0 : comm.members()[0].rank,
+                                    comm.timeout_s())] {
                std::lock_guard<std::mutex> lock(state->mu);
                if (state->aborted.load(std::memory_order_relaxed)) return;
                state->reason = line;

@@ -163,8 +163,8 @@ class MpiLaunch final : public Launch {
     int count = 0;
     DLB_CHECK(Mpi(MPI_Get_count(&st, MPI_CHAR, &count)));
     out->assign(size_t(count), '\0');
-    DLB_CHECK(Mpi(MPI_Recv(out->data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD,
-                           MPI_STATUS_IGNORE)));
+    DLB_CHECK(
+        Mpi(MPI_Recv(out->data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE)));
     return true;
   }
   // Sends `text` to `to`, waiting for the send by `deadline`: false when it did not complete.
@@ -212,10 +212,10 @@ class MpiLaunch final : public Launch {
     RequireWhole();
     FreezePointForTests("agreement", rank_);
     const double t = timeout_s();
-    const auto deadline =
-        t > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(std::min(t, 1e9)))
-              : Clock::time_point::max();
+    const auto deadline = t > 0
+                              ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(std::min(t, 1e9)))
+                              : Clock::time_point::max();
     if (rank_ != 0) {
       const auto late = deadline == Clock::time_point::max()
                             ? deadline
@@ -223,7 +223,8 @@ class MpiLaunch final : public Launch {
       std::string reply;
       if (!SendBy(0, kToRoot, mine, late) || !RecvBy(0, kFromRoot, &reply, late))
         Break(NoAnswerLine(0, what));
-      if (reply.empty() || reply[0] != 'k') Break(reply.empty() ? "MPI: empty reply" : reply.substr(1));
+      if (reply.empty() || reply[0] != 'k')
+        Break(reply.empty() ? "MPI: empty reply" : reply.substr(1));
       return Unpack(reply.substr(1));
     }
     std::vector<std::string> all(static_cast<size_t>(size_));

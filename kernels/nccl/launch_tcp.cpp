@@ -229,7 +229,8 @@ class TcpLaunch final : public Launch {
       try {
         SendText(peers_[size_t(r)].get(), line, "rank " + std::to_string(r));
         if (line.empty())
-          for (const auto& s : all) SendText(peers_[size_t(r)].get(), s, "rank " + std::to_string(r));
+          for (const auto& s : all)
+            SendText(peers_[size_t(r)].get(), s, "rank " + std::to_string(r));
       } catch (const Error& e) {
         if (line.empty()) line = e.what();
       }

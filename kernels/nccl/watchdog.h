@@ -87,7 +87,7 @@ class Watchdog {
   std::condition_variable cv_;
   std::map<uint64_t, Entry> armed_;
   uint64_t next_ = 1;
-  uint64_t running_ = 0;  // the token whose callback runs now
+  uint64_t running_ = 0;            // the token whose callback runs now
   std::map<uint64_t, bool> fired_;  // tokens whose callback ran, until disarmed
   bool stop_ = false;
   std::thread thread_;

@@ -65,8 +65,9 @@ TEST_F(BenchCommFrozen, OverTheTcpRendezvousAFrozenRankEndsTheRunByTheDeadline) 
   const TempDir tmp("comm_frozen_tcp");
   const auto out = tmp.path() / "comm.json";
   const std::string port = std::to_string(20000 + ((::getpid() + 7919) % 20000));
-  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                          port + " DLB_RENDEZVOUS_TIMEOUT=60";
+  const std::string env =
+      "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+      " DLB_RENDEZVOUS_TIMEOUT=60";
   const std::string bin = std::string(" '") + DLB_BENCH_COMM + "'" + FrozenArgs(out);
   const auto pid = tmp.path() / "rank1.pid";
   const auto start = std::chrono::steady_clock::now();

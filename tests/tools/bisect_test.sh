@@ -166,6 +166,9 @@ leftovers "$tmp/a"
   --good HEAD~7 --bad HEAD -- --benchmark_min_time=0.02 2>"$tmp/e2.log"
 one_line $? "case not in the family" "$tmp/e2.log"
 grep -q 'not in the run' "$tmp/e2.log" || fail "case not in the family: $(cat "$tmp/e2.log")"
+# The line names the binary and the filter it ran, and asks whether the case is one of the family.
+grep -q "bench_toy --benchmark_filter='.*nosuch.*' ran no case (is toy/cpu/native/nosuch a case of bench_toy?)" \
+  "$tmp/e2.log" || fail "case not in the family, binary and filter: $(cat "$tmp/e2.log")"
 leftovers "$tmp/a"
 mkdir "$tmp/nogit"
 bisect "$tmp/nogit" --good HEAD~1 --bad HEAD 2>"$tmp/e3.log"

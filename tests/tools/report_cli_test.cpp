@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +142,70 @@ TEST_F(Cli, BadInputIsOneLineExitOneAndNoPartialFile) {
   Result unwritable = Run("summary " + Data("compare_base.json") + " -o /nonexistent/dir/r.md");
   EXPECT_EQ(unwritable.rc, 1);
   EXPECT_NE(unwritable.err.find("/nonexistent/dir/r.md"), std::string::npos);
+}
+
+// Two runs with no case in common compared nothing: bad input, one line, exit 1 (not "OK").
+TEST_F(Cli, CompareOfRunsWithNoCaseInCommonIsBadInput) {
+  Write("other.json",
+        R"({"context": {}, "benchmarks": [{"name": "BM_Other", "run_name": "BM_Other",
+            "run_type": "iteration", "iterations": 1, "real_time": 5, "cpu_time": 5,
+            "time_unit": "ns"}]})");
+  Result r = Run("compare " + Data("compare_base.json") + " " + (dir_ / "other.json").string());
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_EQ(r.err.rfind("dlbench-report: compare: no case measured in both ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+// A malformed number is one line that names its flag (not "stod").
+TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
+  for (const std::string sub : {"compare " + Data("compare_base.json") + " " +
+                                    Data("compare_new.json"),
+                                std::string("history check --db x.sqlite")}) {
+    Result r = Run(sub + " --threshold abc");
+    EXPECT_EQ(r.rc, 1) << sub;
+    EXPECT_EQ(r.err,
+              "dlbench-report: usage: --threshold abc: expects a relative change such as 5%, 5 "
+              "or 0.05\n")
+        << sub;
+  }
+  EXPECT_NE(Run("compare a.json b.json --threshold 5x").err.find("--threshold 5x"),
+            std::string::npos);
+  EXPECT_NE(Run("compare a.json b.json --threshold -3").err.find("must not be negative"),
+            std::string::npos);
+}
+
+// A folder's files that hold no case (a peaks file, another tool's JSON) are skipped and named;
+// the report of the rest is written. A file named on its own still fails.
+TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
+  const fs::path folder = dir_ / "runs";
+  fs::create_directories(folder);
+  fs::copy_file(Data("compare_base.json"), folder / "gemm.json");
+  std::ofstream(folder / "peaks.json") << R"({"context": {}, "benchmarks": []})";
+  std::ofstream(folder / "notes.json") << R"({"what": "not a run"})";
+  Result r = Run("report " + folder.string() + " --format md");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("2 file(s) of the folder skipped"), std::string::npos);
+  EXPECT_NE(r.out.find("gemm"), std::string::npos);
+  EXPECT_EQ(Run("report " + (folder / "peaks.json").string()).rc, 1);
+  fs::remove(folder / "gemm.json");
+  Result none = Run("report " + folder.string());
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_NE(none.err.find("no *.json file of the folder holds a case"), std::string::npos)
+      << none.err;
+}
+
+// No Markdown syntax in an HTML report: the verdict's emphasis is an element.
+TEST_F(Cli, HtmlShowsNoMarkdown) {
+  Result r = Run("compare " + Data("compare_base.json") + " " + Data("compare_new.json") +
+                 " --format html");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_NE(r.out.find("<strong>REGRESSION</strong>"), std::string::npos);
+  EXPECT_EQ(r.out.find("**"), std::string::npos);
 }
 
 TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {

@@ -73,14 +73,29 @@ TEST(Compare, VerdictsAndExitCode) {
       verdict("conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:64/dt:bf16/fmt:nhwc/pass:fwd/manual_time"),
       "same");
   EXPECT_STREQ(verdict("gemm/cpu/onednn/noisy.64/dt:f32/manual_time"), "noisy");
-  EXPECT_STREQ(verdict("BM_Sort/1024"), "slower");  // no repetitions: threshold alone
+  // No repetitions: slower on the threshold alone, but unconfirmed (one run a side), so it is no
+  // regression for the gate.
+  EXPECT_STREQ(verdict("BM_Sort/1024"), "slower");
+  EXPECT_TRUE(Find(r, "BM_Sort/1024")->unconfirmed);
+  EXPECT_NE(Find(r, "BM_Sort/1024")->note.find("unconfirmed"), std::string::npos);
+  EXPECT_FALSE(Find(r, "gemm/gpu/cublaslt/square.1024/dt:f32/manual_time")->unconfirmed);
   EXPECT_STREQ(verdict("BM_Gone"), "missing");
   EXPECT_STREQ(verdict("BM_Fresh"), "new");
-  EXPECT_EQ(r.regressions, 2);
+  EXPECT_EQ(r.regressions, 1);
+  EXPECT_EQ(r.unconfirmed, 1);
   EXPECT_EQ(r.exit_code, 3);
   // Rate counters: flop_per_s falls as time rises.
   const CompareRow* slow = Find(r, "gemm/gpu/cublaslt/square.1024/dt:f32/manual_time");
   EXPECT_LT(slow->rate_deltas.at("flop_per_s"), -0.1);
+}
+
+TEST(Compare, SingleRepetitionChangesCountOnlyWhenAsked) {
+  CompareOptions opt;
+  opt.min_repetitions = 1;  // --min-repetitions 1: a single run a side is judged too
+  CompareResult r = RunGolden(opt);
+  EXPECT_FALSE(Find(r, "BM_Sort/1024")->unconfirmed);
+  EXPECT_EQ(r.regressions, 2);
+  EXPECT_EQ(r.unconfirmed, 0);
 }
 
 TEST(Compare, BenjaminiHochbergAcrossBenchmarks) {

@@ -186,6 +186,26 @@ TEST(KernelDiff, AppearedVanishedGrewAndTheirShareOfTheChange) {
   EXPECT_EQ(t.rows[t.rows.size() - 2][0].text, "all kernels");
 }
 
+// One primitive that now runs 16 times per Run() where it ran once: the diff says so beside the
+// time, in the summary and the table.
+TEST(KernelDiff, AChangeInLaunchesPerRunIsShownBesideTheTime) {
+  KernelTable base = PerRunTable({{"matmul brg:avx512_core", 10e-6}, {"reorder", 1e-6}});
+  KernelTable now = PerRunTable({{"matmul brg:avx512_core", 18.9e-6}, {"reorder", 1e-6}});
+  now.rows[0].launches_per_run = 16;
+  KernelDiff d = DiffKernels(base, now, 11e3, 19.9e3);
+  ASSERT_EQ(d.changes.size(), 2u);
+  EXPECT_EQ(d.changes[0].base_launches, 1);
+  EXPECT_EQ(d.changes[0].new_launches, 16);
+  EXPECT_EQ(KernelDiffSummary(d),
+            "↑matmul brg:avx512_core 100% (launches 1 → 16) (kernels: 100% of the change)");
+  Table t = KernelDiffTable(d, "x");
+  size_t col = 0;
+  while (col < t.columns.size() && t.columns[col].title != "launches / Run()") ++col;
+  ASSERT_LT(col, t.columns.size());
+  EXPECT_EQ(t.rows[0][col].text, "1 → 16");
+  EXPECT_EQ(t.rows[0][col].tone, Tone::kBad);
+}
+
 MergedRuns Side(double us, const std::string& kernels, double spread = 0.001,
                 const std::string& ctx = "") {
   std::vector<Case> cases = {
@@ -356,6 +376,12 @@ TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
   // Only the recorded command: its first word is the binary.
   EXPECT_EQ(ReproCommand({{"dlbench_command", "./b --dlb_seed=2"}}, "a.b"),
             "./b '--benchmark_filter=^a\\.b$' --dlb_seed=2");
+  // The harness records its binary by the absolute path: that one, not argv[0] as typed, so that
+  // the command runs pasted into any folder.
+  EXPECT_EQ(ReproCommand({{"executable", "./bench_gemm"},
+                          {"dlbench_command", "/work/build/bench_gemm --dlb_seed=2"}},
+                         "a.b"),
+            "/work/build/bench_gemm '--benchmark_filter=^a\\.b$' --dlb_seed=2");
 }
 
 // ---- history check ----

@@ -80,7 +80,11 @@ const Case kCases[] = {
     {"summary", "summary dlbench_v2_base.json", 0},
     {"summary_gb171", "summary real_gb171_cpu_gemm.json", 0},
     {"compare", "compare dlbench_v2_base.json dlbench_v2_new.json --as-compare-py", 3},
-    {"compare_test1", "compare gbench/test1_run1.json gbench/test1_run2.json --as-compare-py", 3},
+    // One repetition a side: the changes are unconfirmed and fail nothing, unless asked to.
+    {"compare_test1", "compare gbench/test1_run1.json gbench/test1_run2.json --as-compare-py", 0},
+    {"compare_test1_judged",
+     "compare gbench/test1_run1.json gbench/test1_run2.json --as-compare-py --min-repetitions 1",
+     3},
     {"compare_test3", "compare gbench/test3_run0.json gbench/test3_run1.json --as-compare-py -a",
      0},
     {"compare_aggregates_only", "compare aggregates_only_base.json aggregates_only_new.json", 3},

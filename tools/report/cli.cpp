@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 
 #include "fixtures/schema/schema.h"
@@ -47,7 +49,11 @@ void Emit(const Document& d, const OutputOpts& o) {
 }
 
 // A folder stands for the *.json files in it, sorted: a suite run leaves one file per binary.
-std::vector<std::string> Expand(const std::vector<std::string>& paths) {
+// Folders replaced by their *.json files, in name order; `from_folder` (when given) collects the
+// files that came from a folder: report, summary, speedup, sweep and train skip those that hold
+// no case (ReadInputs), where a file named on its own is bad input.
+std::vector<std::string> Expand(const std::vector<std::string>& paths,
+                                std::set<std::string>* from_folder = nullptr) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
     std::error_code ec;
@@ -60,19 +66,26 @@ std::vector<std::string> Expand(const std::vector<std::string>& paths) {
       if (e.path().extension() == ".json") found.push_back(e.path().string());
     if (found.empty()) throw InputError(p, "", "a folder without *.json files");
     std::sort(found.begin(), found.end());
+    if (from_folder) from_folder->insert(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;
 }
 
-// "5%", "5" (percent when >= 1) or "0.05".
-double ParseThreshold(const std::string& s) {
+// "5%", "5" (percent when >= 1) or "0.05"; a malformed one is one line naming `flag`.
+double ParseThreshold(const std::string& flag, const std::string& s) {
+  const std::string bad = flag + " " + s + ": expects a relative change such as 5%, 5 or 0.05";
   size_t used = 0;
-  double v = std::stod(s, &used);
-  std::string rest = s.substr(used);
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(bad);
+  }
+  const std::string rest = s.substr(used);
+  if (!std::isfinite(v) || (!rest.empty() && rest != "%")) throw std::invalid_argument(bad);
+  if (v < 0) throw std::invalid_argument(flag + " " + s + ": must not be negative");
   if (rest == "%") return v / 100;
-  if (!rest.empty()) throw std::invalid_argument("bad threshold '" + s + "'");
-  if (v < 0) throw std::invalid_argument("threshold must not be negative");
   return v >= 1 ? v / 100 : v;
 }
 
@@ -97,7 +110,43 @@ struct Args {
   std::string check_threshold = "5%", steps = "fail";
   BisectOptions bopt;  // bisect
   std::string bisect_threshold = "5%";
+  std::set<std::string> from_folder;  // files a folder argument brought in
+  std::vector<std::string> skipped;   // "<file>: <why>": a folder's files that hold no case
 };
+
+// The files' runs. A file that came from a folder and holds no case (a peaks file, another tool's
+// JSON) is skipped with one line on stderr naming it and why, and a.files keeps the rest; a file
+// named on its own that fails is bad input. A folder none of whose files holds a case is too.
+std::vector<FileData> ReadInputs(Args& a) {
+  if (a.from_folder.empty()) return ReadBenchmarkFiles(a.files);
+  std::vector<FileData> out;
+  std::vector<std::string> kept;
+  for (const std::string& f : a.files) {
+    try {
+      out.push_back(ReadBenchmarkFile(f));
+      kept.push_back(f);
+    } catch (const InputError& e) {
+      if (!a.from_folder.count(f)) throw;
+      a.skipped.push_back(e.what());
+      std::fprintf(stderr, "dlbench-report: skipped %s\n", e.what());
+    }
+  }
+  if (out.empty())
+    throw InputError(std::filesystem::path(*a.from_folder.begin()).parent_path().string(), "",
+                     "no *.json file of the folder holds a case (" + a.skipped.front() + ")");
+  a.files = kept;
+  return out;
+}
+
+// The report's note of the files ReadInputs skipped.
+void NoteSkipped(const Args& a, Document* d) {
+  if (a.skipped.empty()) return;
+  std::string list;
+  for (const std::string& s : a.skipped) list += (list.empty() ? "" : "; ") + s;
+  d->notes.insert(d->notes.begin(), std::to_string(a.skipped.size()) +
+                                        " file(s) of the folder skipped, holding no case: " + list +
+                                        ".");
+}
 
 // The subcommands, to ask which one was given.
 struct Commands {
@@ -123,6 +172,10 @@ void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
   compare->add_option("base", a->base, "baseline JSON, or a folder of them")->required();
   compare->add_option("new", a->now, "new JSON, or a folder of them")->required();
   compare->add_option("--threshold,-t", a->threshold, "relative change that matters (default 5%)");
+  compare
+      ->add_option("--min-repetitions", a->copt.min_repetitions,
+                   "a change on fewer repetitions a side is unconfirmed and fails nothing (2)")
+      ->check(CLI::PositiveNumber);
   compare->add_option("--alpha", a->copt.alpha, "significance level after BH correction (0.05)");
   compare->add_flag("--only-changes", a->copt.only_changes,
                     "leave the \"same\" rows out of the tables");
@@ -263,7 +316,7 @@ void AddBisect(CLI::App* app, Args* a, Commands* c) {
 }
 
 int RunBisect(Args& a) {
-  a.bopt.compare.threshold = ParseThreshold(a.bisect_threshold);
+  a.bopt.compare.threshold = ParseThreshold("--threshold", a.bisect_threshold);
   std::string message;
   try {
     BisectResult r = Bisect(a.bopt, &message);
@@ -279,10 +332,12 @@ int RunBisect(Args& a) {
   }
 }
 
-int RunSummary(const Args& a) {
+int RunSummary(Args& a) {
   std::vector<Section> timelines;
   for (const std::string& t : a.traces) timelines.push_back(TraceSection(ReadTrace(t)));
-  Document d = Summary(Merge(ReadBenchmarkFiles(a.files)), a.files);
+  auto inputs = ReadInputs(a);
+  Document d = Summary(Merge(std::move(inputs)), a.files);
+  NoteSkipped(a, &d);
   // After the tables, before the labels (the last section).
   d.sections.insert(d.sections.end() - 1, timelines.begin(), timelines.end());
   Emit(d, a.out);
@@ -290,7 +345,7 @@ int RunSummary(const Args& a) {
 }
 
 int RunCompare(Args& a) {
-  a.copt.threshold = ParseThreshold(a.threshold);
+  a.copt.threshold = ParseThreshold("--threshold", a.threshold);
   std::vector<std::string> bases = Expand({a.base}), news = Expand({a.now});
   std::vector<std::string> all = bases;
   all.insert(all.end(), news.begin(), news.end());
@@ -300,6 +355,10 @@ int RunCompare(Args& a) {
   std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
                                std::make_move_iterator(in.end()));
   CompareResult r = Compare(Merge(in_base), Merge(in_new), a.copt);
+  if (r.common == 0)
+    throw InputError("compare", "",
+                     "no case measured in both " + a.base + " and " + a.now +
+                         ": nothing to compare (different families, devices or names?)");
   std::vector<GbenchDiff> diff;
   if (a.as_compare_py) {
     // compare.py reads one file a side; a folder's files count as one, in order.
@@ -316,8 +375,10 @@ int RunCompare(Args& a) {
   return r.exit_code;
 }
 
-int RunReport(const Args& a) {
-  Document d = FullReport(Merge(ReadBenchmarkFiles(a.files)), a.files);
+int RunReport(Args& a) {
+  auto inputs = ReadInputs(a);
+  Document d = FullReport(Merge(std::move(inputs)), a.files);
+  NoteSkipped(a, &d);
   if (a.out_dir.empty()) {
     Emit(d, a.out);
     return 0;
@@ -342,7 +403,7 @@ int RunHistory(const Commands& c, Args& a) {
   } else if (c.hshow->parsed()) {
     Emit(HistoryShow(a.db, a.sopt, a.hopt), a.out);
   } else if (c.hcheck->parsed()) {
-    a.kopt.threshold = ParseThreshold(a.check_threshold);
+    a.kopt.threshold = ParseThreshold("--threshold", a.check_threshold);
     a.kopt.steps_fail = a.steps == "fail";
     CheckResult r = HistoryCheck(a.db, a.kopt, a.hopt);
     Emit(r.doc, a.out);
@@ -363,13 +424,13 @@ int RunHistory(const Commands& c, Args& a) {
 // The parsed subcommand's work; its exit code.
 int Dispatch(const Commands& c, Args& a) {
   if (!a.out.format.empty()) ParseFormat(a.out.format);
-  a.files = Expand(a.files);
+  a.files = Expand(a.files, &a.from_folder);
   if (c.summary->parsed()) return RunSummary(a);
   if (c.compare->parsed()) return RunCompare(a);
   if (c.report->parsed()) return RunReport(a);
   if (c.bisect->parsed()) return RunBisect(a);
   if (c.speedup->parsed() || c.sweep->parsed() || c.train->parsed()) {
-    MergedRuns runs = Merge(ReadBenchmarkFiles(a.files));
+    MergedRuns runs = Merge(ReadInputs(a));
     if (c.speedup->parsed()) Emit(SpeedupDocument(runs, a.files), a.out);
     if (c.sweep->parsed()) Emit(SweepDocument(runs, a.files, a.axis), a.out);
     if (c.train->parsed()) Emit(TrainDocument(runs, a.files), a.out);

@@ -272,9 +272,7 @@ class Driver {
       for (const auto& f : flags) cmd += " " + ShellQuote(f);
       rc = RunProcess({"/bin/sh", "-c", cmd}, s_.worktree, run_log, env);
     } else {
-      std::string bin =
-          opt_.binary.empty() ? build_dir_ + "/benchmarks/bench_" + family_ : opt_.binary;
-      if (!bin.empty() && bin[0] != '/') bin = s_.worktree + "/" + bin;
+      const std::string bin = RanBinary();
       if (access(bin.c_str(), X_OK) != 0) {
         st->note = "the build left no runnable " + bin.substr(bin.rfind('/') + 1);
         return std::nullopt;
@@ -289,16 +287,24 @@ class Driver {
       return std::nullopt;
     }
     std::error_code ec;
+    const std::string ran =
+        (opt_.run.empty() ? RanBinary() : opt_.run) + " --benchmark_filter='" +
+        CaseFilter(opt_.case_name) + "'";
     if (!fs::exists(json, ec) || fs::file_size(json, ec) == 0) {
       // Google Benchmark leaves the file empty when the filter matches nothing.
-      st->note = "the case is not in the run's output: " + LastLine(run_log);
+      st->note = "the case is not in the run's output: " + ran + " ran no case";
       return std::nullopt;
     }
     MergedRuns runs;
     try {
       runs = Merge({ReadBenchmarkFile(json)});
     } catch (const InputError& e) {
-      st->note = std::string("no usable output: ") + e.what();
+      // A run of no case writes a valid JSON without benchmarks: the filter matched nothing.
+      const std::string what = e.what();
+      if (what.size() >= 13 && what.compare(what.size() - 13, 13, "no benchmarks") == 0)
+        st->note = "the case is not in the run's output: " + ran + " ran no case";
+      else
+        st->note = std::string("no usable output: ") + what;
       return std::nullopt;
     }
     const std::string want = CaseBaseName(opt_.case_name);
@@ -317,6 +323,14 @@ class Driver {
     }
     st->note = "the case is not in the run's output";
     return std::nullopt;
+  }
+
+  // The binary a step runs: --binary (relative to the worktree) or the family's in the build.
+  std::string RanBinary() const {
+    std::string bin =
+        opt_.binary.empty() ? build_dir_ + "/benchmarks/bench_" + family_ : opt_.binary;
+    if (!bin.empty() && bin[0] != '/') bin = s_.worktree + "/" + bin;
+    return bin;
   }
 
   void Progress(const BisectStep& st) {

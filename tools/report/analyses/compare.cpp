@@ -182,6 +182,8 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     row.new_ns = nm ? n->MedianNs() : kNaN;
     row.base_reps = bm ? b.Repetitions() : 0;
     row.new_reps = nm ? n->Repetitions() : 0;
+    row.base_behind = bm ? b.RepetitionsBehind() : 0;
+    row.new_behind = nm ? n->RepetitionsBehind() : 0;
     row.delta = row.cpu_delta = kNaN;
     MarkVerification(&b, n, &row);
     MarkClock(bm ? &b : nullptr, nm ? n : nullptr, &row);
@@ -255,13 +257,25 @@ CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const Compa
     bool tested = std::isfinite(row.q);
     bool significant = !tested || row.q < opt.alpha;
     if (!tested && row.note.empty()) row.note = "no U test (fewer than 2 repetitions)";
+    ++r.common;
     if (std::fabs(row.delta) < opt.threshold)
       row.verdict = Verdict::kSame;
     else if (!significant)
       row.verdict = Verdict::kNoisy;
     else
       row.verdict = row.delta > 0 ? Verdict::kSlower : Verdict::kFaster;
-    if (row.verdict == Verdict::kSlower) ++r.regressions;
+    const size_t reps = std::min(row.base_behind, row.new_behind);
+    if (Flagged(row) && reps < size_t(std::max(1, opt.min_repetitions))) {
+      row.unconfirmed = true;
+      ++r.unconfirmed;
+      const std::string why = "unconfirmed: " + std::to_string(reps) + " repetition" +
+                              (reps == 1 ? "" : "s") + " on a side, fewer than " +
+                              std::to_string(opt.min_repetitions) + " (--min-repetitions)";
+      row.note = row.note.empty() || row.note == "no U test (fewer than 2 repetitions)"
+                     ? why
+                     : row.note + "; " + why;
+    }
+    if (row.verdict == Verdict::kSlower && !row.unconfirmed) ++r.regressions;
   }
   AttachDiagnosis(base, now, &r);
   r.geomean_count = ratios.size();
@@ -287,6 +301,13 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
                     FormatPercent(opt.threshold, 1) + " (" + tally +
                     "). Geomean of time ratios: " + FormatSigned(r.geomean_delta) + " over " +
                     std::to_string(r.geomean_count) + " benchmarks.");
+  if (r.unconfirmed)
+    d.notes.push_back("⚠ " + std::to_string(r.unconfirmed) +
+                      " change(s) unconfirmed: measured with fewer than " +
+                      std::to_string(opt.min_repetitions) +
+                      " repetitions on a side, so one noisy run can make them; they do not fail "
+                      "the gate (re-run with --benchmark_repetitions, or judge them with "
+                      "--min-repetitions 1).");
   if (r.doubtful)
     d.notes.push_back("⚠ " + std::to_string(r.doubtful) +
                       " row(s) where either side was not verified or was mistrusted: their "
@@ -363,9 +384,9 @@ struct CompareTableShape {
     c.emplace_back(FormatP(row.p), row.p);
     c.emplace_back(FormatP(row.q), row.q);
     c.emplace_back(std::to_string(row.base_reps) + "/" + std::to_string(row.new_reps));
-    Cell verdict(VerdictName(row.verdict));
-    if (row.verdict == Verdict::kSlower) verdict.With(Tone::kBad);
-    if (row.verdict == Verdict::kFaster) verdict.With(Tone::kGood);
+    Cell verdict(std::string(VerdictName(row.verdict)) + (row.unconfirmed ? " (unconfirmed)" : ""));
+    if (row.verdict == Verdict::kSlower && !row.unconfirmed) verdict.With(Tone::kBad);
+    if (row.verdict == Verdict::kFaster && !row.unconfirmed) verdict.With(Tone::kGood);
     c.push_back(verdict);
     for (const auto& k : rate_names) {
       auto it = row.rate_deltas.find(k);

@@ -25,6 +25,9 @@ struct CompareOptions {
   double threshold = 0.05;    // relative change in time that matters
   double alpha = 0.05;        // significance level for the BH-adjusted p-value
   bool only_changes = false;  // rendering: tables leave out the "same" rows (short CI summaries)
+  // A change measured with fewer repetitions than this on either side is unconfirmed: marked, and
+  // no regression for the exit code (--min-repetitions; 1 judges single repetitions too).
+  int min_repetitions = 2;
 };
 
 enum class Verdict { kFaster, kSlower, kSame, kNoisy, kNew, kMissing };
@@ -38,6 +41,7 @@ struct CompareRow {
   double p = 0, q = 0;   // two-sided Mann-Whitney U over real_time repetitions; NaN without test
   double cpu_p = 0;      // the same over cpu_time (compare.py's second p-value)
   size_t base_reps = 0, new_reps = 0;
+  size_t base_behind = 0, new_behind = 0;  // repetitions behind each side (aggregates included)
   Verdict verdict = Verdict::kSame;
   std::map<std::string, double> rate_deltas;      // counters ending in _per_s: (new-base)/|base|
   std::string base_disposition, new_disposition;  // empty when the side does not say
@@ -50,6 +54,8 @@ struct CompareRow {
   // The harness's timing fidelity: a side whose timing pass stalled (counter stalled) was re-timed;
   // its time may still carry the stall.
   bool base_stalled = false, new_stalled = false;
+  // Slower or faster on fewer than min_repetitions repetitions a side: not counted as a regression.
+  bool unconfirmed = false;
   std::string note;
   // A flagged row (slower or faster): the command that re-runs the case alone (analyses/repro.h;
   // empty when new's context names no binary), and which kernels changed where both sides have a
@@ -74,9 +80,11 @@ struct CompareResult {
   int stalled = 0;          // rows marked: either side's timing pass stalled
   int kernel_diffs = 0;     // flagged rows with a kernel diff
   int flagged = 0;          // rows slower or faster
+  int unconfirmed = 0;      // of those, on too few repetitions to count (min_repetitions)
+  size_t common = 0;        // benchmarks measured on both sides
   std::string kernels_recorded;  // new's context dlbench_kernels (on / off); empty: not said
   size_t not_compared = 0;  // benchmarks with a time in neither file
-  int exit_code = 0;        // 0, or 3 when a row is "slower"
+  int exit_code = 0;        // 0, or 3 when a row is "slower" and confirmed
 };
 CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& options);
 // `as_compare_py`: compare.py's own table on the same files, appended as a details section.

@@ -36,6 +36,26 @@ std::map<Key, double> PerRun(const KernelTable& t) {
   return out;
 }
 
+std::map<Key, double> LaunchesPerRun(const KernelTable& t) {
+  std::map<Key, double> out;
+  for (const KernelRow& r : t.rows) out[{r.name, r.kind}] += r.launches_per_run;
+  return out;
+}
+
+// Whether two launch counts differ (they are means over runs: a hair's difference is the same).
+bool LaunchesDiffer(double a, double b) {
+  return std::fabs(a - b) > 0.01 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+// A launch count, as a whole number where it is one.
+std::string Count(double v) {
+  return std::fabs(v - std::round(v)) < 1e-9 ? std::to_string(int64_t(std::llround(v)))
+                                             : FormatNumber(v, 3);
+}
+
+// "1 → 16".
+std::string Launches(double a, double b) { return Count(a) + " → " + Count(b); }
+
 const char* Sign(KernelChangeKind k) {
   switch (k) {
     case KernelChangeKind::kAppeared:
@@ -65,6 +85,7 @@ KernelDiff DiffKernels(const KernelTable& base, const KernelTable& now, double b
   KernelDiff d;
   d.case_delta_s = (new_ns - base_ns) * 1e-9;
   const std::map<Key, double> b = PerRun(base), n = PerRun(now);
+  const std::map<Key, double> bl = LaunchesPerRun(base), nl = LaunchesPerRun(now);
   std::map<Key, std::pair<double, double>> both;
   for (const auto& [k, v] : b) both[k].first = v;
   for (const auto& [k, v] : n) both[k].second = v;
@@ -75,6 +96,8 @@ KernelDiff DiffKernels(const KernelTable& base, const KernelTable& now, double b
     c.base_s = v.first;
     c.new_s = v.second;
     c.delta_s = c.new_s - c.base_s;
+    if (auto it = bl.find(k); it != bl.end()) c.base_launches = it->second;
+    if (auto it = nl.find(k); it != nl.end()) c.new_launches = it->second;
     const bool in_base = b.count(k) > 0, in_new = n.count(k) > 0;
     if (!in_base)
       c.change = KernelChangeKind::kAppeared;
@@ -104,6 +127,9 @@ std::string KernelDiffSummary(const KernelDiff& diff, size_t top) {
     if (shown++ == top) break;
     out += (out.empty() ? "" : ", ") + std::string(Sign(c.change)) + c.name;
     if (std::isfinite(c.of_case)) out += " " + FormatPercent(c.of_case, 0);
+    if (c.change != KernelChangeKind::kAppeared && c.change != KernelChangeKind::kVanished &&
+        LaunchesDiffer(c.base_launches, c.new_launches))
+      out += " (launches " + Launches(c.base_launches, c.new_launches) + ")";
   }
   if (out.empty()) out = "no kernel changed";
   if (std::isfinite(diff.explained))
@@ -120,6 +146,7 @@ Table KernelDiffTable(const KernelDiff& diff, const std::string& title, size_t t
                {"base / Run()", "base_s"},
                {"new / Run()", "new_s"},
                {"Δ / Run()", "delta_s"},
+               {"launches / Run()", "launches_per_run"},
                {"of the case's change", "of_case"}};
   size_t shown = 0;
   double rest = 0;
@@ -139,21 +166,31 @@ Table KernelDiffTable(const KernelDiff& diff, const std::string& title, size_t t
         c.change == KernelChangeKind::kAppeared ? Cell("-") : Cell(Seconds(c.base_s), c.base_s);
     Cell now =
         c.change == KernelChangeKind::kVanished ? Cell("-") : Cell(Seconds(c.new_s), c.new_s);
+    // Both sides' launches per Run() where the kernel is on both and they differ (a change stands
+    // out), else the one side's.
+    const bool on_both =
+        c.change != KernelChangeKind::kAppeared && c.change != KernelChangeKind::kVanished;
+    Cell launches(Count(c.change == KernelChangeKind::kVanished ? c.base_launches : c.new_launches),
+                  c.change == KernelChangeKind::kVanished ? c.base_launches : c.new_launches);
+    if (on_both && LaunchesDiffer(c.base_launches, c.new_launches)) {
+      launches = Cell(Launches(c.base_launches, c.new_launches), c.new_launches);
+      launches.With(c.new_launches > c.base_launches ? Tone::kBad : Tone::kGood);
+    }
     t.rows.push_back({Cell(c.name), Cell(c.kind), change, base, now,
-                      Cell(SignedSeconds(c.delta_s), c.delta_s),
+                      Cell(SignedSeconds(c.delta_s), c.delta_s), launches,
                       Cell(FormatPercent(c.of_case, 1), c.of_case)});
   }
   const double case_delta = diff.case_delta_s;
   auto share = [case_delta](double s) { return case_delta != 0 ? s / case_delta : kNaN; };
   if (rest_n)
     t.rows.push_back({Cell("(" + std::to_string(rest_n) + " more)"), Cell("-"), Cell("-"),
-                      Cell("-"), Cell("-"), Cell(SignedSeconds(rest), rest),
+                      Cell("-"), Cell("-"), Cell(SignedSeconds(rest), rest), Cell("-"),
                       Cell(FormatPercent(share(rest), 1), share(rest))});
   t.rows.push_back({Cell("all kernels"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
-                    Cell(SignedSeconds(diff.kernels_delta_s), diff.kernels_delta_s),
+                    Cell(SignedSeconds(diff.kernels_delta_s), diff.kernels_delta_s), Cell("-"),
                     Cell(FormatPercent(diff.explained, 1), diff.explained)});
   t.rows.push_back({Cell("the case"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
-                    Cell(SignedSeconds(case_delta), case_delta), Cell("100%")});
+                    Cell(SignedSeconds(case_delta), case_delta), Cell("-"), Cell("100%")});
   return t;
 }
 

@@ -18,6 +18,9 @@ struct KernelChange {
   std::string name, kind;  // kind: the table's (kernel, memcpy, memset, primitive)
   KernelChangeKind change = KernelChangeKind::kSame;
   double base_s = 0, new_s = 0;  // seconds per Run(): total_s / runs (0 where absent)
+  // Launches (executions) per Run() on each side (0 where absent): a kernel that now runs 16 times
+  // where it ran once says more than its time does.
+  double base_launches = 0, new_launches = 0;
   double delta_s = 0;            // new_s - base_s
   double of_case = 0;            // delta_s / the case's change in seconds per Run(); NaN if none
 };
@@ -38,8 +41,9 @@ inline constexpr double kKernelSame = 0.05;
 KernelDiff DiffKernels(const KernelTable& base, const KernelTable& now, double base_ns,
                        double new_ns);
 
-// "+a 61%, -b 30%, ↑c 9% (kernels: 98% of the change)": the `top` largest changes that are not
-// "same", each with its share of the case's change, for one cell of a table.
+// "+a 61%, -b 30%, ↑c 9% (launches 1 → 16) (kernels: 98% of the change)": the `top` largest
+// changes that are not "same", each with its share of the case's change and, where its launches
+// per Run() changed, both counts, for one cell of a table.
 std::string KernelDiffSummary(const KernelDiff& diff, size_t top = 3);
 // The diff as a table for the details under a flagged case: the `top` largest changes (not "same"),
 // then one row for the rest and one for the total.

@@ -85,7 +85,12 @@ std::string ReproCommand(const std::map<std::string, std::string>& context, std:
   std::vector<std::string> recorded;
   if (auto it = context.find(std::string(schema::kCtxCommand)); it != context.end())
     recorded = ShellSplit(it->second);
-  std::string binary = ContextValue(context, schema::kCtxExecutable);
+  // The recorded command's binary where it is absolute (the harness records it so), else Google
+  // Benchmark's executable (argv[0] as typed).
+  std::string binary;
+  if (!recorded.empty() && !recorded.front().empty() && recorded.front()[0] == '/')
+    binary = recorded.front();
+  if (binary.empty()) binary = ContextValue(context, schema::kCtxExecutable);
   if (binary.empty() && !recorded.empty()) binary = recorded.front();
   if (binary.empty()) return {};
   std::string out =

@@ -122,6 +122,7 @@ struct Entry {
   bool comparable = false;
   // Google Benchmark 1.6+; -1 when absent. compare.py sorts by them (sort_benchmark_results).
   double family_index = -1, per_family_instance_index = -1, repetition_index = -1;
+  double repetitions = -1;  // the run's --benchmark_repetitions; -1 when absent
   std::vector<std::pair<std::string, double>> counters;  // user counters, in file order
   std::string label;
   Status status = Status::kMeasured;

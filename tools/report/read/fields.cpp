@@ -36,7 +36,7 @@ Field Classify(const std::string& key) {
       {"rms", Field::kComplexity},
       {"family_index", Field::kFamilyIndex},
       {"per_family_instance_index", Field::kInstanceIndex},
-      {"repetitions", Field::kIgnoredNumber},
+      {"repetitions", Field::kRepetitions},
       {"repetition_index", Field::kRepetitionIndex},
       {"threads", Field::kIgnoredNumber},
       {"allocs_per_iter", Field::kIgnoredNumber},

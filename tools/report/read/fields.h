@@ -33,6 +33,7 @@ enum class Field {
   kFamilyIndex,
   kInstanceIndex,
   kRepetitionIndex,
+  kRepetitions,
   kResult,  // dlbench's object (fixtures/schema/schema.h)
 };
 

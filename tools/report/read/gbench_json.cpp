@@ -496,6 +496,9 @@ class Handler {
         case Field::kRepetitionIndex:
           raw_.e.repetition_index = v;
           return true;
+        case Field::kRepetitions:
+          raw_.e.repetitions = v;
+          return true;
         case Field::kResult:
           Fail(EntryPointer(), "expected an object, got a number");
         case Field::kCounter:

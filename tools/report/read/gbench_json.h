@@ -49,6 +49,12 @@ struct Bench {
   double Counter(std::string_view name) const;
   std::vector<std::string> CounterNames() const;
   size_t Repetitions() const { return real_ns.size(); }
+  // The repetitions behind the figures: the runs' own, else what an aggregate-only file's
+  // aggregates were computed over (their "repetitions"), else 0.
+  size_t RepetitionsBehind() const {
+    return real_ns.empty() ? aggregate_repetitions : real_ns.size();
+  }
+  size_t aggregate_repetitions = 0;
 };
 
 struct MergedRuns {

@@ -107,6 +107,8 @@ MergedRuns Merge(const std::vector<FileData>& files) {
         for (const auto& [k, v] : e.counters) b.counters[k].push_back(v);
       } else {
         b.aggregates[e.aggregate_name] = e.real_ns;
+        if (e.repetitions > 0)
+          b.aggregate_repetitions = std::max(b.aggregate_repetitions, size_t(e.repetitions));
         if (e.aggregate_name == gbench::kMedian ||
             (e.aggregate_name == gbench::kMean && !b.aggregates.count(gbench::kMedian)))
           for (const auto& [k, v] : e.counters) b.aggregate_counters[k] = v;

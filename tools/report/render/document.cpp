@@ -83,6 +83,34 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
+std::string HtmlInline(const std::string& md) {
+  // Code spans first (their contents stay as written), then **strong** outside them; a marker
+  // without its closing twin stays as it is.
+  std::string out;
+  size_t i = 0;
+  bool strong = false;
+  while (i < md.size()) {
+    if (md[i] == '`') {
+      const size_t end = md.find('`', i + 1);
+      if (end != std::string::npos) {
+        out += "<code>" + HtmlEscape(md.substr(i + 1, end - i - 1)) + "</code>";
+        i = end + 1;
+        continue;
+      }
+    }
+    if (md.compare(i, 2, "**") == 0 && (strong || md.find("**", i + 2) != std::string::npos)) {
+      out += strong ? "</strong>" : "<strong>";
+      strong = !strong;
+      i += 2;
+      continue;
+    }
+    out += HtmlEscape(std::string(1, md[i]));
+    ++i;
+  }
+  if (strong) out += "</strong>";
+  return out;
+}
+
 namespace {
 
 std::string MdEscape(const std::string& s) {
@@ -225,7 +253,7 @@ void HtmlSection(const Section& s, std::string* out) {
     *out += "<details><summary><h2>" + HtmlEscape(s.title) + "</h2></summary>\n";
   else
     *out += "<h2>" + HtmlEscape(s.title) + "</h2>\n";
-  for (const auto& n : s.notes) *out += "<p>" + HtmlEscape(n) + "</p>\n";
+  for (const auto& n : s.notes) *out += "<p>" + HtmlInline(n) + "</p>\n";
   for (const Table& t : s.tables) {
     if (!t.title.empty()) *out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
     std::vector<bool> right = RightAligned(t);
@@ -278,7 +306,7 @@ std::string RenderHtml(const Document& doc) {
          "details{margin:4px 0}summary{cursor:pointer}summary h2{display:inline;font-size:18px}\n"
          "</style></head><body>\n";
   out += "<h1>" + HtmlEscape(doc.title) + "</h1>\n";
-  for (const auto& n : doc.notes) out += "<p>" + HtmlEscape(n) + "</p>\n";
+  for (const auto& n : doc.notes) out += "<p>" + HtmlInline(n) + "</p>\n";
   bool in_details = false;
   for (const Section& s : doc.sections) {
     if (s.details && !in_details) {
