@@ -222,7 +222,12 @@ def render(report, exe, inputs, out, label):
 def check_page(label, dom, items, epochs, devices):
     first = first_screen(items)
     h2 = [v for k, v in first if k == "h2"]
-    check(h2[:1] == ["Findings"], "%s: the first section is %r, not Findings" % (label, h2[:1]))
+    # Problems first where there are any, then Findings.
+    lead = h2[1:2] if h2[:1] == ["Problems"] else h2[:1]
+    check(lead == ["Findings"], "%s: the first sections are %r, not [Problems,] Findings" % (label, h2[:2]))
+    check(h2[:1] != ["Problems"] or "<strong>" in dom,
+          "%s: the Problems block shows no emphasis element" % label)
+    check("**" not in dom, "%s: literal Markdown (**) in the HTML" % label)
     tables = [i for i, (k, _) in enumerate(first) if k == "table"]
     check(bool(tables), "%s: no table on the first screen" % label)
     findings = [i for i, (k, v) in enumerate(first) if (k, v) == ("h2", "Findings")]

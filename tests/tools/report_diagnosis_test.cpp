@@ -15,6 +15,7 @@
 #include "tests/tools/report_cases.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/problems.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/roofline.h"
@@ -382,6 +383,53 @@ TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
                           {"dlbench_command", "/work/build/bench_gemm --dlb_seed=2"}},
                          "a.b"),
             "/work/build/bench_gemm '--benchmark_filter=^a\\.b$' --dlb_seed=2");
+}
+
+// ---- Problems ----
+
+TEST(Problems, ThrottledAbove100MeasuredOnceAndMixedInputsAreSaidFirst) {
+  std::vector<Case> cases = {
+      Case{"gemm/gpu/cublaslt/square.8192/dt:bf16", 900,
+           {{"throttled", 1}, {"sm_clock_median_mhz", 1320}, {"pct_roofline", 158.7}}},
+      Case{"gemm/gpu/cublaslt/square.4096/dt:bf16", 200,
+           {{"throttled", 1}, {"sm_clock_median_mhz", 1530}, {"pct_peak", 80}}},
+      Case{"gemm/gpu/cublaslt/square.1024/dt:bf16", 10, {{"throttled", 0}}},
+      Case{"gemm/cpu/onednn/square.1024/dt:f32", 2000, {}, "", "", 0.001, 1}};
+  std::string json = CasesJson(cases, "NVIDIA H200", R"("gpu_max_sm_clock_mhz": "1980")");
+  // The throttled cases' labels name the reasons, as the monitor writes them.
+  const std::string label = R"("label": "cuBLASLt | clock 1320/1980 MHz, throttled: sw_power_cap", )";
+  for (size_t at = json.find("\"run_type\""); at != std::string::npos;
+       at = json.find("\"run_type\"", at + label.size() + 1))
+    json.insert(at, label);
+  const MergedRuns runs = Merge({ParseBenchmarkJson(json, "a.json")});
+  const ProblemsFound p = FindProblems(
+      runs, {{{"date", "2026-11-22T10:00:00"}, {"dlbench_git_revision", "aaa"}},
+             {{"date", "2026-11-27T09:00:00"}, {"dlbench_git_revision", "bbb"}},
+             {{"date", "2026-11-27T11:00:00"}, {"dlbench_git_revision", "bbb"}}});
+  EXPECT_EQ(p.throttled, 2);
+  EXPECT_EQ(p.monitored, 3);
+  EXPECT_EQ(p.throttle_reasons, std::vector<std::string>{"sw_power_cap"});
+  EXPECT_EQ(p.clock_low, 1320);
+  EXPECT_EQ(p.clock_high, 1530);
+  EXPECT_EQ(p.clock_max, 1980);
+  EXPECT_EQ(p.over_100, 1);
+  EXPECT_NEAR(p.over_100_max, 158.7, 1e-9);
+  EXPECT_EQ(p.once, 1);
+  EXPECT_EQ(p.mixed.at("dates"), (std::vector<std::string>{"2026-11-22", "2026-11-27"}));
+  EXPECT_EQ(p.mixed.at("revisions"), (std::vector<std::string>{"aaa", "bbb"}));
+  const auto s = ProblemsSection(p);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->title, "Problems");
+  ASSERT_EQ(s->notes.size(), 4u);
+  EXPECT_EQ(s->notes[0].rfind("**Throttled**: 2 of 3 monitored GPU cases ran throttled "
+                              "(sw_power_cap): median SM clock 1320-1530 MHz of 1980",
+                              0),
+            0u)
+      << s->notes[0];
+  // First in the report, and nothing when nothing applies.
+  EXPECT_EQ(FullReport(runs, {"a.json"}).sections.front().title, "Problems");
+  const MergedRuns clean = CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
+  EXPECT_FALSE(ProblemsSection(FindProblems(clean, {})).has_value());
 }
 
 // ---- history check ----

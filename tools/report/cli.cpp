@@ -377,7 +377,9 @@ int RunCompare(Args& a) {
 
 int RunReport(Args& a) {
   auto inputs = ReadInputs(a);
-  Document d = FullReport(Merge(std::move(inputs)), a.files);
+  std::vector<std::map<std::string, std::string>> contexts;
+  for (const FileData& f : inputs) contexts.push_back(f.context);
+  Document d = FullReport(Merge(std::move(inputs)), a.files, contexts);
   NoteSkipped(a, &d);
   if (a.out_dir.empty()) {
     Emit(d, a.out);

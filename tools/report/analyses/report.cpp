@@ -10,6 +10,7 @@
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/problems.h"
 #include "tools/report/analyses/roofline.h"
 #include "tools/report/analyses/speedup.h"
 #include "tools/report/analyses/summary.h"
@@ -146,9 +147,13 @@ Section OneCollapsedSection(std::vector<Section> sections) {
 
 }  // namespace
 
-Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs) {
+Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs,
+                    const std::vector<std::map<std::string, std::string>>& contexts) {
   Document d;
   d.title = "dlbench report";
+  // What a reader must know before trusting any figure: first, and only what applies.
+  if (auto problems = ProblemsSection(FindProblems(runs, contexts)))
+    d.sections.push_back(std::move(*problems));
   SummaryResult summary = ComputeSummary(runs);
   const Devices devices = DevicesOf(runs);
   if (auto m = MachineLine(runs.context, devices.gpu); !m.empty())

@@ -2,6 +2,7 @@
 // every other subcommand's sections as the details.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ Table NetworkFindings(const Overview& overview);
 // What the README's main job writes: the overview first (train results: the train sections in
 // place of the family's overview), then (collapsed in HTML) the summary, speedup, sweep and train
 // details, labels last.
-Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs);
+// `contexts`: each input file's context, for the Problems section's mixed inputs (empty: none
+// looked for).
+Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inputs,
+                    const std::vector<std::map<std::string, std::string>>& contexts = {});
 
 }  // namespace dlb::report

@@ -1,0 +1,171 @@
+#include "tools/report/analyses/problems.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "fixtures/schema/schema.h"
+
+namespace dlb::report {
+
+namespace {
+
+// The context fields whose differences between input files a reader must know: what was run,
+// where, and on which libraries. A date counts by its day.
+constexpr std::pair<std::string_view, std::string_view> kMixKeys[] = {
+    {schema::kCtxDate, "dates"},
+    {schema::kCtxGitRevision, "revisions"},
+    {schema::kCtxHostName, "hosts"},
+    {schema::kCtxTier, "tiers"},
+    {schema::kCtxGpuName, "GPUs"},
+    {schema::kCtxGpuDriver, "drivers"},
+    {schema::kCtxCudnnVersion, "cuDNN versions"},
+    {schema::kCtxCublasVersion, "cuBLAS versions"},
+    {schema::kCtxNcclVersion, "NCCL versions"},
+    {schema::kCtxTorchVersion, "LibTorch versions"},
+};
+
+// "sw_power_cap, hw_slowdown" from a label's "throttled: sw_power_cap, hw_slowdown".
+void ReasonsOf(const std::string& label, std::set<std::string>* out) {
+  const std::string key = "throttled: ";
+  const size_t at = label.find(key);
+  if (at == std::string::npos) return;
+  std::string rest = label.substr(at + key.size());
+  rest = rest.substr(0, rest.find_first_of("|;"));
+  size_t from = 0;
+  while (from < rest.size()) {
+    size_t comma = rest.find(',', from);
+    std::string word =
+        rest.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    if (!word.empty()) out->insert(word);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+}
+
+std::string Names(const std::vector<std::string>& names, size_t shown = 8) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < shown; ++i)
+    out += (i ? ", " : "") + std::string("`") + names[i] + "`";
+  if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+}  // namespace
+
+ProblemsFound FindProblems(const MergedRuns& runs,
+                           const std::vector<std::map<std::string, std::string>>& contexts) {
+  ProblemsFound p;
+  std::set<std::string> reasons;
+  double max_clock = 0;
+  if (auto it = runs.context.find(std::string(schema::kCtxGpuMaxSmClock)); it != runs.context.end())
+    max_clock = std::atof(it->second.c_str());
+  for (const Bench& b : runs.benches) {
+    if (b.status == Status::kFailed) p.failed.push_back(b.name);
+    if (!b.measured()) continue;
+    ++p.measured;
+    if (b.verification.doubtful()) p.doubtful.push_back(b.name);
+    if (b.RepetitionsBehind() < 2) ++p.once;
+    if (auto it = b.counters.find(schema::kThrottled); it != b.counters.end()) {
+      ++p.monitored;
+      if (std::any_of(it->second.begin(), it->second.end(), [](double v) { return v > 0; })) {
+        ++p.throttled;
+        ReasonsOf(b.label, &reasons);
+        const double clock = b.Counter(schema::kSmClockMedianMhz);
+        if (std::isfinite(clock) && clock > 0) {
+          p.clock_low = p.clock_low > 0 ? std::min(p.clock_low, clock) : clock;
+          p.clock_high = std::max(p.clock_high, clock);
+        }
+        const double top = b.Counter(schema::kSmClockMaxMhz);
+        if (std::isfinite(top)) max_clock = std::max(max_clock, top);
+      }
+    }
+    for (std::string_view c : {schema::kPctPeak, schema::kPctRoofline}) {
+      const double v = b.Counter(c);
+      if (!std::isfinite(v) || v <= 100) continue;
+      ++p.over_100;
+      if (v > p.over_100_max) {
+        p.over_100_max = v;
+        p.over_100_case = b.name;
+        p.over_100_counter = std::string(c);
+      }
+    }
+  }
+  p.throttle_reasons.assign(reasons.begin(), reasons.end());
+  p.clock_max = max_clock;
+  if (contexts.size() > 1)
+    for (const auto& [key, what] : kMixKeys) {
+      std::set<std::string> seen;
+      for (const auto& ctx : contexts) {
+        auto it = ctx.find(std::string(key));
+        if (it == ctx.end() || it->second.empty()) continue;
+        seen.insert(key == schema::kCtxDate ? it->second.substr(0, 10) : it->second);
+      }
+      if (seen.size() > 1) p.mixed[std::string(what)].assign(seen.begin(), seen.end());
+    }
+  return p;
+}
+
+std::optional<Section> ProblemsSection(const ProblemsFound& p) {
+  if (!p.any()) return std::nullopt;
+  Section s;
+  s.title = "Problems";
+  if (p.throttled > 0) {
+    std::string line = "**Throttled**: " + std::to_string(p.throttled) + " of " +
+                       std::to_string(p.monitored) + " monitored GPU cases ran throttled";
+    if (!p.throttle_reasons.empty()) {
+      line += " (";
+      for (size_t i = 0; i < p.throttle_reasons.size(); ++i)
+        line += (i ? ", " : "") + p.throttle_reasons[i];
+      line += ")";
+    }
+    if (p.clock_high > 0) {
+      line += ": median SM clock " + FormatNumber(p.clock_low, 4) +
+              (p.clock_high > p.clock_low ? "-" + FormatNumber(p.clock_high, 4) : "") + " MHz";
+      if (p.clock_max > 0) line += " of " + FormatNumber(p.clock_max, 4);
+    }
+    line += "; their rates are below what the GPU reaches at its full clock (column `clock`).";
+    s.notes.push_back(line);
+  }
+  if (p.over_100 > 0)
+    s.notes.push_back("**Above 100%**: " + std::to_string(p.over_100) +
+                      " value(s) of `pct_peak` or `pct_roofline` exceed 100% (up to " +
+                      FormatNumber(p.over_100_max, 4) + "% `" + p.over_100_counter + "`, `" +
+                      p.over_100_case +
+                      "`): the peak or roof they are measured against is below what the case "
+                      "reached (a spec peak at a clock the GPU exceeded, or a measured peak from a "
+                      "shorter run); read them as at the limit, not beyond it.");
+  if (!p.failed.empty())
+    s.notes.push_back("**Failed**: " + std::to_string(p.failed.size()) +
+                      " case(s): " + Names(p.failed) + " (table \"Not measured\").");
+  if (!p.doubtful.empty())
+    s.notes.push_back("**Not verified or mistrusted**: " + std::to_string(p.doubtful.size()) +
+                      " case(s) whose result did not pass its check: " + Names(p.doubtful) +
+                      "; their figures may not be speed.");
+  if (p.once > 0)
+    s.notes.push_back("**Measured once**: " + std::to_string(p.once) + " of " +
+                      std::to_string(p.measured) +
+                      " cases have one repetition behind their figures, so no spread: a verdict "
+                      "on them (best batch size, a change against another run) rests on a single "
+                      "run (`--benchmark_repetitions`).");
+  if (!p.mixed.empty()) {
+    std::string line = "**Mixed inputs**: the files span ";
+    bool first = true;
+    for (const auto& [what, values] : p.mixed) {
+      line += (first ? "" : "; ") + std::to_string(values.size()) + " " + what + " (";
+      for (size_t i = 0; i < values.size() && i < 4; ++i) line += (i ? ", " : "") + values[i];
+      if (values.size() > 4) line += ", ...";
+      line += ")";
+      first = false;
+    }
+    line +=
+        ": the header's machine line is the first file's, and figures side by side may differ "
+        "by more than the code.";
+    s.notes.push_back(line);
+  }
+  return s;
+}
+
+}  // namespace dlb::report

@@ -1,0 +1,44 @@
+// The report's first section, Problems: what a reader must know before trusting a figure, and only
+// what applies. Throttled GPU cases (the clock against its maximum, the reasons, how many cases),
+// values above 100% of a peak or roof, failed and mistrusted cases by name, figures measured once,
+// and inputs mixed across dates, revisions, hosts, tiers or library versions.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/document.h"
+
+namespace dlb::report {
+
+struct ProblemsFound {
+  // Throttled: cases with the counter throttled in any repetition, of the cases with a monitor.
+  int throttled = 0, monitored = 0;
+  std::vector<std::string> throttle_reasons;            // as the labels name them ("sw_power_cap")
+  double clock_low = 0, clock_high = 0, clock_max = 0;  // median SM clocks of the throttled; max
+  // Values of pct_peak / pct_roofline above 100.
+  int over_100 = 0;
+  double over_100_max = 0;
+  std::string over_100_case, over_100_counter;
+  std::vector<std::string> failed, doubtful;  // case names
+  int measured = 0, once = 0;                 // measured cases; of them, measured once
+  // Context values that differ between the input files: key -> the distinct values, sorted.
+  std::map<std::string, std::vector<std::string>> mixed;
+
+  bool any() const {
+    return throttled > 0 || over_100 > 0 || !failed.empty() || !doubtful.empty() || once > 0 ||
+           !mixed.empty();
+  }
+};
+
+// `contexts`: each input file's context (empty: the runs' merged context only, no mix to find).
+ProblemsFound FindProblems(const MergedRuns& runs,
+                           const std::vector<std::map<std::string, std::string>>& contexts);
+
+// The section ("Problems"), or nullopt when nothing applies.
+std::optional<Section> ProblemsSection(const ProblemsFound& p);
+
+}  // namespace dlb::report
