@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
@@ -34,12 +35,24 @@ std::string CurveName(const BenchName& n) {
 
 // "bs 256 · 50.8 k images/s" at a case: the best batch size of a device, by throughput; a
 // transformer step's in tokens/s.
-Cell BestBsCell(const std::optional<TrainCase>& c) {
+// `sizes`: the batch sizes measured on that curve; a "best" of one measured size says so.
+Cell BestBsCell(const std::optional<TrainCase>& c, size_t sizes) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
+  const std::string only = sizes == 1 ? " (the only size measured)" : "";
   if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
-    return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s"), c->bs);
+    return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s") + only,
+                c->bs);
   double per_s = c->bs / c->step_ns * 1e9;
-  return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(per_s, "images/s"), c->bs);
+  return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(per_s, "images/s") + only, c->bs);
+}
+
+// The batch sizes measured on the curve `c` lies on (its configuration but the batch size).
+size_t SizesMeasured(const TrainResult& train, const std::optional<TrainCase>& c) {
+  if (!c) return 0;
+  std::set<double> sizes;
+  for (const TrainCase& t : train.cases)
+    if (t.curve == c->curve) sizes.insert(t.bs);
+  return sizes.size();
 }
 
 Cell EpochCell(const std::optional<TrainCase>& c) {
@@ -68,7 +81,9 @@ Table EpochTable(const TrainResult& train) {
     if (!e.cpu && !e.gpu) continue;
     bool doubtful = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
     t.rows.push_back({Cell(e.model), EpochCell(e.cpu), EpochCell(e.gpu),
-                      SpeedupCell(e.speedup, doubtful), BestBsCell(e.cpu), BestBsCell(e.gpu)});
+                      SpeedupCell(e.speedup, doubtful),
+                      BestBsCell(e.cpu, SizesMeasured(train, e.cpu)),
+                      BestBsCell(e.gpu, SizesMeasured(train, e.gpu))});
   }
   DropEmptyColumns(&t);
   return t;
