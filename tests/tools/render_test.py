@@ -79,14 +79,15 @@ def format_duration(s):
 
 
 def best_epochs(files):
-    """Per model and device the shortest epoch_s of a training step on one GPU or the CPU, fed by
-    no loader: the median over every repetition of a name, across files."""
+    """Per model and device the shortest epoch_s of a dlbench training step (not the PyTorch
+    peer's, backend pytorch) on one GPU or the CPU, fed by no loader: the median over every
+    repetition of a name, across files."""
     samples, model_of = {}, {}
     for f in files:
         for b in json.loads(pathlib.Path(f).read_text())["benchmarks"]:
             name = b["name"]
             parts = name.split("/")
-            if parts[0] != "train" or b.get("run_type") == "aggregate":
+            if parts[0] != "train" or b.get("run_type") == "aggregate" or parts[2] == "pytorch":
                 continue
             if b.get("error_occurred") or b.get("skipped") or "epoch_s" not in b:
                 continue

@@ -59,6 +59,22 @@ TEST(Transformer, TheFastestStepPerDeviceLeadsWithTokensAndMfu) {
   EXPECT_NE(md.find("bs 16 · 349 k tokens/s"), std::string::npos) << md;
 }
 
+// The PyTorch peer's step (backend pytorch), even when faster, stands beside dlbench's as the
+// peer: never dlbench's fastest configuration, nor the model's best epoch.
+TEST(Transformer, APeersStepIsShownAsThePeerNeverAsTheBest) {
+  Case peer = Gpt2("gpu", 16, "1", 45000, 44.6);
+  peer.name.replace(peer.name.find("/libtorch/"), 10, "/pytorch/");
+  MergedRuns m = Runs({Gpt2("gpu", 16, "1", 47000, 42.7), peer});
+  std::vector<TokenStep> steps = TokenSteps(m);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].config, "libtorch bs:16/dt:amp_bf16/graph:1/seq:1024");
+  EXPECT_EQ(steps[1].config, "peer: pytorch bs:16/dt:amp_bf16/graph:1/seq:1024");
+  const TrainResult train = ComputeTrain(m);
+  ASSERT_EQ(train.epochs.size(), 1u);
+  ASSERT_TRUE(train.epochs[0].gpu.has_value());
+  EXPECT_EQ(train.epochs[0].gpu->backend, "libtorch");
+}
+
 TEST(Transformer, StepsWithoutTokensGiveNoTokenTable) {
   MergedRuns m =
       Runs({{"train/gpu/libtorch/resnet18_cifar/bs:16/dt:f32/fmt:nchw/pass:train/graph:1",

@@ -181,9 +181,12 @@ void AddModel(const std::string& model, const std::map<std::string, const SweepC
   auto faster = [](const TrainCase& a, const TrainCase& b) {
     return PerImageNs(a) < PerImageNs(b);
   };
+  // dlbench's own configurations: a peer's step (backend pytorch, tools/peers) is compared in the
+  // backend pairs, never picked as the model's best or same configuration.
   auto same_config = [](const TrainCase& c) {
-    return Training(c) && c.dt == kF32 && (c.fmt.empty() || c.fmt == kNchw) &&
-           (c.graph.empty() || c.graph == kEager) && std::isfinite(c.epoch_s);
+    return Training(c) && c.backend != kPytorch && c.dt == kF32 &&
+           (c.fmt.empty() || c.fmt == kNchw) && (c.graph.empty() || c.graph == kEager) &&
+           std::isfinite(c.epoch_s);
   };
   std::map<std::string, std::vector<const TrainCase*>> on;  // by device
   for (const TrainCase& c : out.cases)
@@ -194,7 +197,9 @@ void AddModel(const std::string& model, const std::map<std::string, const SweepC
   for (const auto& [device, cases] : on)
     for (const TrainCase* c : cases)
       if (!std::isfinite(e.epoch_items)) e.epoch_items = c->epoch_items;
-  auto has_epoch = [](const TrainCase& c) { return Training(c) && std::isfinite(c.epoch_s); };
+  auto has_epoch = [](const TrainCase& c) {
+    return Training(c) && c.backend != kPytorch && std::isfinite(c.epoch_s);
+  };
   e.cpu = Pick(on["cpu"], has_epoch, shorter_epoch);
   e.gpu = Pick(on["gpu"], has_epoch, shorter_epoch);
   e.speedup = e.cpu && e.gpu ? e.cpu->epoch_s / e.gpu->epoch_s : kNaN;

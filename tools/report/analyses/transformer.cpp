@@ -27,6 +27,9 @@ const std::vector<std::string>& DtypeOrder() {
   return order;
 }
 
+// The backend the PyTorch peer's entries carry (tools/peers/pytorch).
+constexpr std::string_view kPeerBackend = "pytorch";
+
 }  // namespace
 
 std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
@@ -44,7 +47,10 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     s.model = b.network.empty() ? n.workload : b.network;
     s.device = n.device;
     s.name = b.name;
-    s.config = n.backend + " " + KeysExcept(n, {key::kPass});
+    // A peer's step (tools/peers: backend pytorch) is shown beside dlbench's as the peer, never
+    // as dlbench's fastest configuration.
+    const bool peer = n.backend == kPeerBackend;
+    s.config = (peer ? "peer: " : "") + n.backend + " " + KeysExcept(n, {key::kPass});
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
@@ -55,7 +61,7 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
       s.epoch_s = Finite(b.Counter(schema::kEpochItems) / bs * b.MedianNs() * 1e-9);
     s.peak_mem_bytes = Finite(b.Counter(schema::kPeakMemBytes));
     s.doubtful = b.verification.doubtful();
-    const std::string key = s.model + "|" + s.device;
+    const std::string key = s.model + "|" + s.device + (peer ? "|peer" : "");
     auto it = best.find(key);
     if (it == best.end()) {
       order.push_back(key);
@@ -67,12 +73,12 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
   // Model by model as they came, the CPU before the GPU.
   std::vector<std::string> models;
   for (const std::string& key : order) {
-    std::string model = key.substr(0, key.rfind('|'));
+    std::string model = key.substr(0, key.find('|'));
     if (std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
   }
   std::vector<TokenStep> out;
   for (const std::string& model : models)
-    for (const char* device : {"|cpu", "|gpu"})
+    for (const char* device : {"|cpu", "|cpu|peer", "|gpu", "|gpu|peer"})
       if (auto it = best.find(model + device); it != best.end()) out.push_back(it->second);
   return out;
 }
