@@ -112,6 +112,22 @@ TEST(Roofline, OneChartPerDeviceOnePointPerCaseOneRoofPerPeak) {
     for (auto [x, y] : s.points) ridge |= std::fabs(x - 800.0 / 3) < 1e-9 && y == 800e12;
   EXPECT_TRUE(ridge);
   EXPECT_EQ(Count(RenderSvg(RooflineChart(r, "cpu", "CPU")), "<circle"), 1u);
+  // The axes say they are logarithmic.
+  EXPECT_NE(gpu.x_label.find("log scale"), std::string::npos);
+  EXPECT_NE(gpu.y_label.find("log scale"), std::string::npos);
+}
+
+// Peaks of one dtype that differ by a hair (two files' measured peaks) are one roof, its highest,
+// never the same label twice.
+TEST(Roofline, OneRoofPerDtype) {
+  std::vector<Case> cases = {
+      RoofCase("gemm/gpu/cublaslt/square.4096/dt:f32", 1365, 45e12, 50.7e12, 3e12),
+      RoofCase("gemm/gpu/cublaslt/square.2048/dt:f32", 680, 44e12, 50.72e12, 3e12),
+      RoofCase("gemm/gpu/cublaslt/square.4096/dt:bf16", 1365, 600e12, 800e12, 3e12)};
+  Chart gpu = RooflineChart(ComputeRoofline(CasesRuns(cases, "NVIDIA H100")), "gpu", "GPU");
+  const std::string svg = RenderSvg(gpu);
+  EXPECT_EQ(Count(svg, "<polyline"), 2u) << svg;
+  EXPECT_EQ(Count(svg, "roof f32 50.7 T"), 1u) << svg;
 }
 
 TEST(Roofline, TheReportDrawsItAfterTheFirstScreenAndListsItInEveryFormat) {
@@ -389,23 +405,26 @@ TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
 
 TEST(Problems, ThrottledAbove100MeasuredOnceAndMixedInputsAreSaidFirst) {
   std::vector<Case> cases = {
-      Case{"gemm/gpu/cublaslt/square.8192/dt:bf16", 900,
+      Case{"gemm/gpu/cublaslt/square.8192/dt:bf16",
+           900,
            {{"throttled", 1}, {"sm_clock_median_mhz", 1320}, {"pct_roofline", 158.7}}},
-      Case{"gemm/gpu/cublaslt/square.4096/dt:bf16", 200,
+      Case{"gemm/gpu/cublaslt/square.4096/dt:bf16",
+           200,
            {{"throttled", 1}, {"sm_clock_median_mhz", 1530}, {"pct_peak", 80}}},
       Case{"gemm/gpu/cublaslt/square.1024/dt:bf16", 10, {{"throttled", 0}}},
       Case{"gemm/cpu/onednn/square.1024/dt:f32", 2000, {}, "", "", 0.001, 1}};
   std::string json = CasesJson(cases, "NVIDIA H200", R"("gpu_max_sm_clock_mhz": "1980")");
   // The throttled cases' labels name the reasons, as the monitor writes them.
-  const std::string label = R"("label": "cuBLASLt | clock 1320/1980 MHz, throttled: sw_power_cap", )";
+  const std::string label =
+      R"("label": "cuBLASLt | clock 1320/1980 MHz, throttled: sw_power_cap", )";
   for (size_t at = json.find("\"run_type\""); at != std::string::npos;
        at = json.find("\"run_type\"", at + label.size() + 1))
     json.insert(at, label);
   const MergedRuns runs = Merge({ParseBenchmarkJson(json, "a.json")});
-  const ProblemsFound p = FindProblems(
-      runs, {{{"date", "2026-11-22T10:00:00"}, {"dlbench_git_revision", "aaa"}},
-             {{"date", "2026-11-27T09:00:00"}, {"dlbench_git_revision", "bbb"}},
-             {{"date", "2026-11-27T11:00:00"}, {"dlbench_git_revision", "bbb"}}});
+  const ProblemsFound p =
+      FindProblems(runs, {{{"date", "2026-11-22T10:00:00"}, {"dlbench_git_revision", "aaa"}},
+                          {{"date", "2026-11-27T09:00:00"}, {"dlbench_git_revision", "bbb"}},
+                          {{"date", "2026-11-27T11:00:00"}, {"dlbench_git_revision", "bbb"}}});
   EXPECT_EQ(p.throttled, 2);
   EXPECT_EQ(p.monitored, 3);
   EXPECT_EQ(p.throttle_reasons, std::vector<std::string>{"sw_power_cap"});

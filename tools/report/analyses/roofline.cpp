@@ -73,16 +73,17 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
                     const std::string& device_name) {
   Chart c;
   c.title = "Roofline: " + device_name;
-  c.x_label = "arithmetic intensity (FLOP per byte)";
-  c.y_label = "FLOP/s";
+  c.x_label = "arithmetic intensity (FLOP per byte, log scale)";
+  c.y_label = "FLOP/s (log scale)";
   c.log_x = c.log_y = true;
   c.width = 860;
   std::vector<std::string> families;
   std::map<std::string, Series> by_family;
   double lo = INFINITY, hi = 0;
-  // Roofs: one per compute peak, named by the dtypes that share it, with the first bandwidth.
-  std::vector<std::pair<double, double>> roofs;  // peak, bandwidth
-  std::map<double, std::vector<std::string>> roof_dts;
+  // Roofs: one per dtype (its highest peak, with that case's bandwidth); dtypes whose peaks read
+  // the same are one roof, named by them all.
+  std::vector<std::string> dt_order;
+  std::map<std::string, std::pair<double, double>> dt_roof;  // dtype -> peak, bandwidth
   for (const RooflinePoint& p : r.points) {
     if (p.device != device) continue;
     auto [it, inserted] = by_family.emplace(p.family, Series());
@@ -95,10 +96,21 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
     lo = std::min(lo, p.intensity);
     hi = std::max(hi, p.intensity);
     if (!Positive(p.compute_peak) || !Positive(p.mem_bw)) continue;
-    if (!roof_dts.count(p.compute_peak)) roofs.emplace_back(p.compute_peak, p.mem_bw);
-    auto& dts = roof_dts[p.compute_peak];
     const std::string dt = p.dt.empty() ? std::string("?") : p.dt;
-    if (std::find(dts.begin(), dts.end(), dt) == dts.end()) dts.push_back(dt);
+    auto [at, fresh] = dt_roof.emplace(dt, std::make_pair(p.compute_peak, p.mem_bw));
+    if (fresh)
+      dt_order.push_back(dt);
+    else if (p.compute_peak > at->second.first)
+      at->second = {p.compute_peak, p.mem_bw};
+  }
+  std::vector<std::pair<double, double>> roofs;  // peak, bandwidth
+  std::map<double, std::vector<std::string>> roof_dts;
+  std::map<std::string, double> peak_of_label;  // "800 T" -> the first peak that reads so
+  for (const std::string& dt : dt_order) {
+    auto [peak, bw] = dt_roof[dt];
+    auto [at, fresh] = peak_of_label.emplace(FormatRate(peak), peak);
+    if (fresh) roofs.emplace_back(peak, bw);
+    roof_dts[at->second].push_back(dt);
   }
   for (size_t i = 0; i < families.size(); ++i) {
     Series s = std::move(by_family[families[i]]);
