@@ -2,6 +2,7 @@
 // attention family's FLOP/s over sequence length, and GEMM dtypes side by side.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,23 @@ TEST(Transformer, APeersStepIsShownAsThePeerNeverAsTheBest) {
   ASSERT_EQ(train.epochs.size(), 1u);
   ASSERT_TRUE(train.epochs[0].gpu.has_value());
   EXPECT_EQ(train.epochs[0].gpu->backend, "libtorch");
+}
+
+// The MFU's peak is named beside it: the dtype's spec peak at the maximum clock, from the context.
+TEST(Transformer, TheMfusPeakIsNamedBesideIt) {
+  const std::map<std::string, std::string> ctx = {
+      {"gpu_peak_spec",
+       "f32 peak 66.9 TFLOP/s = 132 SMs x 1980 MHz x 256 flop/clk/SM (sm_90 f32); bf16 peak 1070.5 "
+       "TFLOP/s = 132 SMs x 1980 MHz x 4096 flop/clk/SM (sm_90 bf16)"}};
+  EXPECT_EQ(GpuPeakOf(ctx, "amp_bf16"), "1070.5 TFLOP/s (132 SMs x 1980 MHz)");
+  EXPECT_EQ(GpuPeakOf(ctx, "f32"), "66.9 TFLOP/s (132 SMs x 1980 MHz)");
+  EXPECT_EQ(GpuPeakOf(ctx, "fp8"), "");
+  EXPECT_EQ(GpuPeakOf({}, "bf16"), "");
+  MergedRuns m = Runs({Gpt2("gpu", 16, "1", 47000, 42.7)});
+  const Table t = TokenTable(TokenSteps(m), ctx);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.columns[5].title, "MFU's peak (spec, at the maximum clock)");
+  EXPECT_EQ(t.rows[0][5].text, "1070.5 TFLOP/s (132 SMs x 1980 MHz)");
 }
 
 TEST(Transformer, StepsWithoutTokensGiveNoTokenTable) {

@@ -345,7 +345,8 @@ Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const 
   s.title = "Findings";
   if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
   if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
-  if (Table t = TokenTable(TokenSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = TokenTable(TokenSteps(runs), runs.context); !t.rows.empty())
+    s.tables.push_back(std::move(t));
   if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = ScalingTable(scaling); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (!networks.rows.empty()) s.tables.push_back(std::move(networks));

@@ -51,6 +51,7 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     // as dlbench's fastest configuration.
     const bool peer = n.backend == kPeerBackend;
     s.config = (peer ? "peer: " : "") + n.backend + " " + KeysExcept(n, {key::kPass});
+    s.dt = n.Get(key::kDType);
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
@@ -83,7 +84,33 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
   return out;
 }
 
-Table TokenTable(const std::vector<TokenStep>& steps) {
+std::string GpuPeakOf(const std::map<std::string, std::string>& context, std::string dtype) {
+  auto it = context.find(std::string(schema::kCtxGpuPeakSpec));
+  if (it == context.end()) return "";
+  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
+  // "...; bf16 peak 1070.5 TFLOP/s = 132 SMs x 1980 MHz x 4096 flop/clk/SM (sm_90 bf16); ..."
+  const std::string& spec = it->second;
+  const std::string head = dtype + " peak ";
+  for (size_t at = 0; at < spec.size();) {
+    size_t end = spec.find("; ", at);
+    if (end == std::string::npos) end = spec.size();
+    const std::string part = spec.substr(at, end - at);
+    at = end + 2;
+    if (part.rfind(head, 0) != 0) continue;
+    const std::string rest = part.substr(head.size());  // "1070.5 TFLOP/s = 132 SMs x 1980 ..."
+    const size_t eq = rest.find(" = ");
+    if (eq == std::string::npos) return rest;
+    std::string how = rest.substr(eq + 3);
+    // "132 SMs x 1980 MHz" of "132 SMs x 1980 MHz x 4096 flop/clk/SM (...)".
+    const size_t mhz = how.find(" MHz");
+    if (mhz != std::string::npos) how = how.substr(0, mhz + 4);
+    return rest.substr(0, eq) + " (" + how + ")";
+  }
+  return "";
+}
+
+Table TokenTable(const std::vector<TokenStep>& steps,
+                 const std::map<std::string, std::string>& context) {
   Table t;
   t.title =
       "Transformer training: tokens/s and MFU at each device's fastest configuration (MFU: the "
@@ -94,6 +121,7 @@ Table TokenTable(const std::vector<TokenStep>& steps) {
                {"configuration", "config"},
                {"tokens/s", std::string(schema::kTokensPerS)},
                {"MFU", std::string(schema::kMfu)},
+               {"MFU's peak (spec, at the maximum clock)", "mfu_peak"},
                {"epoch", std::string(schema::kEpochS)},
                {"peak memory", std::string(schema::kPeakMemBytes)}};
   for (const TokenStep& s : steps) {
@@ -102,6 +130,9 @@ Table TokenTable(const std::vector<TokenStep>& steps) {
     t.rows.push_back(
         {Cell(s.model), Cell(s.device == "cpu" ? "CPU" : "GPU"), Cell(s.config), tokens,
          std::isfinite(s.mfu) ? Cell(FormatNumber(s.mfu, 3) + "%", s.mfu) : Cell("-"),
+         Cell(s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
+                  ? GpuPeakOf(context, s.dt)
+                  : std::string("-")),
          std::isfinite(s.epoch_s) ? Cell(FormatDuration(s.epoch_s), s.epoch_s) : Cell("-"),
          std::isfinite(s.peak_mem_bytes) ? Cell(FormatBytes(s.peak_mem_bytes), s.peak_mem_bytes)
                                          : Cell("-")});

@@ -2,6 +2,7 @@
 // attention family's FLOP/s over sequence length, and the GEMM family's dtypes side by side.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ inline constexpr std::string_view kGemmFamily = "gemm";
 // tokens/s.
 struct TokenStep {
   std::string model, device, name, config;  // config: backend and the keys but pass
+  std::string dt;                           // the name's dtype key ("amp_bf16")
   double tokens_per_s = 0;
   double mfu = 0;             // %; NaN where the case has none
   double epoch_s = 0;         // NaN where the case has none
@@ -24,8 +26,13 @@ struct TokenStep {
   bool doubtful = false;
 };
 std::vector<TokenStep> TokenSteps(const MergedRuns& runs);
-// "Transformer training: ..." with a row per TokenStep; no rows when there is none.
-Table TokenTable(const std::vector<TokenStep>& steps);
+// "Transformer training: ..." with a row per TokenStep; no rows when there is none. `context`: the
+// run's, whose gpu_peak_spec names the peak each GPU row's MFU is measured against.
+Table TokenTable(const std::vector<TokenStep>& steps,
+                 const std::map<std::string, std::string>& context = {});
+// "1070.5 TFLOP/s (132 SMs x 1980 MHz)": the spec peak of `dtype` ("amp_" taken off) as the
+// context's gpu_peak_spec states it; "" when it does not.
+std::string GpuPeakOf(const std::map<std::string, std::string>& context, std::string dtype);
 
 // FLOP/s of attention over sequence length: a chart per device, backend, dtype and pass, a line
 // per model (and causal where both occur), from the flop_per_s counter.
