@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kernels/common/error.h"
@@ -29,6 +30,39 @@ class Single final : public Launch {
 };
 
 }  // namespace
+
+double StarLaunch::Max(double v) {
+  double m = v;
+  for (const std::string& s : Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v),
+                                       "an agreement on the slowest span (Max)")) {
+    double x = 0;
+    std::memcpy(&x, s.data(), sizeof x);
+    m = std::max(m, x);
+  }
+  return m;
+}
+
+bool StarLaunch::Same(uint64_t v) {
+  const std::string mine(reinterpret_cast<const char*>(&v), sizeof v);
+  for (const std::string& s :
+       Exchange(mine, "the check that every process is at the same case (Same)"))
+    if (s != mine) return false;
+  return true;
+}
+
+void StarLaunch::Broadcast(void* data, size_t bytes) {
+  const std::vector<std::string> all =
+      Exchange(rank() == 0 ? std::string(static_cast<const char*>(data), bytes) : "",
+               "a broadcast from rank 0");
+  if (all.front().size() != bytes)
+    throw Error(transport() + ": rank 0 broadcast " + std::to_string(all.front().size()) +
+                " bytes, this rank expected " + std::to_string(bytes));
+  if (rank() != 0) std::memcpy(data, all.front().data(), bytes);
+}
+
+std::vector<std::string> StarLaunch::AllGather(const std::string& mine) {
+  return Exchange(mine, "a gather of every process's words (AllGather)");
+}
 
 int LauncherProcesses(const std::function<const char*(const char*)>& getenv) {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS",

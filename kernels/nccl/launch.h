@@ -20,6 +20,25 @@ namespace dlb::nccl {
 // data-parallel step use it through that interface); this type names the launches made here.
 class Launch : public ProcessGroup {};
 
+// A launch of several processes whose agreements are one star exchange at rank 0: every rank's
+// text to rank 0, then every text to every rank, each wait bounded by the group's timeout (MPI and
+// the TCP rendezvous). Max, Same, Broadcast and AllGather are built on it here once.
+class StarLaunch : public Launch {
+ public:
+  double Max(double v) final;
+  bool Same(uint64_t v) final;
+  void Broadcast(void* data, size_t bytes) final;
+  std::vector<std::string> AllGather(const std::string& mine) final;
+
+ protected:
+  // Every rank's `mine`, in rank order, on every rank; `what` names the agreement in the line of a
+  // rank that stopped answering. Breaks the group (ProcessGroup::Break) on a timeout or a gone
+  // rank.
+  virtual std::vector<std::string> Exchange(const std::string& mine, const std::string& what) = 0;
+  // "MPI", "TCP rendezvous": the transport, named in the errors.
+  virtual std::string transport() const = 0;
+};
+
 // The launch of this process:
 //   - torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the TCP rendezvous;
 //   - an MPI launcher (mpirun, srun, Hydra) and a build with MPI: MPI (MPI_Init, then

@@ -61,7 +61,7 @@ class MpiComm {
   MPI_Comm c_ = MPI_COMM_NULL;
 };
 
-class MpiLaunch final : public Launch {
+class MpiLaunch final : public StarLaunch {
  public:
   MpiLaunch() {
     DLB_CHECK(Mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_)));
@@ -97,38 +97,6 @@ class MpiLaunch final : public Launch {
            (hosts_ == 1 ? " host" : " hosts");
   }
 
-  // Every agreement is a star exchange over point-to-point messages polled against the group's
-  // timeout (MPI's collectives cannot be bounded or cancelled): every rank's text to rank 0, then
-  // rank 0's status ("" or the line that broke the group) and every text to every rank.
-  double Max(double v) override {
-    double m = v;
-    for (const std::string& s : Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v),
-                                         "an agreement on the slowest span (Max)")) {
-      double x = 0;
-      std::memcpy(&x, s.data(), sizeof x);
-      m = std::max(m, x);
-    }
-    return m;
-  }
-  bool Same(uint64_t v) override {
-    const std::string mine(reinterpret_cast<const char*>(&v), sizeof v);
-    for (const std::string& s :
-         Exchange(mine, "the check that every process is at the same case (Same)"))
-      if (s != mine) return false;
-    return true;
-  }
-  void Broadcast(void* data, size_t bytes) override {
-    const std::vector<std::string> all =
-        Exchange(rank_ == 0 ? std::string(static_cast<const char*>(data), bytes) : "",
-                 "a broadcast from rank 0");
-    if (all.front().size() != bytes)
-      throw Error("MPI: rank 0 broadcast " + std::to_string(all.front().size()) +
-                  " bytes, this rank expected " + std::to_string(bytes));
-    if (rank_ != 0) std::memcpy(data, all.front().data(), bytes);
-  }
-  std::vector<std::string> AllGather(const std::string& mine) override {
-    return Exchange(mine, "a gather of every process's words (AllGather)");
-  }
   // Once broken, MPI is left alone: MPI_Finalize would wait for the rank that stopped answering.
   bool finalize() const { return broken().empty(); }
 
@@ -208,7 +176,11 @@ class MpiLaunch final : public Launch {
     return all;
   }
 
-  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) {
+  std::string transport() const override { return "MPI"; }
+  // The star exchange over point-to-point messages polled against the group's timeout (MPI's
+  // collectives cannot be bounded or cancelled): every rank's text to rank 0, then rank 0's status
+  // ("" or the line that broke the group) and every text to every rank.
+  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) override {
     RequireWhole();
     FreezePointForTests("agreement", rank_);
     const double t = timeout_s();

@@ -125,7 +125,7 @@ struct Hello {
   int32_t rank = 0, size = 0;
 };
 
-class TcpLaunch final : public Launch {
+class TcpLaunch final : public StarLaunch {
  public:
   TcpLaunch(const LaunchEnv& env, double deadline_s) : env_(env) {
     const double deadline = Now() + deadline_s;
@@ -159,40 +159,11 @@ class TcpLaunch final : public Launch {
            " processes on " + std::to_string(hosts_) + (hosts_ == 1 ? " host" : " hosts");
   }
 
-  double Max(double v) override {
-    double m = v;
-    for (const std::string& s : Exchange(std::string(reinterpret_cast<const char*>(&v), sizeof v),
-                                         "an agreement on the slowest span (Max)")) {
-      double x = 0;
-      std::memcpy(&x, s.data(), sizeof x);
-      m = std::max(m, x);
-    }
-    return m;
-  }
-  bool Same(uint64_t v) override {
-    const std::string mine(reinterpret_cast<const char*>(&v), sizeof v);
-    for (const std::string& s :
-         Exchange(mine, "the check that every process is at the same case (Same)"))
-      if (s != mine) return false;
-    return true;
-  }
-  void Broadcast(void* data, size_t bytes) override {
-    const std::vector<std::string> all =
-        Exchange(env_.rank == 0 ? std::string(static_cast<const char*>(data), bytes) : "",
-                 "a broadcast from rank 0");
-    if (all.front().size() != bytes)
-      throw Error("TCP rendezvous: rank 0 broadcast " + std::to_string(all.front().size()) +
-                  " bytes, this rank expected " + std::to_string(bytes));
-    if (env_.rank != 0) std::memcpy(data, all.front().data(), bytes);
-  }
-  std::vector<std::string> AllGather(const std::string& mine) override {
-    return Exchange(mine, "a gather of every process's words (AllGather)");
-  }
-
  private:
+  std::string transport() const override { return "TCP rendezvous"; }
   // Every rank's text at rank 0, then all of them on every rank, each wait bounded by the group's
   // timeout. Rank 0 first sends a status: "" (the texts follow) or the line that broke the group.
-  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) {
+  std::vector<std::string> Exchange(const std::string& mine, const std::string& what) override {
     RequireWhole();
     FreezePointForTests("agreement", env_.rank);
     const double t = timeout_s();

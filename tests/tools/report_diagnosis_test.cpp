@@ -396,9 +396,9 @@ TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
   // The harness records its binary by the absolute path: that one, not argv[0] as typed, so that
   // the command runs pasted into any folder.
   EXPECT_EQ(ReproCommand({{"executable", "./bench_gemm"},
-                          {"dlbench_command", "/work/build/bench_gemm --dlb_seed=2"}},
+                          {"dlbench_command", "/opt/dlbench/build/bench_gemm --dlb_seed=2"}},
                          "a.b"),
-            "/work/build/bench_gemm '--benchmark_filter=^a\\.b$' --dlb_seed=2");
+            "/opt/dlbench/build/bench_gemm '--benchmark_filter=^a\\.b$' --dlb_seed=2");
 }
 
 // ---- Problems ----
