@@ -108,6 +108,21 @@ Settled PollComms(const std::vector<ncclComm_t>& comms, Clock::time_point deadli
   return out;
 }
 
+// Polls that did not end kDone: aborts `c` and throws CommTimeout (pending at the deadline, on
+// rank `rank`) or CommFailed (NCCL's error; `on` names where: "" or " on rank 1").
+[[noreturn]] void ThrowUnsettled(Communicator& c, const Settled& s, const std::string& what,
+                                 int rank, const std::string& on) {
+  if (s.probe == Probe::kPending) {
+    const std::string why = TimeoutMessage(what, rank, c.timeout_s());
+    c.Abort(why);
+    throw CommTimeout(why);
+  }
+  const std::string why =
+      "comm error: " + what + on + ": " + ErrorText(s.state) + "; communicator aborted";
+  c.Abort(why);
+  throw CommFailed(why);
+}
+
 }  // namespace
 
 Communicator Communicator::InitAll(const std::vector<int>& devices, double timeout_s) {
@@ -151,18 +166,8 @@ Communicator Communicator::InitAll(const std::vector<int>& devices, double timeo
   }
   if (!job->error.empty()) throw Error(job->error);
   DLB_CHECK(job->result);
-  const Settled s = PollComms(c.state_->comms, deadline);
-  if (s.probe == Probe::kPending) {
-    const std::string why = TimeoutMessage(what, int(s.index), timeout_s);
-    c.Abort(why);
-    throw CommTimeout(why);
-  }
-  if (s.probe == Probe::kFailed) {
-    const std::string why = "comm error: " + what + " on rank " + std::to_string(s.index) + ": " +
-                            ErrorText(s.state) + "; communicator aborted";
-    c.Abort(why);
-    throw CommFailed(why);
-  }
+  if (const Settled s = PollComms(c.state_->comms, deadline); s.probe != Probe::kDone)
+    ThrowUnsettled(c, s, what, int(s.index), " on rank " + std::to_string(s.index));
   for (Member& m : c.members_) {
     DLB_CHECK(cudaSetDevice(m.device));
     m.stream = cuda::MakeStream();
@@ -201,18 +206,8 @@ Communicator Communicator::InitRank(const UniqueId& id, int ranks, int rank, int
   c.members_.push_back(std::move(m));
   if (!job->error.empty()) throw Error(job->error);
   DLB_CHECK(job->result);
-  const Settled s = PollComms(c.state_->comms, deadline);
-  if (s.probe == Probe::kPending) {
-    const std::string why = TimeoutMessage(what, rank, timeout_s);
-    c.Abort(why);
-    throw CommTimeout(why);
-  }
-  if (s.probe == Probe::kFailed) {
-    const std::string why =
-        "comm error: " + what + ": " + ErrorText(s.state) + "; communicator aborted";
-    c.Abort(why);
-    throw CommFailed(why);
-  }
+  if (const Settled s = PollComms(c.state_->comms, deadline); s.probe != Probe::kDone)
+    ThrowUnsettled(c, s, what, rank, "");
   c.members_.front().stream = cuda::MakeStream();
   return c;
 }
@@ -290,26 +285,19 @@ void Communicator::Settle(const std::string& what, Clock::time_point deadline) {
   const Settled s = PollComms(comms, deadline);
   if (s.probe == Probe::kDone) return;
   const int rank = members_[s.index].rank;
-  if (s.probe == Probe::kPending) {
-    const std::string why = TimeoutMessage(what, rank, timeout_s_);
-    Abort(why);
-    throw CommTimeout(why);
-  }
-  const std::string why = "comm error: " + what + " on rank " + std::to_string(rank) + ": " +
-                          ErrorText(s.state) + "; communicator aborted";
-  Abort(why);
-  throw CommFailed(why);
+  ThrowUnsettled(*this, s, what, rank, " on rank " + std::to_string(rank));
+}
+
+void Communicator::AbortOnce(State& st, const std::string& why) {
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (st.aborted.load(std::memory_order_relaxed)) return;
+  st.reason = why.empty() ? "communicator aborted" : why;
+  for (ncclComm_t comm : st.comms) ncclCommAbort(comm);  // gone whatever it returns
+  st.aborted.store(true, std::memory_order_release);
 }
 
 void Communicator::Abort(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (!state_->aborted.load(std::memory_order_relaxed)) {
-      state_->reason = why.empty() ? "communicator aborted" : why;
-      for (ncclComm_t comm : state_->comms) ncclCommAbort(comm);  // gone whatever it returns
-      state_->aborted.store(true, std::memory_order_release);
-    }
-  }
+  AbortOnce(*state_, why);
   for (Member& m : members_) (void)m.comm.release();
 }
 
@@ -341,13 +329,7 @@ Communicator::Watched::Watched(Communicator& comm, const std::string& what,
                                   std::chrono::duration<double>(kWatchdogGraceSeconds)),
              [state = comm.state_,
               line = TimeoutMessage(what, comm.members().empty() ? 0 : comm.members()[0].rank,
-                                    comm.timeout_s())] {
-               std::lock_guard<std::mutex> lock(state->mu);
-               if (state->aborted.load(std::memory_order_relaxed)) return;
-               state->reason = line;
-               for (ncclComm_t c : state->comms) ncclCommAbort(c);
-               state->aborted.store(true, std::memory_order_release);
-             }) {}
+                                    comm.timeout_s())] { AbortOnce(*state, line); }) {}
 
 void Communicator::Watched::Check() {
   if (armed_.Disarm()) {

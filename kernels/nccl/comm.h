@@ -122,6 +122,10 @@ class Communicator {
     std::vector<ncclComm_t> comms;  // the members' communicators, for an abort from another thread
   };
 
+  // Aborts st's communicators and keeps `why` as the reason, the first time only (under st.mu):
+  // Abort on this thread and the watchdog's on its own both come here.
+  static void AbortOnce(State& st, const std::string& why);
+
   int ranks_ = 0;
   double timeout_s_ = kDefaultTimeoutSeconds;
   std::vector<Member> members_;
