@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -46,7 +48,14 @@ void FreezePointForTests(const char* point, int rank) {
   const size_t a = s.find(':'), b = s.find(':', a == std::string::npos ? a : a + 1);
   if (a == std::string::npos || b == std::string::npos) return;
   if (s.substr(0, a) != point || std::atoi(s.c_str() + b + 1) != rank) return;
-  if (++seen[point] == std::atoi(s.substr(a + 1, b - a - 1).c_str())) std::raise(SIGSTOP);
+  if (++seen[point] != std::atoi(s.substr(a + 1, b - a - 1).c_str())) return;
+  // The moment it stops, for a test that measures how long the live ranks take to end.
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::fprintf(stderr, "dlbench: rank %d stops itself (DLB_TEST_FREEZE=%s) at %.3f s\n", rank, spec,
+               now);
+  std::fflush(stderr);
+  std::raise(SIGSTOP);
 }
 
 std::string HostName() {

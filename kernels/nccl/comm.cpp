@@ -1,10 +1,12 @@
 #include "kernels/nccl/comm.h"
 
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <thread>
 
 namespace dlb::nccl {
@@ -288,12 +290,37 @@ void Communicator::Settle(const std::string& what, Clock::time_point deadline) {
   ThrowUnsettled(*this, s, what, rank, " on rank " + std::to_string(rank));
 }
 
+namespace {
+
+// How long an abort is waited for. ncclCommAbort sets the flags that make the communicator's
+// kernels return at once, then reclaims it, and the reclaim waits until every CUDA graph that
+// captured one of its calls is destroyed (commDestroySync: localPersistentRefs): a data-parallel
+// step's graphs outlive the abort, so that wait never ends. The abort runs on a thread of its own
+// and is waited for this long; past it the thread is left behind, as a timed-out init's is.
+constexpr double kAbortWaitSeconds = 2;
+
+}  // namespace
+
 void Communicator::AbortOnce(State& st, const std::string& why) {
   std::lock_guard<std::mutex> lock(st.mu);
   if (st.aborted.load(std::memory_order_relaxed)) return;
   st.reason = why.empty() ? "communicator aborted" : why;
-  for (ncclComm_t comm : st.comms) ncclCommAbort(comm);  // gone whatever it returns
+  // Set before the abort starts: AsyncError no longer asks a communicator being torn down.
   st.aborted.store(true, std::memory_order_release);
+  struct Job {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto job = std::make_shared<Job>();
+  std::thread([job, comms = st.comms] {
+    for (ncclComm_t comm : comms) ncclCommAbort(comm);  // gone whatever it returns
+    std::lock_guard<std::mutex> l(job->mu);
+    job->done = true;
+    job->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> l(job->mu);
+  job->cv.wait_for(l, std::chrono::duration<double>(kAbortWaitSeconds), [&] { return job->done; });
 }
 
 void Communicator::Abort(const std::string& why) {

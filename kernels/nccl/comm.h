@@ -82,6 +82,8 @@ class Communicator {
 
   // ncclCommAbort on every member: their NCCL kernels stop waiting for peers. `why` is the line
   // every later use throws (RequireUsable). Safe to call twice, and from the watchdog's thread.
+  // Bounded: an abort that does not return within a few seconds (its reclaim waits for CUDA
+  // graphs that captured the communicator) goes on on a thread of its own.
   void Abort(const std::string& why);
   bool aborted() const { return state_ && state_->aborted.load(std::memory_order_acquire); }
   std::string abort_reason() const;
