@@ -74,6 +74,14 @@ struct DdpCaseSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
     const double step_s = t.Mean();
     auto set = [&st](std::string_view name, double v) { st.counters[std::string(name)] = v; };
     set(schema::kPerGpuItemsPerS, op.cost().items / step_s / double(op.gpus()));
+    if (const double tokens = op.tokens_per_step(); tokens > 0) {
+      // A transformer's, as its one-GPU step reports them: mfu is the record's pct_peak (model
+      // FLOPs of every GPU over every GPU's peak).
+      set(schema::kTokensPerS, tokens / step_s);
+      set(schema::kPerGpuTokensPerS, tokens / step_s / double(op.gpus()));
+      auto pct = st.counters.find(std::string(schema::kPctPeak));
+      if (pct != st.counters.end()) set(schema::kMfu, double(pct->second));
+    }
     if (op.single_step_s() <= 0) return;
     set(schema::kScalingEfficiency, op.single_step_s() / step_s);
     set(schema::kExposedCommS, std::max(0.0, step_s - op.single_step_s()));
@@ -113,7 +121,10 @@ void RegisterDdpCases() {
   AddDdpContext();
   for (const Model& m : TierModels()) {
     if (std::find(models.begin(), models.end(), m.basics.name) == models.end()) continue;
-    for (int batch : matrix::kDdpBatches.Now())
+    // A transformer (seq > 0) at its own sequence length; its name carries seq as its one-GPU
+    // step's does, so that the scaling curve finds that step (the same name less gpus).
+    const bool transformer = m.shape.seq > 0;
+    for (int batch : (transformer ? matrix::kDdpTransformerBatches : matrix::kDdpBatches).Now())
       for (bool graph : matrix::kDdpGraphs.Now()) {
         for (int n : DdpGpuCounts()) {
           const Config c = AmpNhwcTrain(graph);
@@ -124,10 +135,12 @@ void RegisterDdpCases() {
           s.comm_timeout_s = dlb::Opts().comm_timeout_s;
           const RunConfig cfg = RunConfigOf(c);
           NameKeys keys = KeysOf(m, batch, c, true);
+          if (transformer) keys.push_back({key::kSeq, std::to_string(m.shape.seq)});
           keys.push_back({key::kGpus, std::to_string(n)});
+          // A transformer's epoch is tokens: its items are sequences.
           NoteEpochItems(
               BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend, m.basics.name, keys}),
-              m.epoch_items);
+              transformer ? (m.epoch_items + m.shape.seq - 1) / m.shape.seq : m.epoch_items);
           // The case's batch is every GPU's: the epoch is that many images a step.
           Register<libtorch::DdpStepGpu, libtorch::DdpShape, DdpSteps>(
               "train", m.basics, std::move(keys), s, cfg,

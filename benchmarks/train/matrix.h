@@ -116,11 +116,13 @@ inline constexpr int kLoaderFedResNet18Batch = 256;
 inline constexpr int kLoaderFedOtherBatch = 64;
 
 // ---- The data-parallel step (kernels/torch/ddp_step.h) ----
-// None at smoke; default ResNet-18 at 224, 64 and 256 images per GPU, amp_bf16 NHWC in a CUDA
-// graph; full: also ResNet-50, and eager.
+// None at smoke; default ResNet-18 at 224, 64 and 256 images per GPU, amp_bf16 NHWC, and GPT-2
+// small at its 1024 tokens, 8 sequences per GPU, amp_bf16, each in a CUDA graph; full: also
+// ResNet-50, BERT-base, GPT-2 at 16 per GPU, and eager.
 inline const PerTier<std::vector<std::string>> kDdpModels{
-    {}, {"resnet18"}, {"resnet18", "resnet50"}};
+    {}, {"resnet18", "gpt2s"}, {"resnet18", "resnet50", "gpt2s", "bert_base"}};
 inline const PerTier<std::vector<int>> kDdpBatches{{}, {64, 256}, {64, 256}};
+inline const PerTier<std::vector<int>> kDdpTransformerBatches{{}, {8}, {8, 16}};
 inline const PerTier<std::vector<bool>> kDdpGraphs{{}, {true}, {true, false}};
 // GPU counts: default every local GPU (at least 2); full 2, 4, 8, ... up to every local GPU, and
 // every GPU.

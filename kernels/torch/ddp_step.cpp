@@ -286,14 +286,18 @@ std::vector<std::pair<std::string, double>> DdpStepGpu::Counters() const {
 
 Cost DdpStepGpu::cost() const {
   const Impl& m = *impl_;
-  Cost c;
-  const double items = double(m.shape.step.batch) * double(m.gpus());
-  c.items = items;
-  c.flops = ForwardFlopsPerSample(m.shape.step) * items * 3;
-  // Every replica's step, as the flops count them (all-reduce traffic is not counted).
-  const Engine& e = *m.replicas.front()->engine;
-  c.bytes = StepBytes(ParamBytes(e), BatchBytes(e), Pass::kTrain, false) * double(m.gpus());
+  // Every replica's step, as the one-GPU step counts it (all-reduce traffic is not counted).
+  Cost c = StepCost(*m.replicas.front()->engine);
+  const double gpus = double(m.gpus());
+  c.items *= gpus;
+  c.flops *= gpus;
+  c.bytes *= gpus;
   return c;
+}
+
+double DdpStepGpu::tokens_per_step() const {
+  const Impl& m = *impl_;
+  return TokensPerStep(*m.replicas.front()->engine) * double(m.gpus());
 }
 
 std::string DdpStepGpu::label() const {
@@ -310,11 +314,17 @@ std::string DdpStepGpu::label() const {
                     : "eager C++, a thread per GPU")
     << ", " << first.bucket_begin.size() << " gradient buckets of " << bytes / (1 << 20)
     << " MiB f32 (first <= 1 MiB, then <= 25 MiB) all-reduced (ncclAvg) on a side stream as "
-       "backward fills them, "
-    << compat::SgdName(true) << ", cudnn.benchmark, "
-    << (m.shape.step.amp              ? "bf16 autocast"
-        : m.cfg.dtype == DType::kTF32 ? "TF32"
-                                      : "TF32 off")
+       "backward fills them, ";
+  const std::string math = m.shape.step.amp              ? "bf16 autocast"
+                           : m.cfg.dtype == DType::kTF32 ? "TF32"
+                                                         : "TF32 off";
+  const Engine& e = *first.engine;
+  if (e.tf) {
+    o << compat::AdamWName(true) << ", SDPA, " << math << "; time = the slowest GPU's step; "
+      << TransformerFlopsNote(e) << ", all GPUs";
+    return o.str();
+  }
+  o << compat::SgdName(true) << ", cudnn.benchmark, " << math
     << ", BatchNorm per GPU; time = the slowest GPU's step; flops = conv+linear MACs x2 x3, all "
        "GPUs";
   return o.str();

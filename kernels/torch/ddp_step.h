@@ -61,6 +61,8 @@ class DdpStepGpu {
   double TimedRuns(int runs);
   std::vector<std::pair<std::string, double>> Counters() const;
   Cost cost() const;  // items and flops of all GPUs
+  // A transformer's tokens a step, all GPUs (batch x seq x gpus); 0 for the other models.
+  double tokens_per_step() const;
   std::string label() const;
   StreamRef stream() const;  // GPU 0's step stream
 

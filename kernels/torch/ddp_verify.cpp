@@ -14,8 +14,6 @@
 
 namespace dlb::libtorch {
 
-namespace F = torch::nn::functional;
-
 using ddp::MessageOf;
 
 Verdict DdpStepGpu::Impl::Verify() {
@@ -112,8 +110,7 @@ StepResult DdpStepGpu::Impl::ReferenceStep(const Engine::State& from) const {
     torch::Tensor part;
     {
       compat::Autocast ac(shape.step.amp, c10::DeviceType::CUDA);
-      part =
-          F::cross_entropy(g->model->forward(g->x.narrow(0, r * b, b)), g->y.narrow(0, r * b, b));
+      part = g->Loss(g->model->forward(g->x.narrow(0, r * b, b)), g->y.narrow(0, r * b, b));
     }
     (part / n).backward();
     loss += part.item<double>() / n;

@@ -46,7 +46,10 @@ struct Engine {
   // The process-wide math settings this case wants (TF32 on or off, cuDNN autotuning): set
   // before every eager step and before a capture, since other cases change them.
   void SetMath() const;
-  void Forward();   // train: loss; infer: logits (under inference mode)
+  void Forward();  // train: loss; infer: logits (under inference mode)
+  // The training loss of the model's output for `target`: cross-entropy over the classes, a
+  // transformer's over every position's next token.
+  torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& target) const;
   void Backward();  // grads set to None first, then loss.backward()
   void Optimize();  // the SGD step; a transformer's AdamW step
   void Step();      // Forward, then Backward and Optimize when training

@@ -137,9 +137,12 @@ void Engine::Forward() {
     return;
   }
   compat::Autocast ac(shape.amp && !f64, device.type());
-  torch::Tensor out = model->forward(x);
-  loss = tf ? F::cross_entropy(out.reshape({-1, out.size(-1)}), y.reshape({-1}))
-            : F::cross_entropy(out, y);
+  loss = Loss(model->forward(x), y);
+}
+
+torch::Tensor Engine::Loss(const torch::Tensor& out, const torch::Tensor& target) const {
+  return tf ? F::cross_entropy(out.reshape({-1, out.size(-1)}), target.reshape({-1}))
+            : F::cross_entropy(out, target);
 }
 
 void Engine::Backward() {

@@ -102,6 +102,12 @@ TEST(PeerNames, ACommandListsWhatItsFlagsSelect) {
   EXPECT_EQ(l.lines, (std::vector<std::string>{
                          "train/gpu/pytorch/resnet18/bs:64/dt:amp_bf16/fmt:nhwc/pass:train/"
                          "graph:1/gpus:2"}));
+  // A transformer's: seq where its one-GPU step has it, then gpus (the scaling curve's match).
+  l = Names("ddp --models gpt2s --batch-sizes 8 --graph 1 --gpus 4");
+  ASSERT_EQ(l.rc, 0) << l.err;
+  EXPECT_EQ(l.lines, (std::vector<std::string>{
+                         "train/gpu/pytorch/gpt2s/bs:8/dt:amp_bf16/pass:train/graph:1/seq:1024/"
+                         "gpus:4"}));
   l = Names("train --device gpu --models gpt2s --batch-sizes 8 --dtypes amp_bf16 --graph 1");
   ASSERT_EQ(l.rc, 0) << l.err;
   EXPECT_EQ(l.lines, (std::vector<std::string>{

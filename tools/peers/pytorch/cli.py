@@ -36,7 +36,7 @@ FLAGS = [
      | {"train": "regex on the model name"}),
     (("--models",), dict(default=",".join(train.TRAIN_MODELS)),
      {"train": "the models (default: every CNN and the MLP; also gpt2s, bert_base)",
-      "ddp": "the models (default: every CNN and the MLP)"}),
+      "ddp": "the models (default: every CNN and the MLP; also gpt2s, bert_base)"}),
     (("--fmt",), dict(default="nchw"), {"train": "nchw (default),nhwc (the MLP has none)"}),
     (("--graph",), dict(default=None),
      {"train": "GPU: 0 eager, 1 the step in a CUDA graph (default 0,1)",
@@ -56,6 +56,8 @@ FLAGS = [
     (("--decode-only",), dict(action="store_true"), {"dataload": "GPU: the decode alone"}),
     (("--gpus",), dict(type=int, default=2), {"ddp": "GPUs, a process each (default 2)"}),
     (("--steps",), dict(type=int, default=20), {"ddp": "steps per repetition (default 20)"}),
+    (("--bucket-view",), dict(type=int, default=0),
+     {"ddp": "1: DDP's gradient_as_bucket_view (default 0, DDP's default)"}),
 ]
 # Flags that take no value: the rest take the next word (or one after '=').
 VALUELESS = ("-h", "--help", "--decode-only")
