@@ -31,6 +31,8 @@
 //   void WarmUp();         warms itself (fills its queue) before the harness's warm-up runs
 //   static constexpr int kWarmupRuns; static constexpr double kWarmupSeconds;
 //                          replace the warm-up's 2 runs and 10 ms (0 and 0: WarmUp() alone)
+//   int gpus() const;      the GPUs cost() counts the work of (a data-parallel step): pct_peak and
+//                          the roofline divide by it, as the peaks are one GPU's
 #pragma once
 
 #include <algorithm>
