@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,17 +64,24 @@ TEST(AttnFamily, MalformedRowsNameFileAndLine) {
             std::string::npos);
 }
 
-// The five models of the issue, each its own network; GQA only in the 70B.
-TEST(AttnFamily, ShippedModelsAreTheIssues) {
+// The shipped models, each its own network: GQA 8:1 (Llama 70B) and 4:1 (Llama-3 8B), head dims
+// 64, 80, 96, 128 and 256.
+TEST(AttnFamily, ShippedModelsCoverTheHeadDimsAndGroupRatios) {
   std::vector<Model> all;
   for (const auto& f : WorkloadFiles("attn_"))
     for (Model& m : LoadModels(f)) all.push_back(m);
-  ASSERT_EQ(all.size(), 5u);
+  ASSERT_EQ(all.size(), 9u);
+  std::set<int64_t> head_dims, ratios;
   for (const Model& m : all) {
+    head_dims.insert(m.shape.head_dim);
+    ratios.insert(m.shape.heads / m.shape.kv_heads);
     EXPECT_EQ(m.basics.name, m.basics.network + ".attn");
-    EXPECT_EQ(m.shape.kv_heads == m.shape.heads, m.basics.name != "llama70b.attn") << m.basics.name;
+    const bool gqa = m.basics.name == "llama70b.attn" || m.basics.name == "llama3_8b.attn";
+    EXPECT_EQ(m.shape.kv_heads == m.shape.heads, !gqa) << m.basics.name;
     EXPECT_EQ(m.shape.causal, m.basics.name != "bert_base.attn") << m.basics.name;
   }
+  EXPECT_EQ(head_dims, (std::set<int64_t>{64, 80, 96, 128, 256}));
+  EXPECT_EQ(ratios, (std::set<int64_t>{1, 4, 8}));
 }
 
 // The default tier on the GPU holds the issue's two peer shapes: (16, 12, 1024, 64) and
