@@ -307,7 +307,8 @@ std::string MachineIndexHtml(const MachineSummary& m, const std::vector<IndexRow
          "\" data-backend=\"" + H(r.backend) + "\" data-dtype=\"" + H(r.dtype) +
          "\" data-verdict=\"" + r.verdict + "\" data-changes=\"" + std::to_string(r.changes) +
          "\" data-search=\"" + H(search) + "\"><td><a href=\"" + H(r.page) + "\">" + H(r.name) +
-         "</a></td><td class=muted>" + H(r.build) + "</td><td class=" + cls + ">" +
+         "</a></td><td class=muted title=\"" + H(r.build) + "\">" +
+         H(r.build.substr(0, r.build.find(", "))) + "</td><td class=" + cls + ">" +
          Sparkline(r.medians, cls) + "</td><td class=n>" + H(FormatTime(r.latest)) +
          "</td><td class=n>" +
          (std::isfinite(r.last_change)
