@@ -425,6 +425,38 @@ TYPED_TEST(History, CheckAndTheSiteAgreeOnEveryChangePoint) {
   EXPECT_EQ(files, 2u + 2u + 3u);  // index, changes.json; the machine's two pages; 3 case pages
 }
 
+// A slower change point that fails the check carries the kernel diff across it: the last run
+// before it and the first after it, not the newest run, which may be many runs later.
+TYPED_TEST(History, ASlowerChangePointCarriesItsKernelDiff) {
+  for (int i = 0; i < 22; ++i) {
+    const bool after = i >= 12;
+    const std::string b =
+        R"({"name": "conv/gpu/cudnn/l1/dt:f32/manual_time", "run_type": "iteration", )"
+        R"("real_time": )" +
+        std::to_string((after ? 140 : 100) * (1 + 0.002 * (i % 3))) +
+        R"(, "time_unit": "us", "dlbench": {"kernels": {"source": "cupti", "runs": 10, )"
+        R"("span_s": 0.01, "rows": [{"name": ")" +
+        (after ? "winograd" : "implicit_gemm") +
+        R"(", "kind": "kernel", "launches_per_run": 1, "total_s": )" +
+        (after ? "0.0013" : "0.0009") + R"(, "mean_s": 0, "share": 0.9}]}}})";
+    HistoryAdd(this->db_,
+               {ParseBenchmarkJson(R"({"context": {"date": ")" + Date(i) +
+                                       R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
+                                   "run.json")},
+               {"c" + std::to_string(i)});
+  }
+  CheckResult r = HistoryCheck(this->db_, {});
+  EXPECT_EQ(r.regressions, 0);
+  ASSERT_EQ(r.step_regressions, 1);
+  const Table& steps = r.doc.sections.at(1).tables.at(0);
+  ASSERT_EQ(steps.columns.back().key, "step_kernels");
+  EXPECT_EQ(steps.rows.at(0)[12].text.rfind("run #12 → run #13: +winograd", 0), 0u)
+      << steps.rows[0][12].text;
+  ASSERT_EQ(r.doc.sections.size(), 3u);
+  EXPECT_NE(r.doc.sections[2].tables.back().title.find("kernels across the change point"),
+            std::string::npos);
+}
+
 // A flat history with one slow run in the middle: the step test finds nothing.
 TYPED_TEST(History, CheckFindsNoStepInAnOutlier) {
   for (int i = 0; i < 11; ++i)

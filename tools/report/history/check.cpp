@@ -136,10 +136,19 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                {"MAD", "mad_ns"},     {"change", "change"},   {"z (MAD)", "z"},
                {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
   Table steps;
-  steps.columns = {{"benchmark", "name"},       {"step", "step"},          {"at run", "step_run"},
-                   {"date", "step_date"},       {"commit", "step_commit"}, {"before", "before_ns"},
-                   {"after", "after_ns"},       {"change", "step_change"}, {"p (U test)", "step_p"},
-                   {"runs before", "before_n"}, {"runs after", "after_n"}, {"bisect", "bisect"}};
+  steps.columns = {{"benchmark", "name"},
+                   {"step", "step"},
+                   {"at run", "step_run"},
+                   {"date", "step_date"},
+                   {"commit", "step_commit"},
+                   {"before", "before_ns"},
+                   {"after", "after_ns"},
+                   {"change", "step_change"},
+                   {"p (U test)", "step_p"},
+                   {"runs before", "before_n"},
+                   {"runs after", "after_n"},
+                   {"bisect", "bisect"},
+                   {"kernels across", "step_kernels"}};
   std::vector<std::vector<Cell>> step_slower, step_other;
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
   Diagnoser diagnoser(db, runs);
@@ -158,6 +167,8 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       ++other_builds;
   }
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
+  KernelTables kernel_tables(db, long_runs);
+  std::vector<Table> across;  // the kernel diffs across the slower last change points
   for (const auto& name : names) {
     const auto& v = results[name];
     double x = v.back();
@@ -207,7 +218,10 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     any_repro |= !dx.repro.empty();
     (verdict == "slower" || step_regresses ? slower : other)
         .emplace_back(std::move(row), std::move(dx));
-    if (cps.empty()) step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
+    if (cps.empty()) {
+      step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
+      step_other.back().emplace_back("-");
+    }
     for (const ChangePoint& c : cps) {
       const bool slower = c.change > 0;
       std::vector<Cell> step_row = StepRow(name, slower ? "slower" : "faster", &c, cs, long_runs);
@@ -215,8 +229,16 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       step_row.emplace_back(slower ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
                                                 long_runs[cs.points[c.at].run].row.commit, name)
                                    : "-");
-      (step_regresses && &c == &cps.back() ? step_slower : step_other)
-          .push_back(std::move(step_row));
+      // Across the change point that fails the check: which kernels changed there.
+      const bool fails = step_regresses && &c == &cps.back();
+      if (fails) {
+        KernelsAcross ka = KernelDiffAcross(cs, c, kernel_tables.Of(name));
+        step_row.emplace_back(ka.summary);
+        if (ka.table) across.push_back(std::move(*ka.table));
+      } else {
+        step_row.emplace_back("-");
+      }
+      (fails ? step_slower : step_other).push_back(std::move(step_row));
     }
   }
   r.regressions = verdicts["slower"];
@@ -283,6 +305,11 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   for (auto& row : step_other) steps.rows.push_back(std::move(row));
   ss.tables.push_back(std::move(steps));
   d.sections.push_back(std::move(ss));
+  if (!across.empty())
+    ks.notes.push_back(
+        "And per case whose last change point is slower: the kernel tables of the last run "
+        "before it and the first after it that recorded one, diffed the same way.");
+  for (Table& t : across) ks.tables.push_back(std::move(t));
   if (!ks.tables.empty()) d.sections.push_back(std::move(ks));
   return r;
 }

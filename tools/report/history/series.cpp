@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/kernel_diff.h"
 
 namespace dlb::report::history {
 
@@ -100,6 +101,56 @@ std::vector<CaseSeries> ReadSeries(Store& db, const std::vector<RunInfo>& runs) 
     if (a.name != b.name) return a.name < b.name;
     return first[{a.name, a.build}] < first[{b.name, b.build}];
   });
+  return out;
+}
+
+KernelTables::KernelTables(Store& db, const std::vector<RunInfo>& runs) {
+  if (!db.HasTable("kernels") || runs.empty()) return;
+  std::vector<RunRow> rows;
+  for (const RunInfo& r : runs) rows.push_back(r.row);
+  q_ = db.Prepare("SELECT run_id, kernels FROM kernels WHERE name = ? AND run_id IN (" +
+                      RunIdList(rows, &col_) + ")",
+                  "kernels");
+}
+
+std::map<size_t, std::string> KernelTables::Of(const std::string& name) {
+  std::map<size_t, std::string> out;
+  if (!q_) return out;
+  q_->Bind(1, name);
+  while (q_->Step()) out[col_[q_->Int(0)]] = q_->Text(1);
+  q_->Reset();
+  return out;
+}
+
+KernelsAcross KernelDiffAcross(const CaseSeries& s, const ChangePoint& c,
+                               const std::map<size_t, std::string>& k) {
+  KernelsAcross out;
+  if (k.empty()) {
+    out.summary = "no kernel tables stored for this case (runs without --dlb_kernels=on)";
+    return out;
+  }
+  const Point *before = nullptr, *after = nullptr;
+  for (size_t i = c.at; i-- > c.from && !before;)
+    if (k.count(s.points[i].run)) before = &s.points[i];
+  for (size_t i = c.at; i < c.to && !after; ++i)
+    if (k.count(s.points[i].run)) after = &s.points[i];
+  if (!before || !after) {
+    out.summary = "no run on each side of it recorded a kernel table";
+    return out;
+  }
+  std::string why;
+  std::optional<KernelTable> a = ParseKernels(k.at(before->run), &why);
+  std::optional<KernelTable> b = a ? ParseKernels(k.at(after->run), &why) : std::nullopt;
+  if (!a || !b) {
+    out.summary = why;
+    return out;
+  }
+  KernelDiff diff = DiffKernels(*a, *b, before->median_ns, after->median_ns);
+  out.summary = "run #" + std::to_string(before->run + 1) + " → run #" +
+                std::to_string(after->run + 1) + ": " + KernelDiffSummary(diff);
+  out.table = KernelDiffTable(diff, s.name + ": kernels across the change point (run #" +
+                                        std::to_string(before->run + 1) + " → run #" +
+                                        std::to_string(after->run + 1) + ")");
   return out;
 }
 

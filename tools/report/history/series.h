@@ -6,12 +6,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tools/report/history/changepoints.h"
 #include "tools/report/history/store.h"
 #include "tools/report/history/tables.h"
+#include "tools/report/render/document.h"
 
 namespace dlb::report::history {
 
@@ -47,5 +51,26 @@ struct CaseSeries {
 // Every case's series over `runs`, by name then by the build's first run. Unmeasured results
 // (skipped, failed) are left out of the series.
 std::vector<CaseSeries> ReadSeries(Store& db, const std::vector<RunInfo>& runs);
+
+// A case's kernel tables (as stored JSON) per run index of `runs`, where the store keeps them.
+class KernelTables {
+ public:
+  KernelTables(Store& db, const std::vector<RunInfo>& runs);
+  std::map<size_t, std::string> Of(const std::string& name);
+
+ private:
+  std::unique_ptr<Query> q_;
+  std::unordered_map<int64_t, size_t> col_;
+};
+
+// The kernel diff across a change point: the last run before it and the first after it that
+// recorded a kernel table (`tables`: KernelTables::Of of the case). Without one on each side, the
+// summary says why and there is no table.
+struct KernelsAcross {
+  std::string summary;
+  std::optional<Table> table;
+};
+KernelsAcross KernelDiffAcross(const CaseSeries& s, const ChangePoint& c,
+                               const std::map<size_t, std::string>& tables);
 
 }  // namespace dlb::report::history

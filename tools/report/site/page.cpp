@@ -62,9 +62,10 @@ std::string Sparkline(const std::vector<double>& v, const std::string& cls) {
   double hi = *std::max_element(pts.begin(), pts.end());
   std::string s = "<svg width=\"120\" height=\"24\" class=\"" + cls + "\"><polyline points=\"";
   for (size_t i = 0; i < pts.size(); ++i) {
-    double x = pts.size() > 1 ? 118.0 * i / (pts.size() - 1) + 1 : 60;
-    double y = hi > lo ? 22 - 20 * (pts[i] - lo) / (hi - lo) : 12;
-    s += (i ? " " : "") + Num(x) + "," + Num(y);
+    // Whole pixels: the index is mostly these numbers, and a sparkline needs no finer.
+    long x = std::lround(pts.size() > 1 ? 118.0 * i / (pts.size() - 1) + 1 : 60);
+    long y = std::lround(hi > lo ? 22 - 20 * (pts[i] - lo) / (hi - lo) : 12);
+    s += (i ? " " : "") + std::to_string(x) + "," + std::to_string(y);
   }
   s += "\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.2\"/></svg>";
   return s;

@@ -75,61 +75,6 @@ Side Describe(const CaseSeries& s, size_t from, size_t to, const std::vector<Run
   return d;
 }
 
-// The case's kernel tables per run index, where the store keeps them.
-class Kernels {
- public:
-  Kernels(Store& db, const std::vector<RunInfo>& runs) {
-    if (!db.HasTable("kernels")) return;
-    std::vector<RunRow> rows;
-    for (const RunInfo& r : runs) rows.push_back(r.row);
-    q_ = db.Prepare("SELECT run_id, kernels FROM kernels WHERE name = ? AND run_id IN (" +
-                        RunIdList(rows, &col_) + ")",
-                    "kernels");
-  }
-  std::map<size_t, std::string> Of(const std::string& name) {
-    std::map<size_t, std::string> out;
-    if (!q_) return out;
-    q_->Bind(1, name);
-    while (q_->Step()) out[col_[q_->Int(0)]] = q_->Text(1);
-    q_->Reset();
-    return out;
-  }
-
- private:
-  std::unique_ptr<Query> q_;
-  std::unordered_map<int64_t, size_t> col_;
-};
-
-// The kernel diff across a change point: the last run before it and the first at the new level
-// that recorded a kernel table.
-void DiffAcross(const CaseSeries& s, const ChangePoint& c, const std::map<size_t, std::string>& k,
-                ChangeView* v) {
-  if (k.empty()) {
-    v->kernels = "no kernel tables stored for this case (runs without --dlb_kernels=on)";
-    return;
-  }
-  const Point *before = nullptr, *after = nullptr;
-  for (size_t i = c.at; i-- > c.from && !before;)
-    if (k.count(s.points[i].run)) before = &s.points[i];
-  for (size_t i = c.at; i < c.to && !after; ++i)
-    if (k.count(s.points[i].run)) after = &s.points[i];
-  if (!before || !after) {
-    v->kernels = "no run on each side of it recorded a kernel table";
-    return;
-  }
-  std::string why;
-  std::optional<KernelTable> a = ParseKernels(k.at(before->run), &why);
-  std::optional<KernelTable> b = a ? ParseKernels(k.at(after->run), &why) : std::nullopt;
-  if (!a || !b) {
-    v->kernels = why;
-    return;
-  }
-  KernelDiff diff = DiffKernels(*a, *b, before->median_ns, after->median_ns);
-  v->kernels = "run #" + std::to_string(before->run + 1) + " → run #" +
-               std::to_string(after->run + 1) + ": " + KernelDiffSummary(diff);
-  v->kernel_table = KernelDiffTable(diff, "Kernels across the change");
-}
-
 // A run made of several binaries' files keeps one merged context, whose executable is one of
 // them: the case's own family's binary (benchmarks/bench_<family>) sits beside it.
 std::map<std::string, std::string> FamilyContext(std::map<std::string, std::string> ctx,
@@ -178,7 +123,7 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
     ms.last_date = runs.back().row.date;
     make(out / ms.dir / "case");
     std::vector<CaseSeries> series = ReadSeries(db, runs);
-    Kernels kernels(db, runs);
+    KernelTables kernels(db, runs);
     std::vector<IndexRow> rows;
     // The series of one case name share a page: they are adjacent (ReadSeries' order).
     for (size_t i = 0; i < series.size();) {
@@ -225,7 +170,9 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
           v.bisect = cp.change > 0
                          ? StepBisect(last_before.row.commit, first_after.row.commit, s.name)
                          : "";
-          DiffAcross(s, cp, ktables, &v);
+          KernelsAcross ka = KernelDiffAcross(s, cp, ktables);
+          v.kernels = ka.summary;
+          v.kernel_table = std::move(ka.table);
           changes.push_back({{"machine", machine},
                              {"case", s.name},
                              {"build", s.build},
