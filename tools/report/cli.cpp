@@ -452,8 +452,8 @@ int RunHistory(const Commands& c, Args& a) {
     a.site.changes.detector = ParseDetector(a.detector);
     SiteResult r = WriteSite(a.db, a.site, a.hopt);
     std::fprintf(stderr,
-                 "dlbench-report: wrote %s/index.html: %d machines, %d cases, %d runs, %d "
-                 "change points\n",
+                 "dlbench-report: wrote %s/index.html: %d machines, %d series of cases, %d runs, "
+                 "%d change points\n",
                  a.site.out_dir.c_str(), r.machines, r.cases, r.runs, r.change_points);
   } else if (c.hexport->parsed() || c.himport->parsed()) {
     const std::string& from = c.hexport->parsed() ? a.db : a.other;

@@ -185,10 +185,10 @@ std::vector<ChangePoint> FindChangePoints(const std::vector<double>& v,
       size_t from = i ? cps[i - 1] : 0, to = i + 1 < cps.size() ? cps[i + 1] : v.size();
       ChangePoint c = Judge(v, from, cps[i], to);
       bool ok = c.p < o.alpha && std::fabs(c.change) >= o.threshold;
-      // Failing ones by p-value, then by how far short of the threshold they fall.
-      double score = ok ? 0
-                        : c.p + (std::fabs(c.change) < o.threshold ? 1 : 0) +
-                              (o.threshold - std::min(std::fabs(c.change), o.threshold));
+      // The first to go: one below the threshold (the further below, the sooner), else the one
+      // of the largest p-value.
+      const double size = std::fabs(c.change);
+      double score = ok ? 0 : size < o.threshold ? 2 - size / o.threshold : c.p;
       if (!ok && score > worst_score) {
         worst = i;
         worst_score = score;
