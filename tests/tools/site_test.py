@@ -240,6 +240,17 @@ def main():
         check(r.returncode == 0, "site: exit %d: %s" % (r.returncode, r.stderr.strip()))
         print(r.stderr.strip())
         changes = json.loads((site / "changes.json").read_text())
+        # history check reads the newest run's machine (h100, added last): the same change points.
+        r = subprocess.run([report, "history", "check", "--db", str(db), "--history", "1000",
+                            "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check(r.returncode in (0, 3), "history check: exit %d: %s" % (r.returncode, r.stderr))
+        rows = json.loads(r.stdout)["sections"][1]["tables"][0]["rows"] if r.stdout else []
+        from_check = sorted((row["name"], row["step_commit"]) for row in rows
+                            if row["step"] in ("slower", "faster"))
+        from_site = sorted((c["case"], c["commit"]) for c in changes if c["machine"] == "h100")
+        check(from_check and from_check == from_site,
+              "check and site disagree: %s vs %s" % (from_check, from_site))
         browser = Browser(exe, work / "profile")
         inside = site.resolve().as_uri() + "/"
 
