@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 
@@ -159,9 +161,9 @@ TEST_F(Cli, CompareOfRunsWithNoCaseInCommonIsBadInput) {
 
 // A malformed number is one line that names its flag (not "stod").
 TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
-  for (const std::string sub : {"compare " + Data("compare_base.json") + " " +
-                                    Data("compare_new.json"),
-                                std::string("history check --db x.sqlite")}) {
+  for (const std::string sub :
+       {"compare " + Data("compare_base.json") + " " + Data("compare_new.json"),
+        std::string("history check --db x.sqlite")}) {
     Result r = Run(sub + " --threshold abc");
     EXPECT_EQ(r.rc, 1) << sub;
     EXPECT_EQ(r.err,
@@ -185,10 +187,8 @@ TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
   std::ofstream(folder / "notes.json") << R"({"what": "not a run"})";
   Result r = Run("report " + folder.string() + " --format md");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("2 file(s) of the folder skipped"), std::string::npos);
   EXPECT_NE(r.out.find("gemm"), std::string::npos);
   EXPECT_EQ(Run("report " + (folder / "peaks.json").string()).rc, 1);
@@ -235,6 +235,29 @@ TEST_F(Cli, HistoryCommands) {
   Result bad = Run("history check --db " + (dir_ / "corrupt.sqlite").string());
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.err.find("corrupt.sqlite"), std::string::npos) << bad.err;
+
+  // site: the pages, and a bad store, folder or option in one line each, with nothing written.
+  const std::string site = (dir_ / "site").string();
+  Result ok = Run("site --db " + db + " -o " + site);
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.err.find("1 machines, "), std::string::npos) << ok.err;
+  EXPECT_NE(Slurp(dir_ / "site" / "index.html").find("<table>"), std::string::npos);
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"site --db " + (dir_ / "corrupt.sqlite").string() + " -o " + site + "2",
+            "corrupt.sqlite"},
+           {"site --db " + (dir_ / "none.sqlite").string() + " -o " + site + "2",
+            "none.sqlite:open: no such database"},
+           {"site --db " + db + " -o " + (dir_ / "corrupt.sqlite" / "x").string(),
+            "cannot create the folder"},
+           {"site --db " + db + " -o " + site + "2 --change-threshold 2x", "--change-threshold 2x"},
+           {"site --db " + db + " -o " + site + "2 --detector cusum", "--detector"},
+           {"site --db " + db, "--out-dir is required"}}) {
+    Result r = Run(args);
+    EXPECT_EQ(r.rc, 1) << args;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(site + "2"));
 }
 
 }  // namespace
