@@ -14,9 +14,10 @@ namespace {
 
 constexpr const char* kStyle = R"(<style>
 body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222}
-h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:20px 0 6px}h3{font-size:15px;margin:14px 0 4px}
+h1{font-size:20px;margin:0 0 4px;overflow-wrap:anywhere}h2{font-size:17px;margin:20px 0 6px}h3{font-size:15px;margin:14px 0 4px}
 table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
-th{background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f4f4f4;position:sticky;top:0}td:first-child{overflow-wrap:anywhere;max-width:560px}p{overflow-wrap:anywhere}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .slower{color:#b00020}.faster{color:#0a7a32}.muted{color:#777}code{font-size:12px;word-break:break-all}
 nav a{margin-right:14px}.filters{margin:8px 0;display:flex;gap:10px;flex-wrap:wrap;align-items:center}
 section.cp{border-left:3px solid #ccc;padding:2px 10px;margin:10px 0}section.cp:target{border-color:#b00020;background:#fff6f6}
