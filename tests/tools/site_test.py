@@ -123,9 +123,10 @@ class Browser:
                 return m
             self.events.append(m)
 
-    def open(self, path):
+    def open(self, path, fragment=""):
         self.events = []
-        self.call("Page.navigate", {"url": pathlib.Path(path).resolve().as_uri()}, session=True)
+        url = pathlib.Path(path).resolve().as_uri() + fragment
+        self.call("Page.navigate", {"url": url}, session=True)
         self.wait_event("Page.loadEventFired")
 
     def eval(self, js):
@@ -262,7 +263,15 @@ def main():
         visit(site / "index.html")
         machines = browser.eval("[...document.querySelectorAll('tbody a')].map(a=>a.textContent)")
         check("cpu-2core" in machines and "h100" in machines, "index: machines %s" % machines)
+        families = browser.eval("[...document.querySelectorAll('a[href*=\"#family=\"]')]"
+                                ".map(a=>a.textContent)")
+        check("gemm" in families and "conv" in families, "index: family links %s" % families)
         cpu_index = next(site.glob("cpu-2core-*/index.html"))
+        # A family's index is the machine's index filtered by the link's fragment.
+        browser.open(cpu_index, "#family=conv")
+        conv = browser.eval("[...document.querySelectorAll('#cases tbody tr')].filter(r=>!r.hidden)"
+                            ".map(r=>r.dataset.family)")
+        check(conv and set(conv) == {"conv"}, "#family=conv shows %s" % sorted(set(conv or [])))
         visit(cpu_index)
         rows = browser.eval("document.querySelectorAll('#cases tbody tr').length")
         check(rows > 10, "cpu index: %s rows" % rows)

@@ -365,13 +365,20 @@ std::string SiteIndexHtml(const std::vector<MachineSummary>& machines,
                   H(FormatPercent(o.threshold)) + ", at least " + std::to_string(o.min_segment) +
                   " runs a side; tiers and library builds are separate series.</p>"
                   "<table><thead><tr><th>machine</th><th>runs</th><th>from</th><th>to</th>"
-                  "<th>series</th><th>slower</th><th>faster</th><th></th></tr></thead><tbody>";
-  for (const MachineSummary& m : machines)
+                  "<th>series</th><th>slower</th><th>faster</th><th>families</th><th></th></tr>"
+                  "</thead><tbody>";
+  for (const MachineSummary& m : machines) {
+    std::string fams;
+    for (const std::string& f : m.families)
+      fams += (fams.empty() ? "" : " ") +
+              ("<a href=\"" + H(m.dir) + "/index.html#family=" + H(f) + "\">" + H(f) + "</a>");
     b += "<tr><td><a href=\"" + H(m.dir) + "/index.html\">" + H(m.name) + "</a></td><td class=n>" +
          std::to_string(m.runs) + "</td><td>" + H(m.first_date) + "</td><td>" + H(m.last_date) +
          "</td><td class=n>" + std::to_string(m.cases) + "</td><td class=\"n slower\">" +
          std::to_string(m.regressed) + "</td><td class=\"n faster\">" + std::to_string(m.improved) +
-         "</td><td><a href=\"" + H(m.dir) + "/machine.html\">context over time</a></td></tr>";
+         "</td><td>" + fams + "</td><td><a href=\"" + H(m.dir) +
+         "/machine.html\">context over time</a></td></tr>";
+  }
   b += "</tbody></table>";
   return Page("dlbench history", b);
 }

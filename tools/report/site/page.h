@@ -70,6 +70,7 @@ struct IndexRow {
 struct MachineSummary {
   std::string name, dir, first_date, last_date;
   size_t runs = 0, cases = 0, regressed = 0, improved = 0;
+  std::vector<std::string> families;  // sorted: each a link to the index filtered to it
 };
 
 struct MachinePage {

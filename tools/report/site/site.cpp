@@ -221,6 +221,9 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
       return x > y;
     });
     ms.cases = rows.size();
+    for (const IndexRow& r : rows) ms.families.push_back(r.family);
+    std::sort(ms.families.begin(), ms.families.end());
+    ms.families.erase(std::unique(ms.families.begin(), ms.families.end()), ms.families.end());
     WriteOutput((out / ms.dir / "index.html").string(), MachineIndexHtml(ms, rows));
     MachinePage mp;
     mp.name = machine;
