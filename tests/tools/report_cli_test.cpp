@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 
@@ -235,6 +237,29 @@ TEST_F(Cli, HistoryCommands) {
   Result bad = Run("history check --db " + (dir_ / "corrupt.sqlite").string());
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.err.find("corrupt.sqlite"), std::string::npos) << bad.err;
+
+  // site: the pages, and a bad store, folder or option in one line each, with nothing written.
+  const std::string site = (dir_ / "site").string();
+  Result ok = Run("site --db " + db + " -o " + site);
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.err.find("1 machines, "), std::string::npos) << ok.err;
+  EXPECT_NE(Slurp(dir_ / "site" / "index.html").find("<table>"), std::string::npos);
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"site --db " + (dir_ / "corrupt.sqlite").string() + " -o " + site + "2",
+            "corrupt.sqlite"},
+           {"site --db " + (dir_ / "none.sqlite").string() + " -o " + site + "2",
+            "none.sqlite:open: no such database"},
+           {"site --db " + db + " -o " + (dir_ / "corrupt.sqlite" / "x").string(),
+            "cannot create the folder"},
+           {"site --db " + db + " -o " + site + "2 --change-threshold 2x", "--change-threshold 2x"},
+           {"site --db " + db + " -o " + site + "2 --detector cusum", "--detector"},
+           {"site --db " + db, "--out-dir is required"}}) {
+    Result r = Run(args);
+    EXPECT_EQ(r.rc, 1) << args;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(site + "2"));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "fixtures/schema/schema.h"
@@ -22,6 +23,8 @@
 #include "tools/report/history/store.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
+#include "tools/report/site/page.h"
+#include "tools/report/site/site.h"
 #ifdef DLBENCH_HAVE_LIBPQ
 #include "tests/tools/pg_server.h"
 #endif
@@ -33,7 +36,8 @@ namespace fs = std::filesystem;
 using dlb::testing::TempDir;
 
 // One run: `n` benchmarks, each at `scale` x its base time, with a little per-run wobble.
-FileData MakeRun(int n, double scale, int run, const std::string& date) {
+FileData MakeRun(int n, double scale, int run, const std::string& date,
+                 const std::string& tier = "") {
   std::string b;
   for (int i = 0; i < n; ++i) {
     double t = (100.0 + i) * scale * (1 + 0.002 * ((run * 7 + i) % 5));
@@ -42,14 +46,15 @@ FileData MakeRun(int n, double scale, int run, const std::string& date) {
          R"(/dt:f32/manual_time", "run_type": "iteration", "real_time": )" + std::to_string(t) +
          R"(, "time_unit": "us", "flop_per_s": 1e9})";
   }
-  return ParseBenchmarkJson(
-      R"({"context": {"date": ")" + date + R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
-      "run.json");
+  return ParseBenchmarkJson(R"({"context": {"date": ")" + date + R"(", "host_name": "box")" +
+                                (tier.empty() ? "" : R"(, "dlbench_tier": ")" + tier + "\"") +
+                                R"(}, "benchmarks": [)" + b + "]}",
+                            "run.json");
 }
 
 std::string Date(int i) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "2026-01-%02dT00:00:00Z", i + 1);
+  std::snprintf(buf, sizeof buf, "2026-%02d-%02dT00:00:00Z", 1 + i / 28, i % 28 + 1);
   return buf;
 }
 
@@ -248,12 +253,12 @@ TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
   EXPECT_EQ(HistoryShow(db, {}).sections[1].tables[0].rows.size(), 5u);
 }
 
-// Five runs at one level, then six 20% slower: the window's median sits between the levels, so
-// the newest run is "same" to the median/MAD test, and only the step says where the time went.
+// Twenty runs at one level, then ten 20% slower: the window's runs are all slow, so the newest run
+// is "same" to the median/MAD test, and only the change point says where the time went.
 TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   const std::string& db = this->db_;
-  for (int i = 0; i < 11; ++i)
-    HistoryAdd(db, {MakeRun(4, i < 5 ? 1 : 1.2, i, Date(i))}, {"c" + std::to_string(i)});
+  for (int i = 0; i < 30; ++i)
+    HistoryAdd(db, {MakeRun(4, i < 20 ? 1 : 1.2, i, Date(i))}, {"c" + std::to_string(i)});
   CheckResult r = HistoryCheck(db, {});
   EXPECT_EQ(r.regressions, 0);
   EXPECT_EQ(r.step_regressions, 4);
@@ -268,25 +273,25 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   }
   const Table& steps = r.doc.sections[1].tables.at(0);
   ASSERT_EQ(steps.rows.size(), 4u);
-  // benchmark, step, at run, date, commit, before, after, change, z, runs before, runs after
+  // benchmark, step, at run, date, commit, before, after, change, p, runs before, runs after
   for (const auto& row : steps.rows) {
     ASSERT_EQ(row.size(), steps.columns.size());
     EXPECT_EQ(row[1].text, "slower") << row[0].text;
-    EXPECT_EQ(row[2].text, "#6");
-    EXPECT_EQ(row[3].text, Date(5));
-    EXPECT_EQ(row[4].text, "c5");
-    ASSERT_TRUE(row[5].value && row[6].value && row[7].value);
+    EXPECT_EQ(row[2].text, "#21");
+    EXPECT_EQ(row[3].text, Date(20));
+    EXPECT_EQ(row[4].text, "c20");
+    ASSERT_TRUE(row[5].value && row[6].value && row[7].value && row[8].value);
     EXPECT_NEAR(*row[6].value / *row[5].value, 1.2, 0.01);
     EXPECT_NEAR(*row[7].value, 0.2, 0.01);
-    EXPECT_GT(*row[8].value, 3);
-    EXPECT_EQ(row[9].text, "5");
-    EXPECT_EQ(row[10].text, "6");
+    EXPECT_LT(*row[8].value, 1e-4);
+    EXPECT_EQ(row[9].text, "20");
+    EXPECT_EQ(row[10].text, "10");
   }
   // w0 is 100 us before the step and 120 us after, give or take the 0.8% wobble.
   ASSERT_EQ(steps.rows[0][0].text, "gemm/cpu/onednn/w0/dt:f32/manual_time");
-  // The bisect command: the last run before the step (c4) is good, the first after (c5) bad.
+  // The bisect command: the last run before the step (c19) is good, the first after (c20) bad.
   EXPECT_EQ(steps.rows[0][11].text,
-            "dlbench-report bisect --good c4 --bad c5 --case gemm/cpu/onednn/w0/dt:f32");
+            "dlbench-report bisect --good c19 --bad c20 --case gemm/cpu/onednn/w0/dt:f32");
   EXPECT_NEAR(*steps.rows[0][5].value, 100e3, 1e3);
   EXPECT_NEAR(*steps.rows[0][6].value, 120e3, 1.2e3);
 
@@ -294,15 +299,15 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   auto json = nlohmann::json::parse(Render(r.doc, Format::kJson));
   const auto& jrow = json["sections"][1]["tables"][0]["rows"][0];
   EXPECT_EQ(jrow["step"], "slower");
-  EXPECT_EQ(jrow["step_run"], 6);
-  EXPECT_EQ(jrow["step_date"], Date(5));
-  EXPECT_EQ(jrow["step_commit"], "c5");
+  EXPECT_EQ(jrow["step_run"], 21);
+  EXPECT_EQ(jrow["step_date"], Date(20));
+  EXPECT_EQ(jrow["step_commit"], "c20");
   EXPECT_NEAR(jrow["step_change"].get<double>(), 0.2, 0.01);
   EXPECT_EQ(json["sections"][0]["tables"][0]["rows"][0]["step"], "slower");
   for (Format f : {Format::kMarkdown, Format::kHtml, Format::kCsv}) {
     std::string out = Render(r.doc, f);
-    EXPECT_NE(out.find(f == Format::kCsv ? "step_date" : "Steps in the window"), std::string::npos);
-    EXPECT_NE(out.find(Date(5)), std::string::npos);
+    EXPECT_NE(out.find(f == Format::kCsv ? "step_date" : "Change points"), std::string::npos);
+    EXPECT_NE(out.find(Date(20)), std::string::npos);
   }
 
   // --steps report: shown, but the exit code is the newest-run test's alone.
@@ -312,9 +317,9 @@ TYPED_TEST(History, CheckFindsAStepTheNewestRunTestMisses) {
   EXPECT_EQ(shown.step_regressions, 4);
   EXPECT_EQ(shown.exit_code, 0);
 
-  // A window too short for two segments of three: no step is looked for.
+  // A history too short for two segments of five: no change point is looked for.
   CheckOptions short_window;
-  short_window.window = 4;
+  short_window.history = 8;
   CheckResult few = HistoryCheck(db, short_window);
   EXPECT_EQ(few.step_regressions, 0);
   EXPECT_EQ(few.doc.sections[1].tables.at(0).rows[0][1].text, "short history");
@@ -359,6 +364,97 @@ TYPED_TEST(History, CheckDiffsTheKernelTablesOfAFlaggedCase) {
   const std::string copy = this->dir_ / "copy.sqlite";
   HistoryCopy(this->db_, copy);
   EXPECT_EQ(Render(HistoryCheck(copy, {}).doc, Format::kMarkdown), md);
+}
+
+// Several change points in one history, a tier's runs that must not join its series, and the
+// site: check and the site name the same change points, and the site is the same from either
+// store (a PostgreSQL history and its SQLite copy give byte-identical pages).
+TYPED_TEST(History, CheckAndTheSiteAgreeOnEveryChangePoint) {
+  const std::string& db = this->db_;
+  auto level = [](int i) { return i < 12 ? 1.0 : i < 24 ? 1.25 : 1.0; };
+  for (int i = 0; i < 35; ++i) {
+    HistoryAdd(db, {MakeRun(3, level(i), i, Date(i), "smoke")}, {"c" + std::to_string(i)});
+    if (i % 3 == 0)  // another tier, 3x slower: a series of its own, never mixed in
+      HistoryAdd(db, {MakeRun(3, 3, i, Date(i) + "x", "default")}, {"d" + std::to_string(i)});
+  }
+  HistoryAdd(db, {MakeRun(3, 1, 35, Date(35), "smoke")}, {"c35"});
+  CheckResult r = HistoryCheck(db, {});
+  EXPECT_EQ(r.exit_code, 0);  // back to the first level: faster last, nothing to fail
+  std::set<std::string> from_check;
+  for (const auto& row : r.doc.sections[1].tables.at(0).rows)
+    if (row[1].text == "slower" || row[1].text == "faster")
+      from_check.insert(row[0].text + " " + row[4].text + " " + row[1].text);
+  EXPECT_EQ(from_check.size(), 6u);  // up at c12, down at c24, for each of 3 cases
+  EXPECT_TRUE(from_check.count("gemm/cpu/onednn/w0/dt:f32/manual_time c12 slower"));
+  EXPECT_TRUE(from_check.count("gemm/cpu/onednn/w0/dt:f32/manual_time c24 faster"));
+
+  const fs::path out = this->dir_ / "site";
+  SiteOptions so;
+  so.out_dir = out;
+  SiteResult sr = WriteSite(db, so);
+  EXPECT_EQ(sr.machines, 1);
+  EXPECT_EQ(sr.cases, 6);  // 3 cases x 2 tiers
+  auto changes = nlohmann::json::parse(std::ifstream(out / "changes.json"));
+  std::set<std::string> from_site;
+  for (const auto& c : changes) {
+    EXPECT_NE(c["build"].get<std::string>().find("tier smoke"), std::string::npos);
+    from_site.insert(c["case"].get<std::string>() + " " + c["commit"].get<std::string>() + " " +
+                     (c["change"].get<double>() > 0 ? "slower" : "faster"));
+  }
+  EXPECT_EQ(from_site, from_check);
+  EXPECT_TRUE(fs::exists(out / site::Slug("box") / "index.html"));
+  EXPECT_TRUE(fs::exists(out / site::Slug("box") / "machine.html"));
+  EXPECT_TRUE(fs::exists(out / site::Slug("box") / "case" /
+                         (site::Slug("gemm/cpu/onednn/w0/dt:f32/manual_time") + ".html")));
+
+  const std::string copy = this->dir_ / "copy.sqlite";
+  HistoryCopy(db, copy);
+  so.out_dir = this->dir_ / "site-copy";
+  WriteSite(copy, so);
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(out)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    fs::path twin = fs::path(so.out_dir) / fs::relative(e.path(), out);
+    auto read = [](const fs::path& p) {
+      std::ifstream in(p, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    EXPECT_EQ(read(e.path()), read(twin)) << twin;
+  }
+  EXPECT_EQ(files, 2u + 2u + 3u);  // index, changes.json; the machine's two pages; 3 case pages
+}
+
+// A slower change point that fails the check carries the kernel diff across it: the last run
+// before it and the first after it, not the newest run, which may be many runs later.
+TYPED_TEST(History, ASlowerChangePointCarriesItsKernelDiff) {
+  for (int i = 0; i < 22; ++i) {
+    const bool after = i >= 12;
+    const std::string b =
+        R"({"name": "conv/gpu/cudnn/l1/dt:f32/manual_time", "run_type": "iteration", )"
+        R"("real_time": )" +
+        std::to_string((after ? 140 : 100) * (1 + 0.002 * (i % 3))) +
+        R"(, "time_unit": "us", "dlbench": {"kernels": {"source": "cupti", "runs": 10, )"
+        R"("span_s": 0.01, "rows": [{"name": ")" +
+        (after ? "winograd" : "implicit_gemm") +
+        R"(", "kind": "kernel", "launches_per_run": 1, "total_s": )" +
+        (after ? "0.0013" : "0.0009") + R"(, "mean_s": 0, "share": 0.9}]}}})";
+    HistoryAdd(this->db_,
+               {ParseBenchmarkJson(R"({"context": {"date": ")" + Date(i) +
+                                       R"(", "host_name": "box"}, "benchmarks": [)" + b + "]}",
+                                   "run.json")},
+               {"c" + std::to_string(i)});
+  }
+  CheckResult r = HistoryCheck(this->db_, {});
+  EXPECT_EQ(r.regressions, 0);
+  ASSERT_EQ(r.step_regressions, 1);
+  const Table& steps = r.doc.sections.at(1).tables.at(0);
+  ASSERT_EQ(steps.columns.back().key, "step_kernels");
+  EXPECT_EQ(steps.rows.at(0)[12].text.rfind("run #12 → run #13: +winograd", 0), 0u)
+      << steps.rows[0][12].text;
+  ASSERT_EQ(r.doc.sections.size(), 3u);
+  EXPECT_NE(r.doc.sections[2].tables.back().title.find("kernels across the change point"),
+            std::string::npos);
 }
 
 // A flat history with one slow run in the middle: the step test finds nothing.

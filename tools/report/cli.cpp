@@ -24,6 +24,7 @@
 #include "tools/report/read/trace.h"
 #include "tools/report/render/document.h"
 #include "tools/report/render/output.h"
+#include "tools/report/site/site.h"
 
 namespace dlb::report {
 
@@ -108,6 +109,8 @@ struct Args {
   ShowOptions sopt;
   CheckOptions kopt;
   std::string check_threshold = "5%", steps = "fail";
+  std::string change_threshold = "2%", detector = "pelt";  // check and site
+  SiteOptions site;
   BisectOptions bopt;  // bisect
   std::string bisect_threshold = "5%";
   std::set<std::string> from_folder;  // files a folder argument brought in
@@ -155,6 +158,7 @@ struct Commands {
   CLI::App *hadd = nullptr, *hshow = nullptr, *hcheck = nullptr, *hexport = nullptr,
            *himport = nullptr;
   CLI::App* bisect = nullptr;
+  CLI::App* site = nullptr;
 };
 
 void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
@@ -247,7 +251,23 @@ void AddHistoryAddShow(CLI::App* history, Args* a, Commands* c) {
   AddOutput(hshow, &a->out);
 }
 
-void AddHistoryCheckCopy(CLI::App* history, Args* a, Commands* c) {
+// The detector's options, shared by history check and site: the same change points from both.
+void AddChangePointOptions(CLI::App* sub, ChangePointOptions* o, std::string* threshold,
+                           std::string* detector) {
+  sub->add_option("--min-segment", o->min_segment, "change points: runs on each side at least (5)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--detector", *detector,
+                  "change points: pelt (default) or edivisive (permutation test)")
+      ->check(CLI::IsMember({"pelt", "edivisive"}));
+  sub->add_option("--penalty", o->penalty, "PELT: penalty per change point, x log(runs) (2.5)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--alpha", o->alpha, "change points: U test level between the segments (0.0001)")
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--change-threshold", *threshold,
+                  "change points: least change of the segments' medians (2%)");
+}
+
+void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c) {
   auto* hcheck = c->hcheck = history->add_subcommand(
       "check",
       "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
@@ -255,7 +275,10 @@ void AddHistoryCheckCopy(CLI::App* history, Args* a, Commands* c) {
   hcheck->add_option("--window", a->kopt.window, "previous runs on the same machine (10)");
   hcheck->add_option("--threshold,-t", a->check_threshold, "relative change that matters (5%)");
   hcheck->add_option("--mads", a->kopt.k, "and more than this many scaled MADs (3)");
-  hcheck->add_option("--min-segment", a->kopt.min_segment, "steps: runs on each side at least (3)")
+  AddChangePointOptions(hcheck, &a->kopt.changes, &a->change_threshold, &a->detector);
+  hcheck
+      ->add_option("--history", a->kopt.history,
+                   "change points: newest runs of the machine they are looked for in (100)")
       ->check(CLI::PositiveNumber);
   hcheck
       ->add_option("--steps", a->steps,
@@ -276,7 +299,19 @@ void AddHistoryCheckCopy(CLI::App* history, Args* a, Commands* c) {
   for (auto* sub : {hexport, himport}) {
     sub->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
   }
-  for (auto* sub : {c->hadd, c->hshow, hcheck, hexport, himport}) {
+  auto* site = c->site = app->add_subcommand(
+      "site",
+      "a static site of the history: an index per machine (sparklines, filters), a page per case "
+      "with its change points, kernel diffs, repro and bisect commands, a page per machine");
+  site->add_option("--db", a->db, kDbHelp)->required();
+  site->add_option("--out-dir,-o", a->site.out_dir,
+                   "the folder to write (made; its pages replaced)")
+      ->required();
+  site->add_option("--last", a->site.last, "the newest runs per machine (0: all; default 0)")
+      ->check(CLI::NonNegativeNumber);
+  AddChangePointOptions(site, &a->site.changes, &a->change_threshold, &a->detector);
+  site->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
+  for (auto* sub : {c->hadd, c->hshow, hcheck, hexport, himport, site}) {
     sub->add_option("--connect-timeout", a->hopt.connect_timeout_s,
                     "PostgreSQL: seconds to wait for the server (10)");
   }
@@ -407,9 +442,19 @@ int RunHistory(const Commands& c, Args& a) {
   } else if (c.hcheck->parsed()) {
     a.kopt.threshold = ParseThreshold("--threshold", a.check_threshold);
     a.kopt.steps_fail = a.steps == "fail";
+    a.kopt.changes.threshold = ParseThreshold("--change-threshold", a.change_threshold);
+    a.kopt.changes.detector = ParseDetector(a.detector);
     CheckResult r = HistoryCheck(a.db, a.kopt, a.hopt);
     Emit(r.doc, a.out);
     return r.exit_code;
+  } else if (c.site->parsed()) {
+    a.site.changes.threshold = ParseThreshold("--change-threshold", a.change_threshold);
+    a.site.changes.detector = ParseDetector(a.detector);
+    SiteResult r = WriteSite(a.db, a.site, a.hopt);
+    std::fprintf(stderr,
+                 "dlbench-report: wrote %s/index.html: %d machines, %d series of cases, %d runs, "
+                 "%d change points\n",
+                 a.site.out_dir.c_str(), r.machines, r.cases, r.runs, r.change_points);
   } else if (c.hexport->parsed() || c.himport->parsed()) {
     const std::string& from = c.hexport->parsed() ? a.db : a.other;
     const std::string& to = c.hexport->parsed() ? a.other : a.db;
@@ -457,7 +502,7 @@ int RunCli(int argc, const char* const* argv) {
       app.add_subcommand("history", "runs and results in SQLite or PostgreSQL (a team's store)");
   history->require_subcommand(1);
   AddHistoryAddShow(history, &args, &commands);
-  AddHistoryCheckCopy(history, &args, &commands);
+  AddHistoryCheckCopy(&app, history, &args, &commands);
   AddBisect(&app, &args, &commands);
 
   try {

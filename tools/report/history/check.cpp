@@ -1,6 +1,7 @@
 // history check: the newest run of a machine against its window of earlier runs (median and MAD),
-// the most likely step in each benchmark's window (FindStep), and, under a flagged case, the
-// command that re-runs it and its kernels' changes.
+// the change points of each case over the machine's longer history (FindChangePoints over the runs
+// of the newest run's build, as the site finds them), and, under a flagged case, the command that
+// re-runs it and its kernels' changes.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 #include "tools/report/history/history.h"
+#include "tools/report/history/series.h"
 #include "tools/report/history/store.h"
 #include "tools/report/history/tables.h"
 
@@ -22,40 +24,33 @@ using namespace history;  // the tables (tables.h)
 
 namespace {
 
-// A step's verdict: which way the level moved, and "(undone)" when the newest runs are back.
-std::string StepVerdict(const Step& st) {
-  if (!st.searched) return "short history";
-  if (!st.found) return "none";
-  return std::string(st.change > 0 ? "slower" : "faster") + (st.lasting ? "" : " (undone)");
+// A case's change-point verdict: the direction of its last change point, the level it is at now.
+std::string StepVerdict(const std::vector<ChangePoint>& cps, bool searched) {
+  if (!searched) return "short history";
+  if (cps.empty()) return "none";
+  return cps.back().change > 0 ? "slower" : "faster";
 }
 
-// A slower step the newest runs still show: the regression the newest-run test stops seeing
-// once the slow runs are half the window, and misses when the newest run alone is a fast outlier.
-bool StepRegresses(const Step& st) { return st.found && st.lasting && st.change > 0; }
-
-// The step's row: where it is (position among the runs read, its run's date and commit, which
-// with the machine identify the run in the store) and the two levels.
-std::vector<Cell> StepRow(const std::string& name, const Step& st, const std::vector<size_t>& pos,
-                          const std::vector<RunRow>& runs) {
-  std::vector<Cell> row{Cell(name), Cell(StepVerdict(st))};
-  if (!st.found) {
-    for (int i = 0; i < 6; ++i) row.emplace_back("-");
-    row.emplace_back(st.searched ? FormatNumber(st.z, 3) : "-", st.searched ? st.z : NAN);
-    row.emplace_back("-");
-    row.emplace_back("-");
+// A change point's row: where it is (position among the runs read, its run's date and commit,
+// which with the machine identify the run in the store), the two levels and the U test.
+std::vector<Cell> StepRow(const std::string& name, const std::string& verdict, const ChangePoint* c,
+                          const CaseSeries& s, const std::vector<RunInfo>& runs) {
+  std::vector<Cell> row{Cell(name), Cell(verdict)};
+  if (!c) {
+    for (int i = 0; i < 10; ++i) row.emplace_back("-");  // through bisect
     return row;
   }
-  size_t at = pos[st.at];
-  double before_n = static_cast<double>(st.at), after_n = static_cast<double>(pos.size() - st.at);
-  row.emplace_back("#" + std::to_string(at + 1), static_cast<double>(at + 1));
-  row.emplace_back(runs[at].date);
-  row.emplace_back(runs[at].commit);
-  row.emplace_back(FormatTime(st.before), st.before);
-  row.emplace_back(FormatTime(st.after), st.after);
-  row.emplace_back(FormatSigned(st.change), st.change);
-  row.emplace_back(FormatNumber(st.z, 3), st.z);
-  row.emplace_back(std::to_string(st.at), before_n);
-  row.emplace_back(std::to_string(pos.size() - st.at), after_n);
+  const RunRow& at = runs[s.points[c->at].run].row;
+  row.emplace_back("#" + std::to_string(s.points[c->at].run + 1),
+                   static_cast<double>(s.points[c->at].run + 1));
+  row.emplace_back(at.date);
+  row.emplace_back(at.commit);
+  row.emplace_back(FormatTime(c->before), c->before);
+  row.emplace_back(FormatTime(c->after), c->after);
+  row.emplace_back(FormatSigned(c->change), c->change);
+  row.emplace_back(FormatP(c->p), c->p);
+  row.emplace_back(std::to_string(c->at - c->from), static_cast<double>(c->at - c->from));
+  row.emplace_back(std::to_string(c->to - c->at), static_cast<double>(c->to - c->at));
   return row;
 }
 
@@ -141,30 +136,46 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                {"MAD", "mad_ns"},     {"change", "change"},   {"z (MAD)", "z"},
                {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
   Table steps;
-  steps.columns = {
-      {"benchmark", "name"},       {"step", "step"},          {"at run", "step_run"},
-      {"date", "step_date"},       {"commit", "step_commit"}, {"before", "before_ns"},
-      {"after", "after_ns"},       {"change", "step_change"}, {"z (pooled MAD)", "step_z"},
-      {"runs before", "before_n"}, {"runs after", "after_n"}, {"bisect", "bisect"}};
+  steps.columns = {{"benchmark", "name"},
+                   {"step", "step"},
+                   {"at run", "step_run"},
+                   {"date", "step_date"},
+                   {"commit", "step_commit"},
+                   {"before", "before_ns"},
+                   {"after", "after_ns"},
+                   {"change", "step_change"},
+                   {"p (U test)", "step_p"},
+                   {"runs before", "before_n"},
+                   {"runs after", "after_n"},
+                   {"bisect", "bisect"},
+                   {"kernels across", "step_kernels"}};
   std::vector<std::vector<Cell>> step_slower, step_other;
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
   Diagnoser diagnoser(db, runs);
   bool any_kernels = false, any_repro = false;
   std::map<std::string, int> verdicts;  // how many benchmarks got each verdict
-  int steps_found = 0, steps_missed = 0;
-  StepOptions sopt{opt.min_segment, opt.k, opt.threshold};
+  int steps_found = 0, steps_missed = 0, other_builds = 0;
+  // The change points: every run of the machine in the longer history, each case's series of the
+  // newest run's build.
+  std::vector<RunInfo> long_runs = MachineRuns(db, now.machine, std::max(opt.history, 1));
+  const std::string build = long_runs.back().build;
+  std::map<std::string, CaseSeries> series;
+  for (CaseSeries& cs : ReadSeries(db, long_runs)) {
+    if (cs.build == build)
+      series[cs.name] = std::move(cs);
+    else
+      ++other_builds;
+  }
+  const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
+  KernelTables kernel_tables(db, long_runs);
+  std::vector<Table> across;  // the kernel diffs across the slower last change points
   for (const auto& name : names) {
     const auto& v = results[name];
     double x = v.back();
     if (!std::isfinite(x)) continue;
-    std::vector<double> prev, series;
-    std::vector<size_t> pos;  // series[i] is the median of runs[pos[i]]
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i])) continue;
-      if (i + 1 < v.size()) prev.push_back(v[i]);
-      series.push_back(v[i]);
-      pos.push_back(i);
-    }
+    std::vector<double> prev;
+    for (size_t i = 0; i + 1 < v.size(); ++i)
+      if (std::isfinite(v[i])) prev.push_back(v[i]);
     std::string verdict;
     double med = NAN, mad = NAN, ch = NAN, z = NAN;
     if (prev.empty()) {
@@ -181,9 +192,13 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       verdict = !beyond ? "same" : ch > 0 ? "slower" : "faster";
     }
     ++verdicts[verdict];
-    Step step = FindStep(series, sopt);
-    bool step_regresses = StepRegresses(step);
-    steps_found += step.found;
+    const CaseSeries& cs = series[name];
+    const bool searched = cs.points.size() >= min_points;
+    std::vector<ChangePoint> cps =
+        searched ? FindChangePoints(cs.Medians(), opt.changes) : std::vector<ChangePoint>{};
+    const std::string step = StepVerdict(cps, searched);
+    bool step_regresses = step == "slower";
+    steps_found += static_cast<int>(cps.size());
     r.step_regressions += step_regresses;
     steps_missed += step_regresses && verdict != "slower";
     std::vector<Cell> row{Cell(name),
@@ -194,7 +209,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                           Cell(FormatNumber(z, 3), z),
                           Cell(std::to_string(prev.size()), static_cast<double>(prev.size())),
                           Cell(verdict),
-                          Cell(StepVerdict(step))};
+                          Cell(step)};
     Diagnosis dx;
     if (verdict == "slower" || verdict == "faster" || step_regresses)
       dx = diagnoser.Of(name, v,
@@ -203,12 +218,28 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     any_repro |= !dx.repro.empty();
     (verdict == "slower" || step_regresses ? slower : other)
         .emplace_back(std::move(row), std::move(dx));
-    std::vector<Cell> step_row = StepRow(name, step, pos, runs);
-    // The runs on both sides of a lasting slower step name the revisions to bisect.
-    step_row.emplace_back(
-        step_regresses ? StepBisect(runs[pos[step.at - 1]].commit, runs[pos[step.at]].commit, name)
-                       : "-");
-    (step_regresses ? step_slower : step_other).push_back(std::move(step_row));
+    if (cps.empty()) {
+      step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
+      step_other.back().emplace_back("-");
+    }
+    for (const ChangePoint& c : cps) {
+      const bool slower = c.change > 0;
+      std::vector<Cell> step_row = StepRow(name, slower ? "slower" : "faster", &c, cs, long_runs);
+      // The runs on both sides of a slower change name the revisions to bisect.
+      step_row.emplace_back(slower ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
+                                                long_runs[cs.points[c.at].run].row.commit, name)
+                                   : "-");
+      // Across the change point that fails the check: which kernels changed there.
+      const bool fails = step_regresses && &c == &cps.back();
+      if (fails) {
+        KernelsAcross ka = KernelDiffAcross(cs, c, kernel_tables.Of(name));
+        step_row.emplace_back(ka.summary);
+        if (ka.table) across.push_back(std::move(*ka.table));
+      } else {
+        step_row.emplace_back("-");
+      }
+      (fails ? step_slower : step_other).push_back(std::move(step_row));
+    }
   }
   r.regressions = verdicts["slower"];
   bool fail = r.regressions || (opt.steps_fail && r.step_regressions);
@@ -224,11 +255,11 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                     " with too short a history. A change counts when it is at least " +
                     FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
                     " scaled MADs (1.4826 x MAD) from the window's median.");
-  d.notes.push_back("Steps: " + std::to_string(steps_found) + " found, " +
-                    std::to_string(r.step_regressions) + " slower and lasting (" +
+  d.notes.push_back("Change points: " + std::to_string(steps_found) + " confirmed, " +
+                    std::to_string(r.step_regressions) + " cases slower since their last (" +
                     std::to_string(steps_missed) + " of them missed by the newest-run test)" +
                     (opt.steps_fail
-                         ? "; a slower lasting step fails the check."
+                         ? "; a slower last change point fails the check."
                          : "; shown only (--steps report), the exit code ignores them."));
   Section s;
   s.title = "Newest run against the window";
@@ -251,24 +282,34 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   s.tables.push_back(std::move(t));
   d.sections.push_back(std::move(s));
   Section ss;
-  ss.title = "Steps in the window (change points)";
+  ss.title = "Change points";
+  ss.notes.push_back("Per benchmark, every confirmed change point in its medians over the newest " +
+                     std::to_string(long_runs.size()) +
+                     " runs of this machine (oldest first; #1 the oldest) of "
+                     "the newest run's build (" +
+                     build + "): proposed by " + DetectorName(opt.changes.detector) +
+                     " and kept where the U test between the runs on either side gives p < " +
+                     FormatNumber(opt.changes.alpha, 3) + " and their medians differ by at least " +
+                     FormatPercent(opt.changes.threshold) + ", at least " +
+                     std::to_string(opt.changes.min_segment) +
+                     " runs on each side. The step column above is " +
+                     "the direction of the last one: the level the case is at now.");
+  if (other_builds)
+    ss.notes.push_back(std::to_string(other_builds) +
+                       " series of other tiers or library builds in those runs are left out: "
+                       "they are never one series with this build's.");
   ss.notes.push_back(
-      "Per benchmark, the most likely single step in its medians over these " +
-      std::to_string(runs.size()) +
-      " runs (oldest first; #1 the oldest): the split with the least summed absolute deviation "
-      "from the two segments' medians, at least " +
-      std::to_string(opt.min_segment) +
-      " runs on each side. A step counts when its levels differ by at least " +
-      FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
-      " scaled MADs pooled over both segments; \"(undone)\": the newest " +
-      std::to_string(opt.min_segment) + " runs are back nearer the level before.");
-  ss.notes.push_back(
-      "bisect: for a lasting slower step, the command that finds the commit between the last run "
-      "before it and the first at the new level (dlbench-report bisect, run in the repository).");
+      "bisect: for a slower change point, the command that finds the commit between the last run "
+      "before it and the first after (dlbench-report bisect, run in the repository).");
   for (auto& row : step_slower) steps.rows.push_back(std::move(row));
   for (auto& row : step_other) steps.rows.push_back(std::move(row));
   ss.tables.push_back(std::move(steps));
   d.sections.push_back(std::move(ss));
+  if (!across.empty())
+    ks.notes.push_back(
+        "And per case whose last change point is slower: the kernel tables of the last run "
+        "before it and the first after it that recorded one, diffed the same way.");
+  for (Table& t : across) ks.tables.push_back(std::move(t));
   if (!ks.tables.empty()) d.sections.push_back(std::move(ks));
   return r;
 }

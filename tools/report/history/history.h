@@ -1,12 +1,13 @@
 // Results of many runs in SQLite or PostgreSQL (history_store.h): add (idempotent, one
 // transaction), show (trend), check (the newest run against the recent window: median and MAD;
-// and the most likely step in the window, FindStep).
+// and the change points of each case over the longer history, changepoints.h).
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "tools/report/history/changepoints.h"
 #include "tools/report/history/store.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
@@ -41,15 +42,16 @@ struct CheckOptions {
   double threshold = 0.05;  // relative change that matters
   double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
   int min_history = 3;      // fewer previous values: no verdict
-  // Steps (FindStep over the window and the newest run, the same threshold and k): runs on each
-  // side of a step, and whether a lasting slower step fails the check.
-  int min_segment = 3;
+  // Change points (FindChangePoints, as the site finds them) over the newest `history` runs of the
+  // machine of the newest run's build, and whether a slower last change point fails the check.
+  int history = 100;
+  ChangePointOptions changes;
   bool steps_fail = true;
 };
 struct CheckResult {
   Document doc;
   int regressions = 0;       // the newest run against the window's median
-  int step_regressions = 0;  // lasting slower steps in the window (some also counted above)
+  int step_regressions = 0;  // cases whose last change point is slower (some also counted above)
   int exit_code = 0;
 };
 CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,

@@ -1,0 +1,248 @@
+// The static history site (site.h): reads every machine's runs and series, finds their change
+// points, and writes the pages (page.cpp's HTML).
+#include "tools/report/site/site.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "fixtures/schema/naming.h"
+#include "fixtures/schema/schema.h"
+#include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/repro.h"
+#include "tools/report/analyses/stats.h"
+#include "tools/report/history/series.h"
+#include "tools/report/history/tables.h"
+#include "tools/report/read/gbench_json.h"
+#include "tools/report/render/output.h"
+#include "tools/report/site/page.h"
+
+namespace dlb::report {
+
+using namespace history;
+using namespace site;
+
+namespace {
+
+// The context keys a machine page follows over time, and a change point names when they change
+// across it: what moves a time without being a build of its own (series.h).
+const std::string_view kMachineKeys[] = {
+    schema::kCtxGpuName,       schema::kCtxGpuDriver,         schema::kCtxCudaDriverApi,
+    schema::kCtxGpuMaxSmClock, schema::kCtxMonitorMaxSmClock, schema::kCtxGpuMaxMemClock,
+    schema::kCtxCpuModel,      schema::kCtxCpuMaxMhz,         schema::kCtxMhzPerCpu,
+    schema::kCtxCpuThreads,    schema::kCtxCompiler,          schema::kCtxCpuScalingEnabled};
+// And the build's own keys, shown on the machine page beside them.
+const std::string_view kBuildKeys[] = {
+    schema::kCtxTier,         schema::kCtxBuildType,        schema::kCtxOnednnVersion,
+    schema::kCtxCudaRuntime,  schema::kCtxCublasVersion,    schema::kCtxCudnnVersion,
+    schema::kCtxTorchVersion, schema::kCtxTurboJpegVersion, schema::kCtxNcclVersion};
+
+std::string Get(const RunInfo& r, std::string_view key) {
+  auto it = r.context.find(std::string(key));
+  return it == r.context.end() ? std::string() : it->second;
+}
+
+// What changed in the machine's context between two runs: "gpu_driver 550.54 → 560.28".
+std::vector<std::string> ContextChanges(const RunInfo& a, const RunInfo& b) {
+  std::vector<std::string> out;
+  for (std::string_view k : kMachineKeys) {
+    std::string x = Get(a, k), y = Get(b, k);
+    if (x != y)
+      out.push_back(std::string(k) + " " + (x.empty() ? "-" : x) + " → " + (y.empty() ? "-" : y));
+  }
+  return out;
+}
+
+Side Describe(const CaseSeries& s, size_t from, size_t to, const std::vector<RunInfo>& runs) {
+  Side d;
+  std::vector<double> v;
+  for (size_t i = from; i < to; ++i) v.push_back(s.points[i].median_ns);
+  d.runs = v.size();
+  d.first_run = s.points[from].run + 1;
+  d.last_run = s.points[to - 1].run + 1;
+  d.first_commit = runs[s.points[from].run].row.commit;
+  d.last_commit = runs[s.points[to - 1].run].row.commit;
+  d.median = Median(v);
+  d.min = *std::min_element(v.begin(), v.end());
+  d.max = *std::max_element(v.begin(), v.end());
+  double mean = Mean(v);
+  d.cv = v.size() > 1 && mean > 0 ? StdDev(v) / mean : NAN;
+  return d;
+}
+
+// A run made of several binaries' files keeps one merged context, whose executable is one of
+// them: the case's own family's binary (benchmarks/bench_<family>) sits beside it.
+std::map<std::string, std::string> FamilyContext(std::map<std::string, std::string> ctx,
+                                                 const std::string& family) {
+  auto exe = ctx.find(std::string(schema::kCtxExecutable));
+  if (exe == ctx.end() || family.empty()) return ctx;
+  std::filesystem::path p(exe->second);
+  const std::string own = "bench_" + family;
+  if (p.filename().string().rfind("bench_", 0) == 0 && p.filename() != own)
+    exe->second = (p.parent_path() / own).string();
+  return ctx;
+}
+
+std::string SeriesVerdict(const std::vector<ChangePoint>& cps, bool searched) {
+  if (!searched) return "short";
+  if (cps.empty()) return "none";
+  return cps.back().change > 0 ? "slower" : "faster";
+}
+
+}  // namespace
+
+SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const StoreOptions& sopt) {
+  auto store = OpenStore(path, false, sopt);
+  Store& db = *store;
+  RequireSchema(db);
+  namespace fs = std::filesystem;
+  const fs::path out(opt.out_dir);
+  auto make = [](const fs::path& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(dir.string(), "", "cannot create the folder: " + ec.message());
+  };
+  make(out);
+  SiteResult result;
+  std::vector<MachineSummary> machines;
+  nlohmann::json changes = nlohmann::json::array();
+  const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
+  for (const std::string& machine : Machines(db)) {
+    std::vector<RunInfo> runs = MachineRuns(db, machine, opt.last);
+    if (runs.empty()) continue;
+    MachineSummary ms;
+    ms.name = machine;
+    ms.dir = Slug(machine);
+    ms.runs = runs.size();
+    ms.first_date = runs.front().row.date;
+    ms.last_date = runs.back().row.date;
+    make(out / ms.dir / "case");
+    std::vector<CaseSeries> series = ReadSeries(db, runs);
+    KernelTables kernels(db, runs);
+    std::vector<IndexRow> rows;
+    // The series of one case name share a page: they are adjacent (ReadSeries' order).
+    for (size_t i = 0; i < series.size();) {
+      size_t j = i;
+      while (j < series.size() && series[j].name == series[i].name) ++j;
+      CasePage page;
+      page.name = series[i].name;
+      page.machine = machine;
+      page.file = Slug(page.name) + ".html";
+      std::map<size_t, std::string> ktables;
+      bool kernels_read = false;
+      for (size_t k = i; k < j; ++k) {
+        const CaseSeries& s = series[k];
+        SeriesView sv;
+        sv.build = s.build;
+        sv.anchor = "s" + std::to_string(k - i + 1);
+        for (const Point& p : s.points) {
+          const RunInfo& r = runs[p.run];
+          sv.points.push_back(
+              {p.run + 1, p.median_ns, p.cv, p.reps, r.row.date, r.row.commit, r.row.branch});
+        }
+        const bool searched = s.points.size() >= min_points;
+        std::vector<ChangePoint> cps =
+            searched ? FindChangePoints(s.Medians(), opt.changes) : std::vector<ChangePoint>{};
+        if (!cps.empty() && !kernels_read) {
+          ktables = kernels.Of(s.name);
+          kernels_read = true;
+        }
+        for (size_t c = 0; c < cps.size(); ++c) {
+          const ChangePoint& cp = cps[c];
+          ChangeView v;
+          v.anchor = sv.anchor + "-cp" + std::to_string(c + 1);
+          v.index = c;
+          v.point = cp.at;
+          v.change = cp.change;
+          v.p = cp.p;
+          v.before = Describe(s, cp.from, cp.at, runs);
+          v.after = Describe(s, cp.at, cp.to, runs);
+          const RunInfo& last_before = runs[s.points[cp.at - 1].run];
+          const RunInfo& first_after = runs[s.points[cp.at].run];
+          v.date = first_after.row.date;
+          v.context = ContextChanges(last_before, first_after);
+          v.repro = ReproCommand(FamilyContext(first_after.context, s.family), s.name);
+          v.bisect = cp.change > 0
+                         ? StepBisect(last_before.row.commit, first_after.row.commit, s.name)
+                         : "";
+          KernelsAcross ka = KernelDiffAcross(s, cp, ktables);
+          v.kernels = ka.summary;
+          v.kernel_table = std::move(ka.table);
+          changes.push_back({{"machine", machine},
+                             {"case", s.name},
+                             {"build", s.build},
+                             {"run", s.points[cp.at].run + 1},
+                             {"date", first_after.row.date},
+                             {"commit", first_after.row.commit},
+                             {"before_ns", cp.before},
+                             {"after_ns", cp.after},
+                             {"change", cp.change},
+                             {"p", cp.p}});
+          sv.changes.push_back(std::move(v));
+        }
+        result.change_points += static_cast<int>(cps.size());
+        IndexRow row;
+        row.name = s.name;
+        row.family = s.family;
+        if (auto n = ParseName(s.name)) {
+          if (row.family.empty()) row.family = n->family;
+          row.device = n->device;
+          row.backend = n->backend;
+          row.dtype = n->Get(key::kDType);
+        }
+        row.build = s.build;
+        row.page = "case/" + page.file + "#" + sv.anchor;
+        row.medians = s.Medians();
+        row.latest = s.points.back().median_ns;
+        row.latest_run = s.points.back().run + 1;
+        row.verdict = SeriesVerdict(cps, searched);
+        row.changes = cps.size();
+        if (!cps.empty()) {
+          row.last_change = cps.back().change;
+          row.last_change_run = s.points[cps.back().at].run + 1;
+        }
+        ms.regressed += row.verdict == "slower";
+        ms.improved += row.verdict == "faster";
+        rows.push_back(std::move(row));
+        page.series.push_back(std::move(sv));
+        ++result.cases;
+      }
+      WriteOutput((out / ms.dir / "case" / page.file).string(), CaseHtml(page));
+      i = j;
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const IndexRow& a, const IndexRow& b) {
+      double x = std::isfinite(a.last_change) ? std::fabs(a.last_change) : -1;
+      double y = std::isfinite(b.last_change) ? std::fabs(b.last_change) : -1;
+      return x > y;
+    });
+    ms.cases = rows.size();
+    for (const IndexRow& r : rows) ms.families.push_back(r.family);
+    std::sort(ms.families.begin(), ms.families.end());
+    ms.families.erase(std::unique(ms.families.begin(), ms.families.end()), ms.families.end());
+    WriteOutput((out / ms.dir / "index.html").string(), MachineIndexHtml(ms, rows));
+    MachinePage mp;
+    mp.name = machine;
+    for (std::string_view k : kMachineKeys) mp.keys.emplace_back(k);
+    for (std::string_view k : kBuildKeys) mp.keys.emplace_back(k);
+    for (const RunInfo& r : runs) {
+      MachinePage::Run mr{r.row.date, r.row.commit, r.row.branch, {}};
+      for (const std::string& k : mp.keys) mr.values.push_back(Get(r, k));
+      mp.runs.push_back(std::move(mr));
+    }
+    WriteOutput((out / ms.dir / "machine.html").string(), MachineHtml(mp));
+    result.runs += static_cast<int>(runs.size());
+    machines.push_back(std::move(ms));
+  }
+  if (machines.empty()) throw InputError(db.name(), "runs", "the database holds no runs");
+  result.machines = static_cast<int>(machines.size());
+  WriteOutput((out / "changes.json").string(), JsonText(changes) + "\n");
+  WriteOutput((out / "index.html").string(), SiteIndexHtml(machines, opt.changes));
+  return result;
+}
+
+}  // namespace dlb::report
