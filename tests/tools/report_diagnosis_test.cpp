@@ -199,8 +199,8 @@ TEST(KernelDiff, AppearedVanishedGrewAndTheirShareOfTheChange) {
   const std::string s = KernelDiffSummary(d);
   EXPECT_EQ(s, "+winograd 200%, -implicit_gemm -150%, ↑bias 25% (kernels: 75% of the change)");
   Table t = KernelDiffTable(d, "x");
-  EXPECT_EQ(t.rows.back()[0].text, "the case");
-  EXPECT_EQ(t.rows[t.rows.size() - 2][0].text, "all kernels");
+  EXPECT_EQ(t.rows.back()[0].Text(), "the case");
+  EXPECT_EQ(t.rows[t.rows.size() - 2][0].Text(), "all kernels");
 }
 
 // One primitive that now runs 16 times per Run() where it ran once: the diff says so beside the
@@ -219,7 +219,7 @@ TEST(KernelDiff, AChangeInLaunchesPerRunIsShownBesideTheTime) {
   size_t col = 0;
   while (col < t.columns.size() && t.columns[col].title != "launches / Run()") ++col;
   ASSERT_LT(col, t.columns.size());
-  EXPECT_EQ(t.rows[0][col].text, "1 → 16");
+  EXPECT_EQ(t.rows[0][col].Text(), "1 → 16");
   EXPECT_EQ(t.rows[0][col].tone, Tone::kBad);
 }
 
