@@ -150,6 +150,45 @@ Table ScalingTable(const GpuScaling& scaling) {
   return t;
 }
 
+// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
+double LeadingRate(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return std::nan("");
+  while (*end == ' ') ++end;
+  static const std::string kPrefixes = "kMGTPE";
+  const size_t at = kPrefixes.find(*end);
+  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
+}
+
+// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
+// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
+// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
+std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
+                       const std::map<std::string, std::string>& context) {
+  const double pct = b.Counter(schema::kPctPeak);
+  if (!(pct > 0) || !(rate > 0)) return "";
+  const double peak = rate / (pct / 100);
+  const BenchName& n = *b.parsed;
+  const std::string dt = n.Get(key::kDType);
+  const Cell figure = Cell::Rate(peak, unit);
+  if (size_t at = b.label.find("peak "); at != std::string::npos) {
+    const std::string rest = b.label.substr(at + 5);
+    for (const char* source : {"measured", "spec", "datasheet"})
+      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
+        return Prose({source, " ", dt, " ", figure});
+  }
+  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
+  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
+  const std::string measured = MeasuredPeakOf(context, n.device, dt);
+  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
+    return Prose({"measured ", dt, " ", figure});
+  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
+  if (!spec.empty() && same(LeadingRate(spec)))
+    return Prose({"spec ", dt, " ", figure, " at the maximum clock"});
+  return Prose({dt, " ", figure, " (the case's own)"});
+}
+
 // The best figure of each family but train (which has its own table), per device: GEMM and conv
 // in FLOP/s, data loading in images/s, collectives in bus bandwidth.
 struct Best {
@@ -194,13 +233,11 @@ Table BestTable(const MergedRuns& runs) {
     std::string unit = n.family == kCommFamily  ? "B/s bus bandwidth"
                        : n.family == "dataload" ? ItemsPerSecond(n.family, n.workload)
                                                 : FlopUnit(dt);
-    // The % beside a FLOP rate and the peak it is of: the case's pct_peak against the run's
-    // measured peak of its dtype.
+    // The % beside a FLOP rate and the peak it is of, named.
     const double pct = x.at->Counter(schema::kPctPeak);
-    const std::string peak =
-        n.family == kCommFamily || n.family == "dataload" || !std::isfinite(pct)
-            ? std::string("-")
-            : MeasuredPeakOf(runs.context, n.device, dt);
+    const std::string peak = n.family == kCommFamily || n.family == "dataload"
+                                 ? std::string()
+                                 : PeakBehind(*x.at, x.value, unit, runs.context);
     Cell pct_cell = Cell::Number(pct, 3).After("%");
     if (pct > 100) pct_cell.Doubtful().With(Tone::kWarn);
     std::string workload = n.workload;
