@@ -217,7 +217,7 @@ std::vector<Section> RooflineSections(const RooflineResult& r,
   if (!launch.empty()) {
     Table t = RooflineTable(launch);
     t.title = Prose({"Launch-bound: ", Cell::Count(static_cast<double>(launch_bound)),
-                     " GPU cases shorter than ", Cell::Time(kLaunchBoundNs),
+                     " GPU case(s) shorter than ", Cell::Time(kLaunchBoundNs),
                      " a Run(), where launching the work, not the roof, limits the rate (the ",
                      Cell::Count(static_cast<double>(launch.size())), " that lose the most)"});
     s.tables.push_back(std::move(t));

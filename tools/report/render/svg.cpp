@@ -343,14 +343,16 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
 void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const char* color) {
   const Chart& chart = f.chart;
   const Series& s = chart.series[si];
+  const bool integer_x = IntegerX(f.xs);
   std::string pts;
   for (auto [x, y] : s.points) {
     if (!f.Drawn(x, y)) continue;
     pts += Printf("%.1f", f.PixelX(x)) + "," + Printf("%.1f", f.PixelY(y)) + " ";
     if (s.markers)
       o << "<circle cx=\"" << f.PixelX(x) << "\" cy=\"" << f.PixelY(y) << "\" r=\"3.5\" fill=\""
-        << color << "\"><title>" << HtmlEscape(s.name) << ": " << TickLabel(x) << ", "
-        << FormatNumber(y, 4) << "</title></circle>";
+        << color << "\"><title>" << HtmlEscape(s.name) << ": "
+        << (integer_x ? Printf("%.0f", x) : TickLabel(x)) << ", " << FormatNumber(y, 4)
+        << "</title></circle>";
   }
   if (s.line && !pts.empty())
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
