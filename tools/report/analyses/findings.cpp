@@ -67,7 +67,7 @@ Table EpochTable(const TrainResult& train) {
   Table t;
   t.title =
       "Training: one epoch per model at each device's best configuration; best batch size: the "
-      "most images/s";
+      "most items/s (images, samples or tokens, as the model counts them)";
   t.columns = {{"model", "model"},
                {"CPU epoch", "cpu_epoch_s"},
                {"GPU epoch", "gpu_epoch_s"},
