@@ -125,8 +125,10 @@ std::string ItemsPerSecond(const std::string& family, const std::string& model) 
   auto has = [&](const char* word) { return model.find(word) != std::string::npos; };
   if (has("gpt") || has("bert") || has("llama")) return "tokens/s";
   if (has("mlp")) return "samples/s";
-  if (family == "conv" || family == "dataload" || has("resnet") || has("densenet") || has("cnn"))
-    return "images/s";
+  for (const char* cnn : {"resnet", "densenet", "vgg", "catdog", "mobilenet", "efficientnet",
+                          "alexnet", "inception", "cnn", "vit"})
+    if (has(cnn)) return "images/s";
+  if (family == "conv" || family == "dataload") return "images/s";
   return "samples/s";
 }
 

@@ -63,7 +63,61 @@ Cell EpochCell(const std::optional<TrainCase>& c) {
   return Cell::Duration(c->epoch_s);
 }
 
-Table EpochTable(const TrainResult& train) {
+// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
+double LeadingRate(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return std::nan("");
+  while (*end == ' ') ++end;
+  static const std::string kPrefixes = "kMGTPE";
+  const size_t at = kPrefixes.find(*end);
+  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
+}
+
+// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
+// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
+// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
+std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
+                       const std::map<std::string, std::string>& context) {
+  const double pct = b.Counter(schema::kPctPeak);
+  if (!(pct > 0) || !(rate > 0)) return "";
+  const double peak = rate / (pct / 100);
+  const BenchName& n = *b.parsed;
+  const std::string dt = n.Get(key::kDType);
+  const Cell figure = Cell::Rate(peak, unit);
+  if (size_t at = b.label.find("peak "); at != std::string::npos) {
+    const std::string rest = b.label.substr(at + 5);
+    for (const char* source : {"measured", "spec", "datasheet"})
+      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
+        return Prose({source, " ", dt, " ", figure});
+  }
+  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
+  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
+  const std::string measured = MeasuredPeakOf(context, n.device, dt);
+  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
+    return Prose({"measured ", dt, " ", figure});
+  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
+  if (!spec.empty() && same(LeadingRate(spec)))
+    return Prose({"spec ", dt, " ", figure, " at max clock"});
+  return Prose({dt, " ", figure, " (the case's own)"});
+}
+
+// The % of peak of a device's best training step, and the peak named ("23.1%", "spec bf16 ...").
+std::pair<Cell, Cell> StepPeakCells(const MergedRuns& runs, const std::optional<TrainCase>& c) {
+  if (!c) return {Cell("-"), Cell("-")};
+  auto b = std::find_if(runs.benches.begin(), runs.benches.end(),
+                        [&](const Bench& x) { return x.name == c->name; });
+  if (b == runs.benches.end() || !b->parsed) return {Cell("-"), Cell("-")};
+  const double pct = b->Counter(schema::kPctPeak);
+  const std::string peak = PeakBehind(*b, b->Counter(schema::kFlopPerS),
+                                      FlopUnit(b->parsed->Get(key::kDType)), runs.context);
+  if (peak.empty()) return {Cell("-"), Cell("-")};
+  Cell p = Cell::Number(pct, 3).After("%");
+  if (pct > 100) p.Doubtful().With(Tone::kWarn);
+  return {p, Cell(peak)};
+}
+
+Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
   Table t;
   t.title =
       "Training: one epoch per model at each device's best configuration; best batch size: the "
@@ -73,13 +127,9 @@ Table EpochTable(const TrainResult& train) {
                {"GPU epoch", "gpu_epoch_s"},
                {"speedup", "speedup"},
                {"CPU best batch size", "cpu_best_bs"},
-               {"GPU best batch size", "gpu_best_bs"}};
-  auto tokens = [](const std::optional<TrainCase>& c) {
-    return c && std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0;
-  };
-  if (std::any_of(train.epochs.begin(), train.epochs.end(),
-                  [&](const TrainEpoch& e) { return tokens(e.cpu) || tokens(e.gpu); }))
-    t.title += " (tokens/s for transformers)";
+               {"GPU best batch size", "gpu_best_bs"},
+               {"GPU % of peak", "gpu_pct_peak"},
+               {"GPU peak", "gpu_peak"}};
   for (const TrainEpoch& e : train.epochs) {
     if (!e.cpu && !e.gpu) continue;
     bool doubtful = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
@@ -87,6 +137,9 @@ Table EpochTable(const TrainResult& train) {
                       SpeedupCell(e.speedup, doubtful),
                       BestBsCell(e.cpu, SizesMeasured(train, e.cpu)),
                       BestBsCell(e.gpu, SizesMeasured(train, e.gpu))});
+    auto [pct, peak] = StepPeakCells(runs, e.gpu);
+    t.rows.back().push_back(pct);
+    t.rows.back().push_back(peak);
   }
   DropEmptyColumns(&t);
   return t;
@@ -148,45 +201,6 @@ Table ScalingTable(const GpuScaling& scaling) {
   }
   DropEmptyColumns(&t);
   return t;
-}
-
-// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
-double LeadingRate(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str()) return std::nan("");
-  while (*end == ' ') ++end;
-  static const std::string kPrefixes = "kMGTPE";
-  const size_t at = kPrefixes.find(*end);
-  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
-}
-
-// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
-// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
-// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
-std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
-                       const std::map<std::string, std::string>& context) {
-  const double pct = b.Counter(schema::kPctPeak);
-  if (!(pct > 0) || !(rate > 0)) return "";
-  const double peak = rate / (pct / 100);
-  const BenchName& n = *b.parsed;
-  const std::string dt = n.Get(key::kDType);
-  const Cell figure = Cell::Rate(peak, unit);
-  if (size_t at = b.label.find("peak "); at != std::string::npos) {
-    const std::string rest = b.label.substr(at + 5);
-    for (const char* source : {"measured", "spec", "datasheet"})
-      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
-        return Prose({source, " ", dt, " ", figure});
-  }
-  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
-  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
-  const std::string measured = MeasuredPeakOf(context, n.device, dt);
-  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
-    return Prose({"measured ", dt, " ", figure});
-  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
-  if (!spec.empty() && same(LeadingRate(spec)))
-    return Prose({"spec ", dt, " ", figure, " at the maximum clock"});
-  return Prose({dt, " ", figure, " (the case's own)"});
 }
 
 // The best figure of each family but train (which has its own table), per device: GEMM and conv
@@ -393,7 +407,7 @@ Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const 
   Section s;
   s.title = "Findings";
   if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
-  if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = EpochTable(runs, train); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = TokenTable(TokenSteps(runs), runs.context); !t.rows.empty())
     s.tables.push_back(std::move(t));
   if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));

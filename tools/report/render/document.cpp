@@ -409,6 +409,10 @@ std::string RenderMarkdown(const Document& doc) {
     out += (in_details ? "### " : "## ") + s.title + "\n\n";
     for (const auto& n : s.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
     for (const Table& t : s.tables) MdTable(t, doc.compact_markdown && in_details, &out);
+    // Markdown draws no chart: a section of charts alone says where they are, not an empty
+    // heading.
+    if (doc.compact_markdown && s.notes.empty() && s.tables.empty() && !s.charts.empty())
+      out += std::to_string(s.charts.size()) + " chart(s), in the HTML report.\n\n";
   }
   return out;
 }
