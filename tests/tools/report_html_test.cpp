@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -185,6 +186,9 @@ TEST(Cells, EachKindReadsByItsKindAndCarriesItsNumber) {
   EXPECT_NE(RenderCsv(d).find("X,,a,1500"), std::string::npos);
   EXPECT_NE(RenderJson(d).find("\"time_ns\": 1500"), std::string::npos);
   EXPECT_NE(RenderJson(d).find("\"id\": \"x\""), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJson(d));
+  EXPECT_EQ(j["sections"][0]["tables"][0]["kinds"]["time_ns"], "time_ns");
+  EXPECT_EQ(j["sections"][0]["tables"][0]["kinds"]["name"], "key");
   EXPECT_NE(RenderHtml(d).find("<h2 id=\"x\">X</h2>"), std::string::npos);
 }
 

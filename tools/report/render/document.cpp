@@ -554,6 +554,42 @@ std::string RenderCsv(const Document& doc) {
   return out;
 }
 
+namespace {
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kText:
+      return "text";
+    case Kind::kKey:
+      return "key";
+    case Kind::kTime:
+      return "time_ns";
+    case Kind::kRate:
+      return "rate";
+    case Kind::kRatio:
+      return "ratio";
+    case Kind::kPercent:
+      return "fraction";
+    case Kind::kSigned:
+      return "change";
+    case Kind::kCount:
+      return "count";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kDuration:
+      return "seconds";
+    case Kind::kP:
+      return "p";
+    case Kind::kFixed:
+      return "number";
+  }
+  return "text";
+}
+
+}  // namespace
+
 std::string RenderJson(const Document& doc) {
   using ojson = nlohmann::ordered_json;
   ojson j;
@@ -572,6 +608,18 @@ std::string RenderJson(const Document& doc) {
       ojson cols = ojson::array();
       for (const Column& c : t.columns) cols.push_back(c.key);
       jt["columns"] = cols;
+      // What each typed column holds, for machines: its kind and unit ("time": ns, "rate":
+      // per second in `units`), from its first typed cell.
+      ojson kinds = ojson::object(), units = ojson::object();
+      for (size_t i = 0; i < t.columns.size(); ++i)
+        for (const auto& row : t.rows)
+          if (i < row.size() && row[i].kind != Kind::kText) {
+            kinds[t.columns[i].key] = KindName(row[i].kind);
+            if (!row[i].unit.empty()) units[t.columns[i].key] = row[i].unit;
+            break;
+          }
+      if (!kinds.empty()) jt["kinds"] = std::move(kinds);
+      if (!units.empty()) jt["units"] = std::move(units);
       ojson rows = ojson::array();
       for (const auto& row : t.rows) {
         ojson r = ojson::object();
