@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/support/temp_dir.h"
@@ -258,12 +259,17 @@ TEST(Html, TheReportIsItsDeclaredSections) {
   Document d = FullReport(m, {"smoke_h100.json"});
   ASSERT_FALSE(d.sections.empty());
   bool details = false;
+  std::set<std::string> ids;
   for (const Section& s : d.sections) {
     EXPECT_FALSE(s.id.empty()) << s.title;
+    EXPECT_TRUE(ids.insert(s.id).second) << s.id << " twice";
     EXPECT_FALSE(details && !s.details) << s.title << " of the first screen after the details";
     details = details || s.details;
   }
   EXPECT_EQ(d.sections.back().id, "labels");
+  EXPECT_EQ(d.sections.front().id, "problems");
+  EXPECT_TRUE(ids.count("findings"));
+  EXPECT_TRUE(ids.count("family-gemm"));  // a family's section: its name in its id
   EXPECT_TRUE(d.compact_markdown);
 }
 

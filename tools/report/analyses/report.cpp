@@ -4,7 +4,9 @@
 #include "tools/report/analyses/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
@@ -197,6 +199,21 @@ struct ReportData {
 
 std::vector<Section> One(Section s) { return {std::move(s)}; }
 
+// "train: one epoch, CPU vs GPU" -> "train-one-epoch-cpu-vs-gpu": a section's part of its anchor.
+// What a title says in parentheses (a count of rows or benchmarks) stays out: anchors keep from
+// one run to the next.
+std::string Slug(const std::string& title) {
+  std::string out;
+  for (char c : title.substr(0, title.find(" ("))) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.substr(0, 48);
+}
+
 // Where a declared section stands: on the first screen, or in the details (collapsed in HTML).
 enum class Place { kFirstScreen, kDetails };
 
@@ -299,11 +316,13 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   if (auto m = MachineLine(runs.context, data.devices.gpu); !m.empty())
     d.notes.push_back("Machine: " + m + ".");
   d.notes.push_back(CountsNote(data.summary));
+  std::set<std::string> ids;
   for (const SectionSpec& spec : kSections) {
     std::vector<Section> built = spec.build(data);
     for (size_t i = 0; i < built.size(); ++i) {
       Section& s = built[i];
-      s.id = built.size() == 1 ? spec.id : std::string(spec.id) + "-" + std::to_string(i + 1);
+      s.id = built.size() == 1 ? spec.id : std::string(spec.id) + "-" + Slug(s.title);
+      if (!ids.insert(s.id).second) s.id += "-" + std::to_string(i + 1);
       if (s.title.empty()) s.title = spec.title;
       s.details = spec.place == Place::kDetails;
       // A run on one device leaves the other's columns empty: the first screen shows none.
