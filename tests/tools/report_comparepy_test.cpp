@@ -253,9 +253,9 @@ TEST(ComparePy, Test5ThousandRepetitionsAsReportPyExpects) {
   bool printed = false;
   Section s = DifferenceSection(d, false, 0.05);
   for (const auto& row : s.tables.at(0).rows)
-    printed = printed ||
-              (row[0].Text() == "BM_ManyRepetitions_pvalue" && row[1].Text() == "0.0000" &&
-               row[2].Text() == "0.0000" && row.back().Text() == "U Test, Repetitions: 1000 vs 1000");
+    printed = printed || (row[0].Text() == "BM_ManyRepetitions_pvalue" &&
+                          row[1].Text() == "0.0000" && row[2].Text() == "0.0000" &&
+                          row.back().Text() == "U Test, Repetitions: 1000 vs 1000");
   EXPECT_TRUE(printed);
 }
 

@@ -484,7 +484,8 @@ std::string RenderHtml(const Document& doc) {
          "</title>\n<style>\n"
          "body{font:14px/1.4 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;"
          "color:#222;max-width:1400px}\n"
-         "table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}div.tw{max-width:100%;overflow-x:auto}\n"
+         "table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}\n"
+         "div.tw{max-width:100%;overflow-x:auto}\n"
          "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}\n"
          // Words (a failure's reason, a label) wrap, so that a table fits the window; keys and
          // numbers stay on one line.
