@@ -244,8 +244,8 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
   c.push_back(SpeedupCell(r.speedup, r.doubtful));
   if (w.flops) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
-    c.push_back(RateUnitCell(r.cpu_flop_per_s, "FLOP/s", r.cpu_best));
-    c.push_back(RateUnitCell(r.gpu_flop_per_s, "FLOP/s", r.gpu_best));
+    c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best));
+    c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best));
   } else if (bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
