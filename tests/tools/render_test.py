@@ -6,7 +6,7 @@ is a real, non-blank PNG.
 
 Then, for every folder of REPORTS_DIR (reports/) that holds runs, `dlbench-report report FOLDER/`
 as a person types it, and its first screen at 1400x1000: Problems (where the JSON has any: throttled
-cases, values above 100%, failures) then Findings, every problem present listed, no table wider than
+cases, values above 100%, failures, mixed inputs) then Findings, every problem present listed, no table wider than
 the window, no literal Markdown, no value above 100% unflagged, and each FLOP/s or OP/s headline with
 its % and the peak it is of named.
 
@@ -349,8 +349,14 @@ class Screen(html.parser.HTMLParser):
 def problems_in(files):
     """What the Problems block must list, from the JSON on its own."""
     want, failed, measured = set(), set(), set()
+    revisions, days, tiers = set(), set(), set()
     for f in files:
-        for b in json.loads(pathlib.Path(f).read_text())["benchmarks"]:
+        doc = json.loads(pathlib.Path(f).read_text())
+        context = doc.get("context", {})
+        revisions.add(context.get("dlbench_git_revision"))
+        days.add(str(context.get("date", ""))[:10])
+        tiers.add(context.get("dlbench_tier"))
+        for b in doc["benchmarks"]:
             message = b.get("error_message") or b.get("skip_message") or ""
             if not b.get("error_occurred") and not b.get("skipped"):
                 measured.add(b.get("run_name", b["name"]))
@@ -361,6 +367,8 @@ def problems_in(files):
                 want.add("Throttled")
             if max(number("pct_peak"), number("pct_roofline")) > 100:
                 want.add("Above 100%")
+    if len(revisions - {None}) > 1 or len(days - {""}) > 1 or len(tiers - {None}) > 1:
+        want.add("Mixed inputs")
     # A case failed in one file and measured in another is measured: the report merges them.
     if failed - measured:
         want.add("Failed")
