@@ -6,9 +6,9 @@ is a real, non-blank PNG.
 
 Then, for every folder of REPORTS_DIR (reports/) that holds runs, `dlbench-report report FOLDER/`
 as a person types it, and its first screen at 1400x1000: Problems (where the JSON has any: throttled
-cases, values above 100%, failures, mixed inputs) then Findings, every problem present listed, no table wider than
-the window, no literal Markdown, no value above 100% unflagged, and each FLOP/s or OP/s headline with
-its % and the peak it is of named.
+cases, values above 100%, failures, mixed inputs) then Findings, every problem present listed, no
+table wider than the window, no literal Markdown, no value above 100% unflagged, and each FLOP/s or
+OP/s headline with its % and the peak it is of named.
 
   render_test.py DLBENCH_REPORT CPU_DIR GPU_DIR... [--reports REPORTS_DIR] [--keep DIR]
 
