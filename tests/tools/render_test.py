@@ -295,8 +295,8 @@ class Screen(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.h2, self.tables, self.cells, self.problems = [], [], [], ""
-        self.viewport, self._depth, self._tag, self._text, self._rows, self._cell = 0, 0, None, "", None, None
-        self._section = None
+        self.viewport, self._depth, self._tag, self._text = 0, 0, None, ""
+        self._rows, self._cell, self._section = None, None, None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
