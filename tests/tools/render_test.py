@@ -4,7 +4,13 @@ what the first screen shows: the findings before any family's table, no column o
 did not have, one line for a CPU-only run, the epoch figures the JSON holds, and a screenshot that
 is a real, non-blank PNG.
 
-  render_test.py DLBENCH_REPORT CPU_DIR GPU_DIR... [--keep DIR]
+Then, for every folder of REPORTS_DIR (reports/) that holds runs, `dlbench-report report FOLDER/`
+as a person types it, and its first screen at 1400x1000: Problems (where the JSON has any: throttled
+cases, values above 100%, failures, mixed inputs) then Findings, every problem present listed, no
+table wider than the window, no literal Markdown, no value above 100% unflagged, and each FLOP/s or
+OP/s headline with its % and the peak it is of named.
+
+  render_test.py DLBENCH_REPORT CPU_DIR GPU_DIR... [--reports REPORTS_DIR] [--keep DIR]
 
 CPU_DIR: a CPU-only run (the smoke tier's JSON); GPU_DIR...: a run with a GPU (the H100 results).
 Exits 77 (CTest's SKIP_RETURN_CODE) with one line when Chromium is not installed."""
@@ -12,6 +18,7 @@ import html.parser
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import struct
@@ -279,9 +286,158 @@ def check_page(label, dom, items, epochs, devices):
                                                                             want))
 
 
+# ---- every folder of reports/, at 1400x1000 ----
+
+class Screen(html.parser.HTMLParser):
+    """The first screen's parts outside <details>: h2 titles, the Problems section's text, tables
+    (their data-right and rows), every cell's text; and the window's width."""
+
+    def __init__(self):
+        super().__init__()
+        self.h2, self.tables, self.cells, self.problems = [], [], [], ""
+        self.viewport, self._depth, self._tag, self._text = 0, 0, None, ""
+        self._rows, self._cell, self._section = None, None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body" and a.get("data-viewport"):
+            self.viewport = int(a["data-viewport"])
+        if tag == "details":
+            self._depth += 1
+        if self._depth:
+            return
+        if tag == "h2":
+            self._tag, self._text = "h2", ""
+        elif tag == "table":
+            self._rows = []
+            self.tables.append({"right": int(a.get("data-right", "0")), "rows": self._rows,
+                                "section": self._section})
+        elif tag == "tr" and self._rows is not None:
+            self._rows.append([])
+        elif tag in ("td", "th") and self._rows is not None:
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._depth -= 1
+            return
+        if self._depth:
+            return
+        if tag == "h2" and self._tag == "h2":
+            self._section = self._text.strip()
+            self.h2.append(self._section)
+            self._tag = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._rows[-1].append(self._cell.strip())
+            if tag == "td":
+                self.cells.append(self._cell.strip())
+            self._cell = None
+        elif tag == "table":
+            self._rows = None
+
+    def handle_data(self, data):
+        if self._depth:
+            return
+        if self._tag:
+            self._text += data
+        if self._cell is not None:
+            self._cell += data
+        if self._section == "Problems":
+            self.problems += data
+
+
+def problems_in(files):
+    """What the Problems block must list, from the JSON on its own."""
+    want, failed, measured = set(), set(), set()
+    revisions, days, tiers = set(), set(), set()
+    for f in files:
+        doc = json.loads(pathlib.Path(f).read_text())
+        context = doc.get("context", {})
+        revisions.add(context.get("dlbench_git_revision"))
+        days.add(str(context.get("date", ""))[:10])
+        tiers.add(context.get("dlbench_tier"))
+        for b in doc["benchmarks"]:
+            message = b.get("error_message") or b.get("skip_message") or ""
+            if not b.get("error_occurred") and not b.get("skipped"):
+                measured.add(b.get("run_name", b["name"]))
+            elif not message.startswith("unsupported: "):
+                failed.add(b.get("run_name", b["name"]))
+            number = lambda k: b.get(k) if isinstance(b.get(k), (int, float)) else 0
+            if number("throttled") > 0:
+                want.add("Throttled")
+            if max(number("pct_peak"), number("pct_roofline")) > 100:
+                want.add("Above 100%")
+    if len(revisions - {None}) > 1 or len(days - {""}) > 1 or len(tiers - {None}) > 1:
+        want.add("Mixed inputs")
+    # A case failed in one file and measured in another is measured: the report merges them.
+    if failed - measured:
+        want.add("Failed")
+    return want
+
+
+PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%")
+
+
+def check_folder(report, exe, folder, out):
+    label = folder.name
+    d = out / ("folder-" + label)
+    run = subprocess.run([report, "report", str(folder) + "/", "--out-dir", str(d)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+    check(run.returncode == 0, "%s: dlbench-report report %s/ exited %d: %s" %
+          (label, folder, run.returncode, run.stderr.decode(errors="replace")[-300:]))
+    if run.returncode != 0:
+        return
+    md = (d / "report.md").read_text()
+    check(len(md.encode()) < 300_000, "%s: report.md is %d bytes" % (label, len(md.encode())))
+    code = False
+    for line in md.splitlines():
+        code = code != line.startswith("```")
+        check(code or len(line) <= 200, "%s: a Markdown line of %d characters: %.80s..." %
+              (label, len(line), line))
+    url = (d / "report.html").resolve().as_uri()
+    dom = chromium(exe, out / ("profile-folder-" + label),
+                   ["--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom", url])
+    check(dom.returncode == 0, "%s: chromium --dump-dom exited %d" % (label, dom.returncode))
+    page = Screen()
+    page.feed(dom.stdout.decode("utf-8", "replace"))
+    check(page.viewport > 0, "%s: the page measured no window width" % label)
+    files = [str(p) for p in sorted(folder.glob("*.json"))
+             if json.loads(p.read_text()).get("benchmarks")]
+    present = problems_in(files)
+    lead = page.h2[1:2] if page.h2[:1] == ["Problems"] else page.h2[:1]
+    check(lead == ["Findings"], "%s: the first sections are %r" % (label, page.h2[:2]))
+    check(not present or page.h2[:1] == ["Problems"],
+          "%s: %s in the JSON, no Problems section first" % (label, sorted(present)))
+    for p in sorted(present):
+        check(p in page.problems, "%s: the Problems section does not list %r" % (label, p))
+    check("**" not in "".join(page.cells) + page.problems, "%s: literal Markdown (**)" % label)
+    for t in page.tables:
+        title = t["rows"][0] if t["rows"] else []
+        check(t["right"] <= page.viewport, "%s: a table of %r is %d px wide in a %d px window: %r" %
+              (label, t["section"], t["right"], page.viewport, title[:4]))
+    for cell in page.cells:
+        m = PERCENT.match(cell)
+        check(not m or float(m.group(1)) <= 100, "%s: %r above 100%% unflagged" % (label, cell))
+    for t in page.tables:
+        if not t["rows"] or "best" not in t["rows"][0]:
+            continue
+        header = t["rows"][0]
+        for row in t["rows"][1:]:
+            rate = row[header.index("best")] if len(row) == len(header) else ""
+            if not re.search(r"(FLOP|OP)/s$", rate):
+                continue
+            for column in ("% of peak", "peak"):
+                ok = column in header and row[header.index(column)] not in ("", "-")
+                check(ok, "%s: the headline %r has no %r" % (label, rate, column))
+
+
 def main():
     args = sys.argv[1:]
     keep = None
+    reports = None
+    if "--reports" in args:
+        reports = pathlib.Path(args[args.index("--reports") + 1])
+        del args[args.index("--reports"):args.index("--reports") + 2]
     if "--keep" in args:
         keep = pathlib.Path(args[args.index("--keep") + 1])
         del args[args.index("--keep"):args.index("--keep") + 2]
@@ -316,6 +472,12 @@ def main():
             check(any(k == "h3" and v.startswith(h3) for k, v in first_screen(items)),
                   "gpu: no %r among the findings" % h3)
         check_page("gpu", dom, items, best_epochs(gpu_files), {"CPU", "GPU"})
+
+        if reports is not None:
+            folders = [f for f in sorted(reports.iterdir()) if f.is_dir() and files([f])]
+            check(bool(folders), "no folder of %s holds a run" % reports)
+            for folder in folders:
+                check_folder(report, exe, folder, out)
 
     check(figures[0] > 0, "no epoch figure was compared")
     if failures:

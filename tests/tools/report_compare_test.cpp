@@ -222,7 +222,7 @@ TEST(Speedup, NetworksWeighLayersByCount) {
   ASSERT_EQ(sections[0].tables.size(), 2u);
   const Table& nets = sections[0].tables[1];
   ASSERT_EQ(nets.rows.size(), 1u);
-  EXPECT_EQ(nets.rows[0][0].text, "net");
+  EXPECT_EQ(nets.rows[0][0].Text(), "net");
   EXPECT_DOUBLE_EQ(*nets.rows[0][7].value, 250.0 / 45);
 }
 

@@ -131,7 +131,7 @@ TEST(ComparePy, Test1AsReportPyExpects) {
   const Table& t = s.tables.at(0);
   ASSERT_EQ(t.rows.size(), printed.size());
   for (size_t i = 0; i < printed.size(); ++i)
-    for (size_t c = 0; c < 3; ++c) EXPECT_EQ(t.rows[i][c].text, printed[i][c]) << i;
+    for (size_t c = 0; c < 3; ++c) EXPECT_EQ(t.rows[i][c].Text(), printed[i][c]) << i;
 }
 
 // compare.py's filter_benchmark: entries whose name matches, the match replaced in the name.
@@ -202,7 +202,7 @@ TEST(ComparePy, Test3WithUTestAsReportPyExpects) {
   // Printed with and without -a (test_json_diff_report_pretty_printing[_aggregates_only]).
   auto names = [](const Section& s) {
     std::vector<std::string> out;
-    for (const auto& row : s.tables.at(0).rows) out.push_back(row[0].text);
+    for (const auto& row : s.tables.at(0).rows) out.push_back(row[0].Text());
     return out;
   };
   EXPECT_EQ(names(DifferenceSection(d, false, 0.05)),
@@ -212,9 +212,9 @@ TEST(ComparePy, Test3WithUTestAsReportPyExpects) {
   EXPECT_EQ(names(agg), (std::vector<std::string>{"BM_One", "BM_Two_pvalue", "short", "short",
                                                   "short_pvalue", "OVERALL_GEOMEAN"}));
   const auto& pv = agg.tables.at(0).rows.at(1);
-  EXPECT_EQ(pv[1].text, "1.0000");
-  EXPECT_EQ(pv[2].text, "0.6667");
-  EXPECT_EQ(pv.back().text,
+  EXPECT_EQ(pv[1].Text(), "1.0000");
+  EXPECT_EQ(pv[2].Text(), "0.6667");
+  EXPECT_EQ(pv.back().Text(),
             "U Test, Repetitions: 2 vs 2. WARNING: Results unreliable! 9+ repetitions "
             "recommended.");
 }
@@ -253,9 +253,9 @@ TEST(ComparePy, Test5ThousandRepetitionsAsReportPyExpects) {
   bool printed = false;
   Section s = DifferenceSection(d, false, 0.05);
   for (const auto& row : s.tables.at(0).rows)
-    printed = printed ||
-              (row[0].text == "BM_ManyRepetitions_pvalue" && row[1].text == "0.0000" &&
-               row[2].text == "0.0000" && row.back().text == "U Test, Repetitions: 1000 vs 1000");
+    printed = printed || (row[0].Text() == "BM_ManyRepetitions_pvalue" &&
+                          row[1].Text() == "0.0000" && row[2].Text() == "0.0000" &&
+                          row.back().Text() == "U Test, Repetitions: 1000 vs 1000");
   EXPECT_TRUE(printed);
 }
 

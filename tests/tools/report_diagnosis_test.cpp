@@ -84,6 +84,58 @@ TEST(Roofline, ListsTheCasesFurthestBelowTheirRoofLowestFirst) {
 }
 
 // Without the "roofline" object the peaks are unknown: the roof comes from pct_roofline.
+// Ranked by the time a network loses (count x time below the roof), not by %: a tiny case far
+// below its roof loses little; GPU cases shorter than kLaunchBoundNs stand apart.
+TEST(Roofline, TheListIsRankedByTimeLostWithLaunchBoundCasesApart) {
+  // RoofCases' GPU cases take 10 us a Run(): launch-bound; the CPU one is never. Two more: an
+  // MLP GEMM of 5 us at 1% of its roof, and a layer of 2 ms at 50%, three times in its network.
+  std::vector<Case> cases = RoofCases();
+  cases.push_back(RoofCase("gemm/gpu/cublaslt/fc.mlp.8x8/bs:1/dt:bf16", 5, 8e12, 800e12, 3e12));
+  cases.back().us = 5;
+  Case big =
+      RoofCase("conv/gpu/cudnn/resnet18.layer2.conv3x3/bs:32/dt:bf16", 2000, 400e12, 800e12, 3e12);
+  big.us = 2000;
+  big.counters.push_back({"count", 3});
+  cases.push_back(big);
+  RooflineResult r = ComputeRoofline(CasesRuns(cases, "NVIDIA H100"));
+  std::vector<RooflinePoint> lost = MostTimeLost(r, 10, false);
+  ASSERT_EQ(lost.size(), 2u);
+  EXPECT_EQ(lost[0].name, big.name + "/manual_time");
+  EXPECT_NEAR(lost[0].lost_ns, 3 * 2000e3 * 0.5, 3 * 2000e3 * 0.01);
+  EXPECT_EQ(lost[1].name, "gemm/cpu/onednn/square.1024/dt:f32/manual_time");
+  EXPECT_GE(lost[0].lost_ns, lost[1].lost_ns);
+  std::vector<RooflinePoint> launch = MostTimeLost(r, 10, true);
+  ASSERT_EQ(launch.size(), 5u);
+  for (const RooflinePoint& p : launch) EXPECT_TRUE(p.launch_bound) << p.name;
+  for (size_t i = 1; i < launch.size(); ++i) EXPECT_GE(launch[i - 1].lost_ns, launch[i].lost_ns);
+  // The section: the list, then the launch-bound cases in a table of their own; names as keys.
+  std::vector<Section> s = RooflineSections(r, {}, false);
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(s[0].tables.size(), 2u);
+  EXPECT_EQ(s[0].tables[1].title.rfind("Launch-bound: 5 GPU case(s)", 0), 0u)
+      << s[0].tables[1].title;
+  const Table& t = s[0].tables[0];
+  ASSERT_GE(t.columns.size(), 4u);
+  EXPECT_EQ(t.columns[0].key, "family");
+  EXPECT_EQ(t.columns[3].key, "workload");
+  EXPECT_EQ(t.rows[0][3].Text(), "resnet18.layer2.conv3x3");
+  EXPECT_EQ(t.columns.back().key, "lost_ns");
+}
+
+// A value above 100% of its roof reads with its warning sign, never bare.
+TEST(Roofline, AValueAbove100PercentIsFlagged) {
+  RooflineResult r = ComputeRoofline(CasesRuns(
+      {RoofCase("gemm/gpu/cublaslt/square.8192/dt:bf16", 1000, 900e12, 800e12, 3e12)}, "H100"));
+  std::vector<Section> s = RooflineSections(r, {}, false);
+  ASSERT_EQ(s.size(), 1u);
+  const Table& t = s[0].tables.at(0);
+  size_t pct = 0;
+  while (pct < t.columns.size() && t.columns[pct].key != "pct_roofline") ++pct;
+  ASSERT_LT(pct, t.columns.size());
+  EXPECT_EQ(t.rows[0][pct].Text(), "⚠ 112%");
+  EXPECT_EQ(t.rows[0][pct].tone, Tone::kWarn);
+}
+
 TEST(Roofline, TheCountersAloneGiveTheRoof) {
   RooflineResult r = ComputeRoofline(
       CasesRuns({Case{"gemm/cpu/onednn/square.1024/dt:f32",
@@ -199,8 +251,8 @@ TEST(KernelDiff, AppearedVanishedGrewAndTheirShareOfTheChange) {
   const std::string s = KernelDiffSummary(d);
   EXPECT_EQ(s, "+winograd 200%, -implicit_gemm -150%, ↑bias 25% (kernels: 75% of the change)");
   Table t = KernelDiffTable(d, "x");
-  EXPECT_EQ(t.rows.back()[0].text, "the case");
-  EXPECT_EQ(t.rows[t.rows.size() - 2][0].text, "all kernels");
+  EXPECT_EQ(t.rows.back()[0].Text(), "the case");
+  EXPECT_EQ(t.rows[t.rows.size() - 2][0].Text(), "all kernels");
 }
 
 // One primitive that now runs 16 times per Run() where it ran once: the diff says so beside the
@@ -219,7 +271,7 @@ TEST(KernelDiff, AChangeInLaunchesPerRunIsShownBesideTheTime) {
   size_t col = 0;
   while (col < t.columns.size() && t.columns[col].title != "launches / Run()") ++col;
   ASSERT_LT(col, t.columns.size());
-  EXPECT_EQ(t.rows[0][col].text, "1 → 16");
+  EXPECT_EQ(t.rows[0][col].Text(), "1 → 16");
   EXPECT_EQ(t.rows[0][col].tone, Tone::kBad);
 }
 

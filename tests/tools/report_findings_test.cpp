@@ -123,6 +123,38 @@ TEST(Findings, ABestBatchSizeOfOneMeasuredSizeSaysSo) {
             std::string::npos);
 }
 
+// A model's rate reads in its own items: samples/s for an MLP, images/s for a CNN.
+TEST(Findings, AnMlpReadsInSamplesPerSecond) {
+  MergedRuns m = Runs(
+      {{"train/gpu/libtorch/mlp/bs:64/dt:f32/pass:train", 100, {{"epoch_items", 60000}}}}, "H200");
+  const std::string md = RenderMarkdown(FullReport(m, {"findings.json"}));
+  EXPECT_NE(md.find("bs 64 · 639 k samples/s"), std::string::npos) << md;
+  EXPECT_EQ(md.find("images/s (the only"), std::string::npos) << md;
+}
+
+// A "network" whose cases are all one layer is no network: it stands as its workload, and the
+// findings' networks of layers leave it out.
+TEST(Findings, ANetworkOfOneLayerIsAWorkload) {
+  std::vector<Case> one = {
+      {"gemm/cpu/onednn/fc.mlp.1000x512/bs:64/dt:f32", 40, {{"flop_per_s", 1e12}}, "mlp"},
+      {"gemm/gpu/cublaslt/fc.mlp.1000x512/bs:64/dt:f32", 8, {{"flop_per_s", 8e12}}, "mlp"}};
+  Overview ov = ComputeOverview(Runs(one, "H100"));
+  ASSERT_FALSE(ov.rows.empty());
+  for (const OverviewRow& r : ov.rows) {
+    EXPECT_FALSE(r.network) << r.subject;
+    EXPECT_EQ(r.subject, "fc.mlp.1000x512");
+  }
+  EXPECT_TRUE(NetworkFindings(ov).rows.empty());
+  // Two layers make a network.
+  one.push_back({"gemm/cpu/onednn/fc.mlp.512x256/bs:64/dt:f32", 12, {{"flop_per_s", 1e12}}, "mlp"});
+  one.push_back(
+      {"gemm/gpu/cublaslt/fc.mlp.512x256/bs:64/dt:f32", 6, {{"flop_per_s", 3e12}}, "mlp"});
+  ov = ComputeOverview(Runs(one, "H100"));
+  ASSERT_FALSE(ov.rows.empty());
+  EXPECT_TRUE(ov.rows[0].network);
+  EXPECT_EQ(ov.rows[0].subject, "mlp");
+}
+
 TEST(Findings, StarvationTakesTheLeastStarvedWorkerCount) {
   auto fed = [](int workers, double items, double starvation) {
     return Case{

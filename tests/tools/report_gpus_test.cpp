@@ -123,15 +123,15 @@ TEST(GpuScaling, TheOneGpuStepIsTheOneGpuPointOfACurveWithoutOne) {
   const Table& t = s.at(0).tables.at(0);
   const int at1 = Column(t, "efficiency at 1 GPU"), at2 = Column(t, "efficiency at 2 GPUs");
   const int from = Column(t, "efficiency from");
-  EXPECT_EQ(t.rows.at(1)[at1].text, "1");
-  EXPECT_EQ(t.rows[1][at2].text, FormatNumber(0.88 * 11000 / 11220, 3));
-  EXPECT_EQ(t.rows[1][from].text, "one-GPU step");
-  EXPECT_EQ(t.rows[0][from].text, "gpus:1 point");
+  EXPECT_EQ(t.rows.at(1)[at1].Text(), "1");
+  EXPECT_EQ(t.rows[1][at2].Text(), FormatNumber(0.88 * 11000 / 11220, 3));
+  EXPECT_EQ(t.rows[1][from].Text(), "one-GPU step");
+  EXPECT_EQ(t.rows[0][from].Text(), "gpus:1 point");
   const Section& curve = s.at(2);
   ASSERT_EQ(curve.notes.size(), 1u);
   EXPECT_NE(curve.notes[0].find("one-GPU step " + step), std::string::npos);
   EXPECT_TRUE(s[1].notes.empty());
-  EXPECT_EQ(curve.tables.at(0).rows.at(0)[0].text, "1");
+  EXPECT_EQ(curve.tables.at(0).rows.at(0)[0].Text(), "1");
   EXPECT_EQ(curve.charts.at(0).series.at(1).points.front(), std::make_pair(1.0, 11220.0));
   // One-GPU steps alone make no curve.
   EXPECT_TRUE(ComputeGpuScaling(Merge({ReadBenchmarkFile(Data("gpus_h1.json"))})).empty());
@@ -164,9 +164,9 @@ TEST(GpuScaling, CollectivesGroupByCollectiveDtypeAndInplaceWithAColumnPerGpuCou
   ASSERT_EQ(bus->columns.size(), 4u);  // size, 2, 4 and 8 GPUs
   EXPECT_EQ(bus->columns[3].title, "8 GPUs");
   ASSERT_EQ(bus->rows.size(), 3u);
-  EXPECT_EQ(bus->rows[0][0].text, "1 MiB");
-  EXPECT_EQ(bus->rows[2][1].text, "345");
-  EXPECT_EQ(bus->rows[0][3].text, "⚠ 30");  // mistrusted
+  EXPECT_EQ(bus->rows[0][0].Text(), "1 MiB");
+  EXPECT_EQ(bus->rows[2][1].Text(), "345");
+  EXPECT_EQ(bus->rows[0][3].Text(), "⚠ 30");  // mistrusted
   ASSERT_EQ(allreduce.charts.size(), 1u);
   EXPECT_EQ(allreduce.charts[0].series.size(), 3u);  // one per GPU count
   EXPECT_TRUE(allreduce.charts[0].log_x);
@@ -188,13 +188,13 @@ TEST(GpuScaling, TheSummarySaysWhereEachEfficiencyComesFrom) {
   ASSERT_GE(at8, 0);
   ASSERT_GE(from, 0);
   ASSERT_GE(comm, 0);
-  EXPECT_EQ(t.rows[0][at1].text, "1");
-  EXPECT_EQ(t.rows[0][at8].text, "0.935");
-  EXPECT_EQ(t.rows[0][from].text, "gpus:1 point");
-  EXPECT_EQ(t.rows[1][at1].text, "");  // bs 64 has no one-GPU case
-  EXPECT_EQ(t.rows[1][at8].text, "0.83");
-  EXPECT_EQ(t.rows[1][from].text, "case's counter");
-  EXPECT_EQ(t.rows[1][comm].text, FormatTime(1.1e6));
+  EXPECT_EQ(t.rows[0][at1].Text(), "1");
+  EXPECT_EQ(t.rows[0][at8].Text(), "0.935");
+  EXPECT_EQ(t.rows[0][from].Text(), "gpus:1 point");
+  EXPECT_EQ(t.rows[1][at1].Text(), "");  // bs 64 has no one-GPU case
+  EXPECT_EQ(t.rows[1][at8].Text(), "0.83");
+  EXPECT_EQ(t.rows[1][from].Text(), "case's counter");
+  EXPECT_EQ(t.rows[1][comm].Text(), FormatTime(1.1e6));
   // Per curve: measured throughput and linear scaling from the one-GPU step.
   ASSERT_EQ(s[1].charts.size(), 1u);
   ASSERT_EQ(s[1].charts[0].series.size(), 2u);
@@ -262,15 +262,15 @@ TEST(Fidelity, SummaryShowsStdrelWithConvergenceAndStalledAsYesOrBlank) {
   ASSERT_GE(stalled, 0);
   EXPECT_EQ(Column(b, std::string(schema::kStdrelConverged)), -1);  // folded into stdrel
   ASSERT_EQ(b.rows.size(), 3u);
-  EXPECT_EQ(b.rows[0][stdrel].text, "0.40%");
-  EXPECT_EQ(b.rows[1][stdrel].text, "⚠ 3.10% (not converged)");
+  EXPECT_EQ(b.rows[0][stdrel].Text(), "0.40%");
+  EXPECT_EQ(b.rows[1][stdrel].Text(), "⚠ 3.10% (not converged)");
   EXPECT_EQ(b.rows[1][stdrel].tone, Tone::kWarn);
-  EXPECT_EQ(b.rows[2][stdrel].text, "-");  // the CPU case has no counters
-  EXPECT_EQ(b.rows[0][stalled].text, "");
+  EXPECT_EQ(b.rows[2][stdrel].Text(), "-");  // the CPU case has no counters
+  EXPECT_EQ(b.rows[0][stalled].Text(), "");
   const Table n = FamilyTable(SummarySections(ComputeSummary(now)), "Summary: gemm");
   // Stalled in one repetition of three is stalled (the median would say 0).
-  EXPECT_EQ(n.rows[0][Column(n, "stalled")].text, "yes");
-  EXPECT_EQ(n.rows[1][Column(n, "stalled")].text, "");
+  EXPECT_EQ(n.rows[0][Column(n, "stalled")].Text(), "yes");
+  EXPECT_EQ(n.rows[1][Column(n, "stalled")].Text(), "");
   // A family without them has no such columns.
   const Table g = FamilyTable(
       SummarySections(ComputeSummary(Merge({ReadBenchmarkFile(Data("dlbench_v2_base.json"))}))),
@@ -297,8 +297,8 @@ TEST(Fidelity, CompareFlagsRowsWhereEitherSideStalled) {
   const Table& t = d.sections.at(0).tables.at(0);
   const int timing = Column(t, "timing");
   ASSERT_GE(timing, 0);
-  EXPECT_EQ(t.rows[0][timing].text, "⚠ stalled in new");
-  EXPECT_EQ(t.rows[1][timing].text, "-");
+  EXPECT_EQ(t.rows[0][timing].Text(), "⚠ stalled in new");
+  EXPECT_EQ(t.rows[1][timing].Text(), "-");
   // No stalled side: no column.
   const Document same = CompareDocument(Compare(base, base, {}), {}, "b", "b");
   EXPECT_EQ(Column(same.sections.at(0).tables.at(0), "timing"), -1);

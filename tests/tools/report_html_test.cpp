@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/support/temp_dir.h"
@@ -119,21 +122,21 @@ TEST(Html, TheReportLeadsWithTheAnswers) {
   size_t details = html.find("<details>");
   ASSERT_NE(details, std::string::npos);
   // Families first, each with its networks and the workloads that have none.
-  EXPECT_LT(html.find("<h2>gemm</h2>"), details);
-  EXPECT_LT(html.find("<h2>conv</h2>"), details);
+  EXPECT_LT(html.find("\">gemm</h2>"), details);
+  EXPECT_LT(html.find("\">conv</h2>"), details);
   for (const char* t : {"Network mlp", "Network catdog64", "Network resnet18_cifar",
                         "Shapes without a network", "GPU FLOP/s", "GPU images/s", "★"})
     EXPECT_LT(html.find(t), details) << t;
   // The findings come before every family's table.
-  size_t findings = html.find("<h2>Findings</h2>");
+  size_t findings = html.find("<h2 id=\"findings\">Findings</h2>");
   ASSERT_NE(findings, std::string::npos);
-  EXPECT_LT(findings, html.find("<h2>gemm</h2>"));
-  EXPECT_LT(findings, html.find("<h2>conv</h2>"));
+  EXPECT_LT(findings, html.find("\">gemm</h2>"));
+  EXPECT_LT(findings, html.find("\">conv</h2>"));
   // Without training steps the findings answer per network of layers (GEMM's MLP, conv's).
   size_t networks = html.find("Networks of layers");
   EXPECT_LT(findings, networks);
-  EXPECT_LT(networks, html.find("<h2>gemm</h2>"));
-  EXPECT_LT(html.find(">resnet18_cifar</td>", findings), html.find("<h2>gemm</h2>"));
+  EXPECT_LT(networks, html.find("\">gemm</h2>"));
+  EXPECT_LT(html.find(">resnet18_cifar</td>", findings), html.find("\">gemm</h2>"));
   // Square GEMMs and DeepBench shapes are no network.
   EXPECT_EQ(html.find("Network square"), std::string::npos);
   EXPECT_EQ(html.find("Network deepbench"), std::string::npos);
@@ -148,6 +151,126 @@ TEST(Html, TheReportLeadsWithTheAnswers) {
   EXPECT_GT(html.find(m.benches[0].label), html.rfind("<details>"));
   EXPECT_GT(html.find("/manual_time"), details);
   EXPECT_LT(html.size(), 250u << 10);
+}
+
+// Analyses hand render/ typed cells; how each kind reads is decided here alone.
+TEST(Cells, EachKindReadsByItsKindAndCarriesItsNumber) {
+  EXPECT_EQ(Cell::Time(1234567).Text(), "1.23 ms");
+  EXPECT_EQ(Cell::Rate(7.6e14, "FLOP/s").Text(), "760 TFLOP/s");
+  EXPECT_EQ(Cell::Rate(1.41e15, "OP/s").Text(), "1.41 POP/s");
+  EXPECT_EQ(Cell::Rate(12300, "images/s").Text(), "12.3 k images/s");
+  EXPECT_EQ(Cell::Ratio(14.31).Text(), "14.3x");
+  EXPECT_EQ(Cell::Percent(0.123).Text(), "12.3%");
+  EXPECT_EQ(Cell::Signed(0.1234).Text(), "+12.34%");
+  EXPECT_EQ(Cell::Count(8192).Text(), "8192");  // never "8.19k"
+  EXPECT_EQ(Cell::Count(2, "GPUs").Text(), "2 GPUs");
+  EXPECT_EQ(Cell::Items(50000).Text(), "50,000");
+  EXPECT_EQ(Cell::Bytes(1 << 30).Text(), "1 GiB");
+  EXPECT_EQ(Cell::Duration(400).Text(), "6.67 min");
+  EXPECT_EQ(Cell::Fixed(0.1, 4, true).Text(), "+0.1000");
+  EXPECT_EQ(Cell::Number(101.6, 4).After("%").Doubtful().Text(), "⚠ 101.6%");
+  EXPECT_EQ(Cell::Time(std::nan("")).Text(), "-");
+  EXPECT_FALSE(Cell::Time(std::nan("")).value);
+  EXPECT_EQ(*Cell::Rate(7.6e14, "FLOP/s").value, 7.6e14);
+  EXPECT_EQ(Prose({"took ", Cell::Time(2e9), " at ", Cell::Count(256)}), "took 2.00 s at 256");
+  // CSV and JSON carry the number, Markdown and HTML the text.
+  Document d;
+  Section s;
+  s.id = "x";
+  s.title = "X";
+  Table t;
+  t.columns = {{"case", "name"}, {"time", "time_ns"}};
+  t.rows = {{Cell::Key("a"), Cell::Time(1500)}};
+  s.tables.push_back(t);
+  d.sections.push_back(s);
+  EXPECT_NE(RenderMarkdown(d).find("| a | 1.50 µs |"), std::string::npos);
+  EXPECT_NE(RenderCsv(d).find("X,,a,1500"), std::string::npos);
+  EXPECT_NE(RenderJson(d).find("\"time_ns\": 1500"), std::string::npos);
+  EXPECT_NE(RenderJson(d).find("\"id\": \"x\""), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJson(d));
+  EXPECT_EQ(j["sections"][0]["tables"][0]["kinds"]["time_ns"], "time_ns");
+  EXPECT_EQ(j["sections"][0]["tables"][0]["kinds"]["name"], "key");
+  EXPECT_NE(RenderHtml(d).find("<h2 id=\"x\">X</h2>"), std::string::npos);
+}
+
+// report.md reads in a terminal: no line past 200 characters outside code blocks; a long table of
+// the details shows its first rows and the columns that fit, and says where the rest is.
+TEST(Markdown, TheReportsLinesStayUnder200Characters) {
+  Document d;
+  d.compact_markdown = true;
+  d.notes.push_back(std::string(50, 'a') + " " + std::string(300, 'b') + " " +
+                    std::string(120, 'c') + std::string(40, ' ') + "d");
+  Section s;
+  s.title = "Wide";
+  s.details = true;
+  Table t;
+  for (int c = 0; c < 12; ++c) t.columns.push_back({"column " + std::to_string(c), "c"});
+  for (int r = 0; r < 100; ++r) {
+    std::vector<Cell> row;
+    for (int c = 0; c < 12; ++c) row.push_back(Cell(std::string(20, 'x')));
+    t.rows.push_back(row);
+  }
+  s.tables.push_back(t);
+  d.sections.push_back(s);
+  const std::string md = RenderMarkdown(d);
+  std::istringstream in(md);
+  size_t longest = 0, lines = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    if (line.size() != 300) longest = std::max(longest, line.size());  // a word alone may be long
+  EXPECT_LE(longest, 200u) << md.substr(0, 600);
+  EXPECT_NE(md.find("Here the first 60 of 100 rows; without the columns"), std::string::npos);
+  EXPECT_LT(lines, 80u);
+  // The HTML and the CSV keep every row and column.
+  EXPECT_EQ(RenderCsv(d).find("column"), std::string::npos);  // CSV heads with the keys
+  size_t csv_rows = 0;
+  for (char c : RenderCsv(d)) csv_rows += c == '\n';
+  EXPECT_EQ(csv_rows, 101u);
+  // Without compact_markdown (compare, history) nothing is cut.
+  d.compact_markdown = false;
+  EXPECT_EQ(RenderMarkdown(d).find("Here the first"), std::string::npos);
+}
+
+// Integer axes tick as integers ("8192", not "8.19k"); a dtype has one colour in every chart.
+TEST(Charts, IntegerTicksAndOneColourPerDtype) {
+  Chart c;
+  c.log_x = true;
+  c.series = {Series{"bf16 fwd", {{1024, 1}, {4096, 2}, {8192, 3}}},
+              Series{"f32 fwd", {{1024, 2}, {4096, 3}, {8192, 4}}}};
+  const std::string svg = RenderSvg(c);
+  EXPECT_NE(svg.find(">8192</text>"), std::string::npos);
+  EXPECT_EQ(svg.find("8.19k"), std::string::npos);
+  Chart other;
+  other.series = {Series{"roof f32/bf16 50 T", {{1, 1}, {2, 2}}},
+                  Series{"bf16 nhwc", {{1, 1}, {2, 3}}}};
+  const std::string svg2 = RenderSvg(other);
+  auto colour_of = [](const std::string& s, const std::string& name) {
+    const size_t at = s.find(">" + name + "</text>");
+    const size_t stroke = s.rfind("stroke=\"#", at);
+    return s.substr(stroke + 8, 7);
+  };
+  EXPECT_EQ(colour_of(svg, "bf16 fwd"), colour_of(svg2, "bf16 nhwc"));
+  EXPECT_NE(colour_of(svg, "bf16 fwd"), colour_of(svg, "f32 fwd"));
+}
+
+// The report is its declared sections in order: each carries its id, the first screen before
+// the details.
+TEST(Html, TheReportIsItsDeclaredSections) {
+  MergedRuns m = Merge({ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/smoke_h100.json")});
+  Document d = FullReport(m, {"smoke_h100.json"});
+  ASSERT_FALSE(d.sections.empty());
+  bool details = false;
+  std::set<std::string> ids;
+  for (const Section& s : d.sections) {
+    EXPECT_FALSE(s.id.empty()) << s.title;
+    EXPECT_TRUE(ids.insert(s.id).second) << s.id << " twice";
+    EXPECT_FALSE(details && !s.details) << s.title << " of the first screen after the details";
+    details = details || s.details;
+  }
+  EXPECT_EQ(d.sections.back().id, "labels");
+  EXPECT_EQ(d.sections.front().id, "problems");
+  EXPECT_TRUE(ids.count("findings"));
+  EXPECT_TRUE(ids.count("family-gemm"));  // a family's section: its name in its id
+  EXPECT_TRUE(d.compact_markdown);
 }
 
 }  // namespace

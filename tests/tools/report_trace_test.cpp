@@ -101,8 +101,8 @@ TEST(Trace, SectionSummarisesEachCaseAndChartsEveryQuantity) {
   const Section s = TraceSection(ReadTrace(Data("monitor_trace.csv")));
   ASSERT_EQ(s.tables.size(), 1u);
   ASSERT_EQ(s.tables[0].rows.size(), 3u) << "one row per case";
-  EXPECT_EQ(s.tables[0].rows[0][8].text, "yes: sw_power_cap") << "idle (0x1) is no throttle";
-  EXPECT_EQ(s.tables[0].rows[1][8].text, "no");
+  EXPECT_EQ(s.tables[0].rows[0][8].Text(), "yes: sw_power_cap") << "idle (0x1) is no throttle";
+  EXPECT_EQ(s.tables[0].rows[1][8].Text(), "no");
   ASSERT_EQ(s.charts.size(), 4u);
   for (const Chart& c : s.charts) {
     EXPECT_EQ(c.marks.size(), 3u) << c.title << ": one mark where each case begins";

@@ -90,7 +90,7 @@ TEST(Transformer, TheMfusPeakIsNamedBesideIt) {
   const Table t = TokenTable(TokenSteps(m), ctx);
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ(t.columns[5].title, "MFU's peak (spec, at the maximum clock)");
-  EXPECT_EQ(t.rows[0][5].text, "1070.5 TFLOP/s (132 SMs x 1980 MHz)");
+  EXPECT_EQ(t.rows[0][5].Text(), "1070.5 TFLOP/s (132 SMs x 1980 MHz)");
 }
 
 TEST(Transformer, StepsWithoutTokensGiveNoTokenTable) {
@@ -163,10 +163,10 @@ TEST(Transformer, GemmDtypesStandSideBySideWithTheFastestBackend) {
   for (const Column& c : t.columns) cols.push_back(c.title);
   EXPECT_EQ(cols,
             (std::vector<std::string>{"shape", "device", "f32", "bf16", "fp8", "int8 (OP/s)"}));
-  EXPECT_EQ(t.rows[0][0].text, "square.8192");
-  EXPECT_NE(t.rows[0][3].text.find("(cublaslt)"), std::string::npos) << t.rows[0][3].text;
+  EXPECT_EQ(t.rows[0][0].Text(), "square.8192");
+  EXPECT_NE(t.rows[0][3].Text().find("(cublaslt)"), std::string::npos) << t.rows[0][3].Text();
   EXPECT_NEAR(*t.rows[0][3].value, 700e12, 1e9);
-  EXPECT_NE(t.rows[0][5].text.find("OP/s"), std::string::npos) << t.rows[0][5].text;
+  EXPECT_NE(t.rows[0][5].Text().find("OP/s"), std::string::npos) << t.rows[0][5].Text();
 
   // One dtype per shape: nothing to put side by side.
   EXPECT_TRUE(GemmDtypeTable(Runs({Gemm("cublaslt", "bf16", 700)})).rows.empty());

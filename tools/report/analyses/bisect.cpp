@@ -151,11 +151,9 @@ Section StepsSection(const BisectResult& r) {
     if (st.call == StepCall::kSkip) verdict.With(Tone::kWarn);
     bool m = st.measured;
     t.rows.push_back({Cell(Short(st.commit)), Cell(st.subject), Cell(st.role),
-                      m ? Cell(FormatTime(st.median_ns), st.median_ns) : Cell("-"),
-                      m ? Cell(FormatSigned(st.change), st.change) : Cell("-"),
-                      m ? Cell(FormatP(st.p), st.p) : Cell("-"),
-                      m ? Cell(FormatNumber(st.position, 3), st.position) : Cell("-"),
-                      Cell(std::to_string(st.reps), static_cast<double>(st.reps)), verdict,
+                      m ? Cell::Time(st.median_ns) : Cell("-"),
+                      m ? Cell::Signed(st.change) : Cell("-"), m ? Cell::P(st.p) : Cell("-"),
+                      m ? Cell::Number(st.position, 3) : Cell("-"), Cell::Count(st.reps), verdict,
                       Cell(st.note)});
   }
   s.tables.push_back(std::move(t));
@@ -192,9 +190,9 @@ Document BisectDocument(const BisectResult& r, const BisectOptions& opt) {
                                     : "Skipped: " + std::to_string(skipped.size()) + ": " +
                                           Join(skipped, "; ") + ".");
   d.notes.push_back(
-      "A step is judged with compare's rules (threshold " +
-      FormatPercent(opt.compare.threshold, 1) + ", U test at alpha " +
-      FormatNumber(opt.compare.alpha, 3) +
+      Prose({"A step is judged with compare's rules (threshold ",
+             Cell::Percent(opt.compare.threshold, 1), ", U test at alpha ",
+             Cell::Number(opt.compare.alpha, 3)}) +
       ") against both endpoints (good: its two runs, before and after bad's, pooled): good when "
       "not significantly slower than good and significantly "
       "faster than bad; bad the other way round; between both (or within the threshold of both) "

@@ -287,9 +287,8 @@ class Driver {
       return std::nullopt;
     }
     std::error_code ec;
-    const std::string ran =
-        (opt_.run.empty() ? RanBinary() : opt_.run) + " --benchmark_filter='" +
-        CaseFilter(opt_.case_name) + "'";
+    const std::string ran = (opt_.run.empty() ? RanBinary() : opt_.run) + " --benchmark_filter='" +
+                            CaseFilter(opt_.case_name) + "'";
     if (!fs::exists(json, ec) || fs::file_size(json, ec) == 0) {
       // Google Benchmark leaves the file empty when the filter matches nothing.
       st->note = "the case is not in the run's output: " + ran + " ran no case";
@@ -338,7 +337,7 @@ class Driver {
     std::string line = "dlbench-report: bisect: " + st.role + " " + Short(st.commit) + " " +
                        st.subject.substr(0, 60) + ": ";
     if (st.measured)
-      line += FormatTime(st.median_ns) + " (" + FormatSigned(st.change) + " vs good), ";
+      line += Prose({Cell::Time(st.median_ns), " (", Cell::Signed(st.change), " vs good), "});
     line += CallName(st.call);
     if (!st.note.empty()) line += " (" + st.note + ")";
     std::fprintf(stderr, "%s\n", line.c_str());
@@ -390,7 +389,7 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
                      "--repeats " + std::to_string(opt.repeats) +
                          " is too few: the U test of that many repetitions a side cannot reach "
                          "alpha " +
-                         FormatNumber(opt.compare.alpha, 3));
+                         Prose({Cell::Number(opt.compare.alpha, 3)}));
   SignalGuard signals;
   Scratch scratch;
   std::string tmpl = (fs::temp_directory_path() / "dlbench-bisect-XXXXXX").string();
@@ -453,20 +452,20 @@ BisectResult Bisect(const BisectOptions& opt, std::string* message) {
   r.steps.push_back(bad_step);
   r.steps.push_back(again_step);
   if (steady.verdict == Verdict::kSlower || steady.verdict == Verdict::kFaster) {
-    *message = "the machine is not steady: the good endpoint " + Short(r.good) + " read " +
-               FormatTime(steady.base_ns) + ", then " + FormatTime(steady.new_ns) + " (" +
-               FormatSigned(steady.delta) + ", p " + FormatP(steady.p) +
-               ") after the bad one: other load came or went; bisect on a quiet machine";
+    *message = Prose({"the machine is not steady: the good endpoint ", Short(r.good), " read ",
+                      Cell::Time(steady.base_ns), ", then ", Cell::Time(steady.new_ns), " (",
+                      Cell::Signed(steady.delta), ", p ", Cell::P(steady.p),
+                      ") after the bad one: other load came or went; bisect on a quiet machine"});
     r.exit_code = kBisectNotReproduced;
     return r;
   }
   if (gb.verdict != Verdict::kSlower) {
-    *message = "the regression does not reproduce: good " + Short(r.good) + " " +
-               FormatTime(gb.base_ns) + " (both runs), bad " + Short(r.bad) + " " +
-               FormatTime(gb.new_ns) + " (" + FormatSigned(gb.delta) + ", p " + FormatP(gb.p) +
-               "): compare says " + VerdictName(gb.verdict) + " at threshold " +
-               FormatPercent(opt.compare.threshold) + ", alpha " +
-               FormatNumber(opt.compare.alpha, 3);
+    *message = Prose({"the regression does not reproduce: good ", Short(r.good), " ",
+                      Cell::Time(gb.base_ns), " (both runs), bad ", Short(r.bad), " ",
+                      Cell::Time(gb.new_ns), " (", Cell::Signed(gb.delta), ", p ", Cell::P(gb.p),
+                      "): compare says ", VerdictName(gb.verdict), " at threshold ",
+                      Cell::Percent(opt.compare.threshold), ", alpha ",
+                      Cell::Number(opt.compare.alpha, 3)});
     r.exit_code = kBisectNotReproduced;
     return r;
   }

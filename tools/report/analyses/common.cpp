@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "fixtures/schema/schema.h"
+
 namespace dlb::report {
 
 std::string Join(const std::vector<std::string>& v, const std::string& sep) {
@@ -43,24 +45,70 @@ std::string ConfigValues(const std::string& keys) {
   return out;
 }
 
+std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
+  std::vector<BenchName> names;
+  for (const auto& row : t->rows) {
+    std::optional<BenchName> n = ParseName(row.at(col).text);
+    if (!n) return {};
+    names.push_back(std::move(*n));
+  }
+  if (names.empty()) return {};
+  // Every key in first-seen order; a key varies when a row lacks it or holds another value.
+  std::vector<std::string> keys;
+  for (const BenchName& n : names)
+    for (const auto& [k, v] : n.keys)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  std::vector<std::string> varying, shared;
+  for (const std::string& k : keys) {
+    // A key the table has as a column already (a counter "bs") is not shown twice.
+    if (std::any_of(t->columns.begin(), t->columns.end(),
+                    [&](const Column& c) { return c.key == k; }))
+      continue;
+    const std::string first = names[0].Get(k);
+    bool varies = false;
+    for (const BenchName& n : names) varies = varies || n.Get(k) != first || n.Get(k).empty();
+    (varies ? varying : shared).push_back(k);
+    if (!varies) shared.back() += ":" + first;
+  }
+  std::vector<Column> columns = {
+      {"family", "family"}, {"device", "device"}, {"backend", "backend"}, {"workload", "workload"}};
+  for (const std::string& k : varying) columns.push_back({k, k});
+  const auto at = static_cast<std::ptrdiff_t>(col);
+  t->columns.erase(t->columns.begin() + at);
+  t->columns.insert(t->columns.begin() + at, columns.begin(), columns.end());
+  for (size_t r = 0; r < t->rows.size(); ++r) {
+    const BenchName& n = names[r];
+    std::vector<Cell> cells = {Cell::Key(n.family), Cell::Key(n.device), Cell::Key(n.backend),
+                               Cell::Key(n.workload)};
+    for (const std::string& k : varying) {
+      const std::string v = n.Get(k);
+      cells.push_back(Cell::Key(v.empty() ? "-" : v));
+    }
+    auto& row = t->rows[r];
+    row.erase(row.begin() + at);
+    row.insert(row.begin() + at, cells.begin(), cells.end());
+  }
+  return shared;
+}
+
 void DropEmptyColumns(Table* t) {
   for (size_t i = t->columns.size(); i-- > 0;) {
     bool empty = std::all_of(t->rows.begin(), t->rows.end(),
-                             [&](const std::vector<Cell>& r) { return r[i].text == "-"; });
+                             [&](const std::vector<Cell>& r) { return CellText(r[i]) == "-"; });
     if (!empty) continue;
     t->columns.erase(t->columns.begin() + static_cast<std::ptrdiff_t>(i));
     for (auto& r : t->rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
-std::string BatchSizeLabel(double bs) { return "bs " + FormatNumber(bs, 6); }
+std::string BatchSizeLabel(double bs) { return Prose({"bs ", Cell::Count(bs)}); }
 
-Cell TimeCell(double ns) { return std::isfinite(ns) ? Cell(FormatTime(ns), ns) : Cell("-"); }
+Cell TimeCell(double ns) { return Cell::Time(ns); }
 
 Cell SpeedupCell(double x, bool doubtful) {
-  if (!std::isfinite(x)) return Cell("-");
-  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
-  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
+  Cell c = Cell::Ratio(x);
+  if (doubtful && c.value) c.Doubtful().With(Tone::kWarn);
+  return c;
 }
 
 bool WideY(const Chart& chart) {
@@ -73,29 +121,43 @@ bool WideY(const Chart& chart) {
   return lo > 0 && hi / lo > 20;
 }
 
-std::string FormatDuration(double s) {
-  if (!std::isfinite(s)) return "-";
-  if (s >= 7200) return FormatNumber(s / 3600, 3) + " h";
-  if (s >= 120) return FormatNumber(s / 60, 3) + " min";
-  return FormatTime(s * 1e9);
+std::string ItemsPerSecond(const std::string& family, const std::string& model) {
+  auto has = [&](const char* word) { return model.find(word) != std::string::npos; };
+  if (has("gpt") || has("bert") || has("llama")) return "tokens/s";
+  if (has("mlp")) return "samples/s";
+  for (const char* cnn : {"resnet", "densenet", "vgg", "catdog", "mobilenet", "efficientnet",
+                          "alexnet", "inception", "cnn", "vit"})
+    if (has(cnn)) return "images/s";
+  if (family == "conv" || family == "dataload") return "images/s";
+  return "samples/s";
 }
 
-std::string FormatBytes(double b, int significant) {
-  if (!std::isfinite(b)) return "-";
-  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (b >= 1024 && i < 4) {
-    b /= 1024;
-    ++i;
+std::string FlopUnit(const std::string& dtype) {
+  return dtype.rfind("int", 0) == 0 ? "OP/s" : "FLOP/s";
+}
+
+std::string MeasuredPeakOf(const std::map<std::string, std::string>& context,
+                           const std::string& device, std::string dtype) {
+  auto it = context.find(
+      std::string(device == "gpu" ? schema::kCtxGpuPeakMeasured : schema::kCtxCpuPeakMeasured));
+  if (it == context.end()) return "";
+  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
+  // "f32 50.7 TFLOP/s (how; more); bf16 769.3 TFLOP/s (...)": parts at parenthesis depth 0.
+  const std::string& s = it->second;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    const bool end = i == s.size() || (depth == 0 && s.compare(i, 2, "; ") == 0);
+    if (!end) {
+      depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+      continue;
+    }
+    const std::string part = s.substr(start, i - start);
+    start = i + 2;
+    if (part.rfind(dtype + " ", 0) != 0) continue;
+    return "measured " + part.substr(0, part.find(" ("));
   }
-  return FormatNumber(b, significant) + " " + kUnit[i];
-}
-
-std::string WithUnit(double v, const std::string& unit) {
-  std::string r = FormatRate(v);
-  bool join = (unit.rfind("FLOP/s", 0) == 0 || unit.rfind("B/s", 0) == 0) && !r.empty() &&
-              !std::isdigit(static_cast<unsigned char>(r.back()));
-  return r + (join ? "" : " ") + unit;
+  return "";
 }
 
 std::string InputsNote(const std::vector<std::string>& inputs) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,11 @@ std::string ConfigKeys(const BenchName& n);
 // The values of a name's keys, "fmt:nchw/pass:fwd" -> "nchw fwd" (a part without ':' stays whole):
 // legends and labels have little room.
 std::string ConfigValues(const std::string& keys);
+// The column `col` of benchmark names split into their parts as columns, as nvbench shows its
+// axes: family, device, backend, workload, then one column per key whose value varies over the
+// rows (a key missing from a row reads "-"). Returns the keys every row shares ("dt:bf16"), for a
+// note; leaves the table whole where a name does not follow the scheme.
+std::vector<std::string> SplitNameColumn(Table* t, size_t col);
 // Columns that say nothing ("-" in every row: a CPU-only run's GPU time, a dtype no case names)
 // are left out.
 void DropEmptyColumns(Table* t);
@@ -34,14 +40,15 @@ Cell TimeCell(double ns);
 Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.
 bool WideY(const Chart& chart);
-// Seconds as people read an epoch: "6.19 h", "3.66 min", "988 ms"; "-" when not finite.
-std::string FormatDuration(double s);
-// "1 GiB", "512 KiB": bytes in powers of 1024 (collective sizes are powers of two); "-" when not
-// finite.
-std::string FormatBytes(double bytes, int significant = 4);
-// "760 TFLOP/s", "914 FLOP/s", "12.3 GB/s": an SI prefix joins a unit that starts a rate;
-// "12.3 k images/s" keeps the prefix apart from a count.
-std::string WithUnit(double v, const std::string& unit);
+// What a family's items per second count: images for CNNs, convolutions and image loading,
+// samples for an MLP and other workloads, tokens for transformers (GPT-2, BERT, Llama).
+std::string ItemsPerSecond(const std::string& family, const std::string& model);
+// The unit of a FLOP rate at a dtype: "OP/s" for integer dtypes (int8), else "FLOP/s".
+std::string FlopUnit(const std::string& dtype);
+// The peak a device's rate at `dtype` is measured against, named: "measured bf16 769.3 TFLOP/s"
+// from the context's gpu_peak_measured / cpu_peak_measured; empty where the context has none.
+std::string MeasuredPeakOf(const std::map<std::string, std::string>& context,
+                           const std::string& device, std::string dtype);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

@@ -107,9 +107,9 @@ bool Monitored(const CompareRow& row) {
 // "1980 → 1755 MHz", "⚠" first when the row is flagged, and which side throttled.
 Cell ClockCell(const CompareRow& row) {
   if (!Monitored(row)) return Cell("-");
-  auto mhz = [](double v) { return std::isfinite(v) ? FormatNumber(v, 4) : std::string("?"); };
+  auto mhz = [](double v) { return std::isfinite(v) ? Cell::Number(v, 4) : Cell("?"); };
   std::string text = row.clock_flag ? "⚠ " : "";
-  text += mhz(row.base_clock) + " → " + mhz(row.new_clock) + " MHz";
+  text += Prose({mhz(row.base_clock), " → ", mhz(row.new_clock), " MHz"});
   if (row.base_throttled || row.new_throttled)
     text += std::string(", throttled in ") + (row.base_throttled && row.new_throttled ? "both"
                                               : row.base_throttled                    ? "base"
@@ -297,10 +297,10 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
     tally +=
         std::string(tally.empty() ? "" : ", ") + std::to_string(counts[v]) + " " + VerdictName(v);
   d.notes.push_back(std::string(r.regressions ? "**REGRESSION**: " : "**OK**: ") +
-                    std::to_string(r.regressions) + " significant slowdown(s) beyond " +
-                    FormatPercent(opt.threshold, 1) + " (" + tally +
-                    "). Geomean of time ratios: " + FormatSigned(r.geomean_delta) + " over " +
-                    std::to_string(r.geomean_count) + " benchmarks.");
+                    Prose({Cell::Count(r.regressions), " significant slowdown(s) beyond ",
+                           Cell::Percent(opt.threshold, 1), " (", tally,
+                           "). Geomean of time ratios: ", Cell::Signed(r.geomean_delta), " over ",
+                           Cell::Count(r.geomean_count), " benchmarks."}));
   if (r.unconfirmed)
     d.notes.push_back("⚠ " + std::to_string(r.unconfirmed) +
                       " change(s) unconfirmed: measured with fewer than " +
@@ -317,7 +317,7 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
     d.notes.push_back("⚠ " + std::to_string(r.clock_flags) +
                       " row(s) where either side throttled or the median SM clocks differ by more "
                       "than " +
-                      FormatPercent(kClockDiffers, 0) +
+                      Prose({Cell::Percent(kClockDiffers, 0)}) +
                       ": their change may come from the GPU's clock rather than from the code "
                       "(column \"clock\").");
   if (r.stalled)
@@ -329,7 +329,7 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
       "Change = (new - base) / base of the median time. p: two-sided Mann-Whitney U over the "
       "real-time repetitions (as compare.py); q: Benjamini-Hochberg adjusted; a change counts when "
       "|change| >= threshold and q < " +
-      FormatNumber(opt.alpha, 3) + " (or, without repetitions, on the threshold alone).");
+      Prose({Cell::Number(opt.alpha, 3)}) + " (or, without repetitions, on the threshold alone).");
   // The next step for a flagged case is its kernels: say how to get them when no run has them.
   if (r.flagged && !r.kernel_diffs && r.kernels_recorded.rfind("off", 0) == 0)
     d.notes.push_back(
@@ -378,11 +378,11 @@ struct CompareTableShape {
   std::vector<Cell> Row(const CompareRow& row) const {
     std::vector<Cell> c;
     c.emplace_back(row.name);
-    c.emplace_back(FormatTime(row.base_ns), row.base_ns);
-    c.emplace_back(FormatTime(row.new_ns), row.new_ns);
-    c.emplace_back(FormatSigned(row.delta), row.delta);
-    c.emplace_back(FormatP(row.p), row.p);
-    c.emplace_back(FormatP(row.q), row.q);
+    c.push_back(Cell::Time(row.base_ns));
+    c.push_back(Cell::Time(row.new_ns));
+    c.push_back(Cell::Signed(row.delta));
+    c.push_back(Cell::P(row.p));
+    c.push_back(Cell::P(row.q));
     c.emplace_back(std::to_string(row.base_reps) + "/" + std::to_string(row.new_reps));
     Cell verdict(std::string(VerdictName(row.verdict)) + (row.unconfirmed ? " (unconfirmed)" : ""));
     if (row.verdict == Verdict::kSlower && !row.unconfirmed) verdict.With(Tone::kBad);
@@ -390,8 +390,7 @@ struct CompareTableShape {
     c.push_back(verdict);
     for (const auto& k : rate_names) {
       auto it = row.rate_deltas.find(k);
-      c.push_back(it == row.rate_deltas.end() ? Cell("-")
-                                              : Cell(FormatSigned(it->second), it->second));
+      c.push_back(it == row.rate_deltas.end() ? Cell("-") : Cell::Signed(it->second));
     }
     if (verification) c.push_back(VerificationCell(row));
     if (clock) c.push_back(ClockCell(row));
@@ -411,13 +410,14 @@ Section KernelChangesSection(const CompareResult& r) {
   s.notes.push_back(
       "Per flagged case with a kernel table on both sides: each kernel's time per Run() (its "
       "total over the Run()s recorded), appeared, vanished, grew or shrank (by " +
-      FormatPercent(kKernelSame, 0) +
+      Prose({Cell::Percent(kKernelSame, 0)}) +
       " or more), and its change as a share of the case's change in median time per Run(). "
       "\"all kernels\" short of 100%: time outside the kernels (launch gaps, host work).");
   for (const CompareRow& row : r.rows)
     if (row.kernels)
-      s.tables.push_back(KernelDiffTable(*row.kernels, row.name + " (" + VerdictName(row.verdict) +
-                                                           ", " + FormatSigned(row.delta) + ")"));
+      s.tables.push_back(KernelDiffTable(
+          *row.kernels,
+          Prose({row.name, " (", VerdictName(row.verdict), ", ", Cell::Signed(row.delta), ")"})));
   return s;
 }
 
@@ -427,8 +427,7 @@ Section GeomeanSection(const CompareResult& r) {
   Table t;
   t.columns = {{"benchmarks", "count"}, {"time ratio new/base", "ratio"}, {"change", "change"}};
   t.rows.push_back({Cell(std::to_string(r.geomean_count), static_cast<double>(r.geomean_count)),
-                    Cell(FormatNumber(r.geomean_delta + 1, 4), r.geomean_delta + 1),
-                    Cell(FormatSigned(r.geomean_delta), r.geomean_delta)});
+                    Cell::Number(r.geomean_delta + 1, 4), Cell::Signed(r.geomean_delta)});
   g.tables.push_back(std::move(t));
   return g;
 }

@@ -40,10 +40,13 @@ Cell BestBsCell(const std::optional<TrainCase>& c, size_t sizes) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
   const std::string only = sizes == 1 ? " (the only size measured)" : "";
   if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
-    return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(c->tokens_per_s, "tokens/s") + only,
-                c->bs);
+    return Cell(
+        Prose({BatchSizeLabel(c->bs), " · ", Cell::Rate(c->tokens_per_s, "tokens/s"), only}),
+        c->bs);
   double per_s = c->bs / c->step_ns * 1e9;
-  return Cell(BatchSizeLabel(c->bs) + " · " + WithUnit(per_s, "images/s") + only, c->bs);
+  return Cell(Prose({BatchSizeLabel(c->bs), " · ",
+                     Cell::Rate(per_s, ItemsPerSecond(std::string(kTrainFamily), c->model)), only}),
+              c->bs);
 }
 
 // The batch sizes measured on the curve `c` lies on (its configuration but the batch size).
@@ -57,26 +60,76 @@ size_t SizesMeasured(const TrainResult& train, const std::optional<TrainCase>& c
 
 Cell EpochCell(const std::optional<TrainCase>& c) {
   if (!c || !std::isfinite(c->epoch_s)) return Cell("-");
-  return Cell(FormatDuration(c->epoch_s), c->epoch_s);
+  return Cell::Duration(c->epoch_s);
 }
 
-Table EpochTable(const TrainResult& train) {
+// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
+double LeadingRate(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return std::nan("");
+  while (*end == ' ') ++end;
+  static const std::string kPrefixes = "kMGTPE";
+  const size_t at = kPrefixes.find(*end);
+  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
+}
+
+// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
+// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
+// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
+std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
+                       const std::map<std::string, std::string>& context) {
+  const double pct = b.Counter(schema::kPctPeak);
+  if (!(pct > 0) || !(rate > 0)) return "";
+  const double peak = rate / (pct / 100);
+  const BenchName& n = *b.parsed;
+  const std::string dt = n.Get(key::kDType);
+  const Cell figure = Cell::Rate(peak, unit);
+  if (size_t at = b.label.find("peak "); at != std::string::npos) {
+    const std::string rest = b.label.substr(at + 5);
+    for (const char* source : {"measured", "spec", "datasheet"})
+      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
+        return Prose({source, " ", dt, " ", figure});
+  }
+  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
+  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
+  const std::string measured = MeasuredPeakOf(context, n.device, dt);
+  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
+    return Prose({"measured ", dt, " ", figure});
+  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
+  if (!spec.empty() && same(LeadingRate(spec)))
+    return Prose({"spec ", dt, " ", figure, " at max clock"});
+  return Prose({dt, " ", figure, " (the case's own)"});
+}
+
+// The % of peak of a device's best training step, and the peak named ("23.1%", "spec bf16 ...").
+std::pair<Cell, Cell> StepPeakCells(const MergedRuns& runs, const std::optional<TrainCase>& c) {
+  if (!c) return {Cell("-"), Cell("-")};
+  auto b = std::find_if(runs.benches.begin(), runs.benches.end(),
+                        [&](const Bench& x) { return x.name == c->name; });
+  if (b == runs.benches.end() || !b->parsed) return {Cell("-"), Cell("-")};
+  const double pct = b->Counter(schema::kPctPeak);
+  const std::string peak = PeakBehind(*b, b->Counter(schema::kFlopPerS),
+                                      FlopUnit(b->parsed->Get(key::kDType)), runs.context);
+  if (peak.empty()) return {Cell("-"), Cell("-")};
+  Cell p = Cell::Number(pct, 3).After("%");
+  if (pct > 100) p.Doubtful().With(Tone::kWarn);
+  return {p, Cell(peak)};
+}
+
+Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
   Table t;
   t.title =
       "Training: one epoch per model at each device's best configuration; best batch size: the "
-      "most images/s";
+      "most items/s (images, samples or tokens, as the model counts them)";
   t.columns = {{"model", "model"},
                {"CPU epoch", "cpu_epoch_s"},
                {"GPU epoch", "gpu_epoch_s"},
                {"speedup", "speedup"},
                {"CPU best batch size", "cpu_best_bs"},
-               {"GPU best batch size", "gpu_best_bs"}};
-  auto tokens = [](const std::optional<TrainCase>& c) {
-    return c && std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0;
-  };
-  if (std::any_of(train.epochs.begin(), train.epochs.end(),
-                  [&](const TrainEpoch& e) { return tokens(e.cpu) || tokens(e.gpu); }))
-    t.title += " (tokens/s for transformers)";
+               {"GPU best batch size", "gpu_best_bs"},
+               {"GPU % of peak", "gpu_pct_peak"},
+               {"GPU peak", "gpu_peak"}};
   for (const TrainEpoch& e : train.epochs) {
     if (!e.cpu && !e.gpu) continue;
     bool doubtful = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
@@ -84,6 +137,9 @@ Table EpochTable(const TrainResult& train) {
                       SpeedupCell(e.speedup, doubtful),
                       BestBsCell(e.cpu, SizesMeasured(train, e.cpu)),
                       BestBsCell(e.gpu, SizesMeasured(train, e.gpu))});
+    auto [pct, peak] = StepPeakCells(runs, e.gpu);
+    t.rows.back().push_back(pct);
+    t.rows.back().push_back(peak);
   }
   DropEmptyColumns(&t);
   return t;
@@ -104,14 +160,14 @@ Table StarvationTable(const std::vector<FedStep>& fed) {
                {"at the fewest workers", "fewest_starvation"}};
   for (const FedStep& f : fed) {
     Tone tone = f.starvation > 0.5 ? Tone::kBad : f.starvation < 0.1 ? Tone::kGood : Tone::kNone;
-    std::string fewest = f.counts > 1 ? FormatPercent(f.fewest_starvation, 0) + " (" +
-                                            FormatNumber(f.fewest_workers, 4) +
-                                            (f.fewest_workers == 1 ? " worker)" : " workers)")
-                                      : "-";
-    t.rows.push_back({Cell(f.model), Cell(FormatNumber(f.bs, 6), f.bs), Cell(f.loader),
-                      f.workers > 0 ? Cell(FormatNumber(f.workers, 4), f.workers) : Cell("-"),
-                      Cell(FormatRate(f.fed), f.fed), Cell(FormatRate(f.alone), f.alone),
-                      Cell(FormatPercent(f.starvation, 0), f.starvation).With(tone),
+    std::string fewest =
+        f.counts > 1
+            ? Prose({Cell::Percent(f.fewest_starvation, 0), " (",
+                     Cell::Count(f.fewest_workers, f.fewest_workers == 1 ? "worker)" : "workers)")})
+            : "-";
+    t.rows.push_back({Cell(f.model), Cell::Count(f.bs), Cell(f.loader),
+                      f.workers > 0 ? Cell::Number(f.workers, 4) : Cell("-"), Cell::Rate(f.fed),
+                      Cell::Rate(f.alone), Cell::Percent(f.starvation, 0).With(tone),
                       f.counts > 1 ? Cell(fewest, f.fewest_starvation) : Cell("-")});
   }
   DropEmptyColumns(&t);
@@ -138,13 +194,10 @@ Table ScalingTable(const GpuScaling& scaling) {
                 : p.efficiency >= 0.95       ? Tone::kGood
                                              : Tone::kNone;
     t.rows.push_back(
-        {Cell(c.model), Cell(c.backend), c.bs > 0 ? Cell(FormatNumber(c.bs, 6), c.bs) : Cell("-"),
-         Cell(FormatNumber(p.gpus, 4), p.gpus), Cell(FormatRate(p.throughput), p.throughput),
-         std::isfinite(p.efficiency) ? Cell(FormatPercent(p.efficiency, 0), p.efficiency).With(tone)
-                                     : Cell("-"),
-         std::isfinite(p.exposed_comm_s)
-             ? Cell(FormatTime(p.exposed_comm_s * 1e9), p.exposed_comm_s)
-             : Cell("-")});
+        {Cell(c.model), Cell(c.backend), c.bs > 0 ? Cell::Count(c.bs) : Cell("-"),
+         Cell::Number(p.gpus, 4), Cell::Rate(p.throughput),
+         std::isfinite(p.efficiency) ? Cell::Percent(p.efficiency, 0).With(tone) : Cell("-"),
+         std::isfinite(p.exposed_comm_s) ? Cell::Duration(p.exposed_comm_s) : Cell("-")});
   }
   DropEmptyColumns(&t);
   return t;
@@ -160,7 +213,9 @@ struct Best {
 Table BestTable(const MergedRuns& runs) {
   Table t;
   t.title = "Best of each family";
-  t.columns = {{"family", "family"}, {"device", "device"}, {"best", "best"}, {"case", "name"}};
+  t.columns = {{"family", "family"}, {"device", "device"},
+               {"best", "best"},     {"% of peak", std::string(schema::kPctPeak)},
+               {"peak", "peak"},     {"case", "name"}};
   std::vector<std::string> order;
   std::map<std::string, Best> best;  // family|device
   for (const Bench& b : runs.benches) {
@@ -188,27 +243,36 @@ Table BestTable(const MergedRuns& runs) {
   for (const std::string& key : sorted) {
     const Best& x = best[key];
     const BenchName& n = *x.at->parsed;
+    const std::string dt = n.Get(key::kDType);
     std::string unit = n.family == kCommFamily  ? "B/s bus bandwidth"
-                       : n.family == "dataload" ? "images/s"
-                                                : "FLOP/s";
+                       : n.family == "dataload" ? ItemsPerSecond(n.family, n.workload)
+                                                : FlopUnit(dt);
+    // The % beside a FLOP rate and the peak it is of, named.
+    const double pct = x.at->Counter(schema::kPctPeak);
+    const std::string peak = n.family == kCommFamily || n.family == "dataload"
+                                 ? std::string()
+                                 : PeakBehind(*x.at, x.value, unit, runs.context);
+    Cell pct_cell = Cell::Number(pct, 3).After("%");
+    if (pct > 100) pct_cell.Doubtful().With(Tone::kWarn);
     std::string workload = n.workload;
     if (n.family == kCommFamily) {
       // "all_reduce.1073741824" reads as "all_reduce 1 GiB".
       size_t dot = workload.rfind('.');
       double bytes = dot == std::string::npos ? 0 : std::atof(workload.c_str() + dot + 1);
-      if (bytes > 0) workload = workload.substr(0, dot) + " " + FormatBytes(bytes);
+      if (bytes > 0) workload = Prose({workload.substr(0, dot), " ", Cell::Bytes(bytes)});
     }
     std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
     t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
-                      Cell(WithUnit(x.value, unit), x.value), Cell(n.backend + " " + where)});
+                      Cell::Rate(x.value, unit), pct_cell, Cell(peak.empty() ? "-" : peak),
+                      Cell(n.backend + " " + where)});
   }
   return t;
 }
 
 Table CliffTable(const std::vector<Cliff>& cliffs) {
   Table t;
-  t.title = "Throughput cliffs: more than " + FormatNumber(kCliffFactor, 2) +
-            "x fewer items/s at the next batch size";
+  t.title = Prose({"Throughput cliffs: more than ", Cell::Ratio(kCliffFactor, 2),
+                   " fewer items/s at the next batch size"});
   t.columns = {{"curve", "curve"},
                {"batch sizes", "bs"},
                {"items/s", std::string(schema::kItemsPerS)},
@@ -217,13 +281,12 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
   for (const Cliff& c : cliffs) {
     std::string phase = "-";
     if (!c.phase.empty())
-      phase = c.phase + ": " + FormatTime(c.phase_from * 1e9) + " → " +
-              FormatTime(c.phase_to * 1e9) + " per item";
-    t.rows.push_back(
-        {Cell(c.curve), Cell(FormatNumber(c.bs_from, 6) + " → " + FormatNumber(c.bs_to, 6)),
-         Cell(FormatRate(c.thr_from) + " → " + FormatRate(c.thr_to), c.thr_to),
-         Cell(FormatNumber(c.thr_from / c.thr_to, 3) + "x", c.thr_from / c.thr_to).With(Tone::kBad),
-         Cell(phase)});
+      phase = Prose({c.phase, ": ", Cell::Duration(c.phase_from), " → ", Cell::Duration(c.phase_to),
+                     " per item"});
+    t.rows.push_back({Cell(c.curve),
+                      Cell(Prose({Cell::Count(c.bs_from), " → ", Cell::Count(c.bs_to)})),
+                      Cell(Prose({Cell::Rate(c.thr_from), " → ", Cell::Rate(c.thr_to)}), c.thr_to),
+                      Cell::Ratio(c.thr_from / c.thr_to).With(Tone::kBad), Cell(phase)});
   }
   DropEmptyColumns(&t);
   return t;
@@ -317,7 +380,7 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs) {
     f.starvation = b.Counter(schema::kStarvation);
     if (!std::isfinite(f.starvation) && f.alone > 0) f.starvation = 1 - f.fed / f.alone;
     if (!std::isfinite(f.starvation)) continue;
-    std::string key = f.model + "|" + FormatNumber(f.bs, 6) + "|" + f.loader + "|" + f.config;
+    std::string key = f.model + "|" + std::to_string(f.bs) + "|" + f.loader + "|" + f.config;
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(f);
   }
@@ -344,7 +407,7 @@ Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const 
   Section s;
   s.title = "Findings";
   if (std::string line = DevicesLine(DevicesOf(runs)); !line.empty()) s.notes.push_back(line);
-  if (Table t = EpochTable(train); !t.rows.empty()) s.tables.push_back(std::move(t));
+  if (Table t = EpochTable(runs, train); !t.rows.empty()) s.tables.push_back(std::move(t));
   if (Table t = TokenTable(TokenSteps(runs), runs.context); !t.rows.empty())
     s.tables.push_back(std::move(t));
   if (Table t = StarvationTable(FedSteps(runs)); !t.rows.empty()) s.tables.push_back(std::move(t));
@@ -353,9 +416,9 @@ Section FindingsSection(const MergedRuns& runs, const TrainResult& train, const 
   if (Table t = BestTable(runs); !t.rows.empty()) s.tables.push_back(std::move(t));
   std::vector<Cliff> cliffs = FindCliffs(runs);
   if (cliffs.empty()) {
-    s.notes.push_back("No throughput cliff: no curve loses more than " +
-                      FormatNumber(kCliffFactor, 2) +
-                      "x of its items/s from one batch size to the next.");
+    s.notes.push_back(
+        Prose({"No throughput cliff: no curve loses more than ", Cell::Ratio(kCliffFactor, 2),
+               " of its items/s from one batch size to the next."}));
   } else {
     s.tables.push_back(CliffTable(cliffs));
   }

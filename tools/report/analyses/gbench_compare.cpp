@@ -42,12 +42,6 @@ bool Any(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return x != 0; });
 }
 
-std::string Fixed4(double v, bool sign) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, sign ? "%+.4f" : "%.4f", v);
-  return buf;
-}
-
 }  // namespace
 
 std::vector<Entry> SortLikeComparePy(std::vector<Entry> entries) {
@@ -146,7 +140,7 @@ Section DifferenceSection(const std::vector<GbenchDiff>& diff, bool aggregates_o
       "against the i-th of NEW, changes as fractions ((new - old) / |old|: +0.1000 is 10% slower), "
       "times in each benchmark's unit; a \"_pvalue\" row gives the two-sided U test of real and "
       "CPU time when both sides have at least 2 runs (significant below " +
-      FormatNumber(alpha, 3) + ")." + (aggregates_only ? " Aggregates only." : ""));
+      Prose({Cell::Number(alpha, 3)}) + ")." + (aggregates_only ? " Aggregates only." : ""));
   Table t;
   t.columns = {{"Benchmark", "name"},
                {"Time", "time"},
@@ -160,12 +154,9 @@ Section DifferenceSection(const std::vector<GbenchDiff>& diff, bool aggregates_o
   for (const GbenchDiff& d : diff) {
     if (!aggregates_only || d.run_type == RunType::kAggregate) {
       for (const GbenchMeasurement& m : d.measurements)
-        t.rows.push_back({Cell(d.name), Cell(Fixed4(m.time, true), m.time),
-                          Cell(Fixed4(m.cpu, true), m.cpu),
-                          Cell(FormatNumber(m.real_time, 6), m.real_time),
-                          Cell(FormatNumber(m.real_time_other, 6), m.real_time_other),
-                          Cell(FormatNumber(m.cpu_time, 6), m.cpu_time),
-                          Cell(FormatNumber(m.cpu_time_other, 6), m.cpu_time_other),
+        t.rows.push_back({Cell(d.name), Cell::Fixed(m.time, 4, true), Cell::Fixed(m.cpu, 4, true),
+                          Cell::Number(m.real_time, 6), Cell::Number(m.real_time_other, 6),
+                          Cell::Number(m.cpu_time, 6), Cell::Number(m.cpu_time_other, 6),
                           Cell(d.time_unit), Cell("")});
     }
     if (!d.utest) continue;
@@ -175,9 +166,9 @@ Section DifferenceSection(const std::vector<GbenchDiff>& diff, bool aggregates_o
     if (!u.have_optimal_repetitions)
       note += ". WARNING: Results unreliable! " + std::to_string(kUTestOptimalRepetitions) +
               "+ repetitions recommended.";
-    t.rows.push_back({Cell(d.name + "_pvalue"), Cell(Fixed4(u.time_pvalue, false), u.time_pvalue),
-                      Cell(Fixed4(u.cpu_pvalue, false), u.cpu_pvalue), Cell("-"), Cell("-"),
-                      Cell("-"), Cell("-"), Cell("-"), Cell(note)});
+    t.rows.push_back({Cell(d.name + "_pvalue"), Cell::Fixed(u.time_pvalue, 4),
+                      Cell::Fixed(u.cpu_pvalue, 4), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
+                      Cell("-"), Cell(note)});
   }
   s.tables.push_back(std::move(t));
   return s;

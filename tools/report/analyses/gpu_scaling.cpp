@@ -37,15 +37,14 @@ const char* SourceName(EfficiencySource s) {
 
 Cell EfficiencyCell(double e, bool doubtful) {
   if (!std::isfinite(e)) return Cell("-");
-  if (!doubtful) return Cell(FormatNumber(e, 3), e);
-  return Cell("⚠ " + FormatNumber(e, 3), e).With(Tone::kWarn);
+  if (!doubtful) return Cell::Number(e, 3);
+  return Cell::Number(e, 3).Doubtful().With(Tone::kWarn);
 }
 
-Cell OrDash(double v, const std::string& text) {
-  return std::isfinite(v) ? Cell(text, v) : Cell("-");
-}
+std::string Gpus(double n) { return Prose({Cell::Count(n, n == 1 ? "GPU" : "GPUs")}); }
 
-std::string Gpus(double n) { return FormatNumber(n, 6) + (n == 1 ? " GPU" : " GPUs"); }
+// A column's key per GPU count: "efficiency_4".
+std::string PerGpus(const std::string& stem, double n) { return stem + Prose({Cell::Count(n)}); }
 
 // Sections merged into one: each table titled by its section, charts after.
 void Append(Section* into, Section&& from) {
@@ -205,13 +204,13 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
     t.columns = {
         {"model", "model"}, {"backend", "backend"}, {"per-GPU bs", "bs"}, {"config", "config"}};
     for (double n : counts)
-      t.columns.push_back({"efficiency at " + Gpus(n), "efficiency_" + FormatNumber(n, 6)});
+      t.columns.push_back({"efficiency at " + Gpus(n), PerGpus("efficiency_", n)});
     t.columns.push_back({"exposed comm per step (most GPUs)", "exposed_comm_ns"});
     t.columns.push_back({"efficiency from", "source"});
     bool doubtful = false;
     for (const GpuCurve& c : scaling.steps) {
       std::vector<Cell> row = {Cell(c.model), Cell(c.device + "/" + c.backend),
-                               c.bs > 0 ? Cell(FormatNumber(c.bs, 6), c.bs) : Cell("-"),
+                               c.bs > 0 ? Cell::Count(c.bs) : Cell("-"),
                                Cell(c.config.empty() ? "-" : c.config)};
       for (double n : counts) {
         auto p = std::find_if(c.points.begin(), c.points.end(),
@@ -220,7 +219,7 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
         if (p != c.points.end()) doubtful = doubtful || p->doubtful;
       }
       const GpuPoint& last = c.points.back();
-      row.push_back(OrDash(last.exposed_comm_s * 1e9, FormatTime(last.exposed_comm_s * 1e9)));
+      row.push_back(Cell::Time(last.exposed_comm_s * 1e9));
       row.emplace_back(SourceName(c.one_gpu ? c.points.front().source : last.source));
       t.rows.push_back(std::move(row));
     }
@@ -265,12 +264,10 @@ Section StepCurveSection(const GpuCurve& c) {
     if (!std::isfinite(one) && std::isfinite(p.single_gpu)) one = p.single_gpu;
   for (const GpuPoint& p : c.points) {
     const double comm_ns = p.exposed_comm_s * 1e9;
-    t.rows.push_back(
-        {Cell(FormatNumber(p.gpus, 6), p.gpus), Cell(FormatTime(p.time_ns), p.time_ns),
-         OrDash(p.throughput, FormatRate(p.throughput)), OrDash(p.per_gpu, FormatRate(p.per_gpu)),
-         EfficiencyCell(p.efficiency, p.doubtful), Cell(SourceName(p.source)),
-         OrDash(p.single_gpu, FormatRate(p.single_gpu)), OrDash(comm_ns, FormatTime(comm_ns)),
-         OrDash(comm_ns / p.time_ns, FormatPercent(comm_ns / p.time_ns))});
+    t.rows.push_back({Cell::Count(p.gpus), Cell::Time(p.time_ns), Cell::Rate(p.throughput),
+                      Cell::Rate(p.per_gpu), EfficiencyCell(p.efficiency, p.doubtful),
+                      Cell(SourceName(p.source)), Cell::Rate(p.single_gpu), Cell::Time(comm_ns),
+                      Cell::Percent(comm_ns / p.time_ns)});
     if (std::isfinite(p.throughput)) measured.points.emplace_back(p.gpus, p.throughput);
     if (std::isfinite(one)) linear.points.emplace_back(p.gpus, one * p.gpus);
   }
@@ -292,8 +289,8 @@ Section CollectiveSection(const CollectiveCurve& c) {
   alg.title = c.key + ": algbw (GB/s)";
   bus.columns = alg.columns = {{"size", "bytes"}};
   for (double n : c.gpus) {
-    bus.columns.push_back({Gpus(n), "busbw_gbps_" + FormatNumber(n, 6)});
-    alg.columns.push_back({Gpus(n), "algbw_gbps_" + FormatNumber(n, 6)});
+    bus.columns.push_back({Gpus(n), PerGpus("busbw_gbps_", n)});
+    alg.columns.push_back({Gpus(n), PerGpus("algbw_gbps_", n)});
   }
   Chart chart;
   chart.title = c.key + ": busbw over size";
@@ -305,7 +302,7 @@ Section CollectiveSection(const CollectiveCurve& c) {
   for (double n : c.gpus) series[n] = Series{Gpus(n), {}, true, true, color++};
   bool doubtful = false;
   for (const CollectivePoint& p : c.points) {
-    std::vector<Cell> brow = {Cell(FormatBytes(p.bytes), p.bytes)};
+    std::vector<Cell> brow = {Cell::Bytes(p.bytes)};
     std::vector<Cell> arow = brow;
     for (double n : c.gpus) {
       auto cell = [&](const std::map<double, double>& m) {
@@ -314,9 +311,9 @@ Section CollectiveSection(const CollectiveCurve& c) {
         const double v = it->second / 1e9;
         if (!std::isfinite(v)) return Cell("-");
         auto d = p.doubtful.find(n);
-        if (d == p.doubtful.end() || !d->second) return Cell(FormatNumber(v, 4), v);
+        if (d == p.doubtful.end() || !d->second) return Cell::Number(v, 4);
         doubtful = true;
-        return Cell("⚠ " + FormatNumber(v, 4), v).With(Tone::kWarn);
+        return Cell::Number(v, 4).Doubtful().With(Tone::kWarn);
       };
       brow.push_back(cell(p.busbw));
       arow.push_back(cell(p.algbw));

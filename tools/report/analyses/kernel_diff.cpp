@@ -48,13 +48,12 @@ bool LaunchesDiffer(double a, double b) {
 }
 
 // A launch count, as a whole number where it is one.
-std::string Count(double v) {
-  return std::fabs(v - std::round(v)) < 1e-9 ? std::to_string(int64_t(std::llround(v)))
-                                             : FormatNumber(v, 3);
+Cell Count(double v) {
+  return std::fabs(v - std::round(v)) < 1e-9 ? Cell::Count(v) : Cell::Number(v, 3);
 }
 
 // "1 → 16".
-std::string Launches(double a, double b) { return Count(a) + " → " + Count(b); }
+std::string Launches(double a, double b) { return Prose({Count(a), " → ", Count(b)}); }
 
 const char* Sign(KernelChangeKind k) {
   switch (k) {
@@ -72,10 +71,9 @@ const char* Sign(KernelChangeKind k) {
   return "=";
 }
 
-std::string Seconds(double s) { return FormatTime(s * 1e9); }
-
-std::string SignedSeconds(double s) {
-  return (s > 0 ? "+" : s < 0 ? "-" : "") + FormatTime(std::fabs(s) * 1e9);
+// A change in seconds: "+1.23 ms"; the number in seconds for CSV and JSON.
+Cell SignedSeconds(double s) {
+  return Cell(Prose({s > 0 ? "+" : s < 0 ? "-" : "", Cell::Duration(std::fabs(s))}), s);
 }
 
 }  // namespace
@@ -126,14 +124,14 @@ std::string KernelDiffSummary(const KernelDiff& diff, size_t top) {
     if (c.change == KernelChangeKind::kSame) continue;
     if (shown++ == top) break;
     out += (out.empty() ? "" : ", ") + std::string(Sign(c.change)) + c.name;
-    if (std::isfinite(c.of_case)) out += " " + FormatPercent(c.of_case, 0);
+    if (std::isfinite(c.of_case)) out += Prose({" ", Cell::Percent(c.of_case, 0)});
     if (c.change != KernelChangeKind::kAppeared && c.change != KernelChangeKind::kVanished &&
         LaunchesDiffer(c.base_launches, c.new_launches))
       out += " (launches " + Launches(c.base_launches, c.new_launches) + ")";
   }
   if (out.empty()) out = "no kernel changed";
   if (std::isfinite(diff.explained))
-    out += " (kernels: " + FormatPercent(diff.explained, 0) + " of the change)";
+    out += Prose({" (kernels: ", Cell::Percent(diff.explained, 0), " of the change)"});
   return out;
 }
 
@@ -162,35 +160,32 @@ Table KernelDiffTable(const KernelDiff& diff, const std::string& title, size_t t
     if (c.delta_s > 0) change.With(Tone::kBad);
     if (c.delta_s < 0) change.With(Tone::kGood);
     // A side without the kernel reads "-", not a time of 0.
-    Cell base =
-        c.change == KernelChangeKind::kAppeared ? Cell("-") : Cell(Seconds(c.base_s), c.base_s);
-    Cell now =
-        c.change == KernelChangeKind::kVanished ? Cell("-") : Cell(Seconds(c.new_s), c.new_s);
+    Cell base = c.change == KernelChangeKind::kAppeared ? Cell("-") : Cell::Duration(c.base_s);
+    Cell now = c.change == KernelChangeKind::kVanished ? Cell("-") : Cell::Duration(c.new_s);
     // Both sides' launches per Run() where the kernel is on both and they differ (a change stands
     // out), else the one side's.
     const bool on_both =
         c.change != KernelChangeKind::kAppeared && c.change != KernelChangeKind::kVanished;
-    Cell launches(Count(c.change == KernelChangeKind::kVanished ? c.base_launches : c.new_launches),
-                  c.change == KernelChangeKind::kVanished ? c.base_launches : c.new_launches);
+    Cell launches =
+        Count(c.change == KernelChangeKind::kVanished ? c.base_launches : c.new_launches);
     if (on_both && LaunchesDiffer(c.base_launches, c.new_launches)) {
       launches = Cell(Launches(c.base_launches, c.new_launches), c.new_launches);
       launches.With(c.new_launches > c.base_launches ? Tone::kBad : Tone::kGood);
     }
-    t.rows.push_back({Cell(c.name), Cell(c.kind), change, base, now,
-                      Cell(SignedSeconds(c.delta_s), c.delta_s), launches,
-                      Cell(FormatPercent(c.of_case, 1), c.of_case)});
+    t.rows.push_back({Cell(c.name), Cell(c.kind), change, base, now, SignedSeconds(c.delta_s),
+                      launches, Cell::Percent(c.of_case, 1)});
   }
   const double case_delta = diff.case_delta_s;
   auto share = [case_delta](double s) { return case_delta != 0 ? s / case_delta : kNaN; };
   if (rest_n)
     t.rows.push_back({Cell("(" + std::to_string(rest_n) + " more)"), Cell("-"), Cell("-"),
-                      Cell("-"), Cell("-"), Cell(SignedSeconds(rest), rest), Cell("-"),
-                      Cell(FormatPercent(share(rest), 1), share(rest))});
+                      Cell("-"), Cell("-"), SignedSeconds(rest), Cell("-"),
+                      Cell::Percent(share(rest), 1)});
   t.rows.push_back({Cell("all kernels"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
-                    Cell(SignedSeconds(diff.kernels_delta_s), diff.kernels_delta_s), Cell("-"),
-                    Cell(FormatPercent(diff.explained, 1), diff.explained)});
+                    SignedSeconds(diff.kernels_delta_s), Cell("-"),
+                    Cell::Percent(diff.explained, 1)});
   t.rows.push_back({Cell("the case"), Cell("-"), Cell("-"), Cell("-"), Cell("-"),
-                    Cell(SignedSeconds(case_delta), case_delta), Cell("-"), Cell("100%")});
+                    SignedSeconds(case_delta), Cell("-"), Cell("100%")});
   return t;
 }
 

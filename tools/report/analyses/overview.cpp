@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "fixtures/schema/schema.h"
@@ -43,11 +44,18 @@ Overview ComputeOverview(const MergedRuns& runs) {
   std::map<RowKey, Acc> acc;
   std::map<std::string, size_t> family_order, subject_order, group_order;
   Overview out;
+  // A network of one layer (an MLP's single FC GEMM) is no network: its samples/s would read as
+  // a whole model's. Such cases stand by their workload.
+  std::map<std::string, std::set<std::string>> layers_of;  // family|network -> workloads
+  for (const Bench& b : runs.benches)
+    if (b.parsed && !b.network.empty())
+      layers_of[b.family + "|" + b.network].insert(b.parsed->workload);
   for (const Bench& b : runs.benches) {
     if (!b.parsed || !b.measured() || !(b.MedianNs() > 0)) continue;
     const BenchName& n = *b.parsed;
     if (n.device != "cpu" && n.device != "gpu") continue;
-    bool network = !b.network.empty() && !OverviewByWorkload(b.family);
+    bool network = !b.network.empty() && !OverviewByWorkload(b.family) &&
+                   layers_of[b.family + "|" + b.network].size() > 1;
     std::string subject = network ? b.network : n.workload;
     std::string dt = n.Get(key::kDType), config = ConfigKeys(n);
     double bs = std::atof(n.Get(key::kBatch).c_str());
@@ -172,10 +180,10 @@ Table NetworkFindings(const Overview& ov) {
     double v = gpu ? r->gpu_per_s : r->cpu_per_s;
     // "bf16", "fmt:nhwc/pass:fwd" read "bf16 nhwc fwd" here: the table's title says what it is.
     std::string config = ConfigValues(r->dt + "/" + r->config);
-    return Cell(BatchSizeLabel(r->bs) + " · " +
-                    WithUnit(v, r->family == "conv" ? "images/s" : "samples/s") +
-                    (config.empty() ? "" : " (" + config + ")"),
-                r->bs);
+    return Cell(
+        Prose({BatchSizeLabel(r->bs), " · ", Cell::Rate(v, ItemsPerSecond(r->family, r->subject)),
+               config.empty() ? "" : " (" + config + ")"}),
+        r->bs);
   };
   for (const std::string& key : order) {
     Acc& a = acc[key];
@@ -187,10 +195,11 @@ Table NetworkFindings(const Overview& ov) {
     }
     Cell speedup("-");
     if (a.hi > 0)
-      speedup = a.lo == a.hi ? SpeedupCell(a.hi, a.doubtful)
-                             : Cell((a.doubtful ? "⚠ " : "") + FormatNumber(a.lo, 3) + "x to " +
-                                        FormatNumber(a.hi, 3) + "x",
-                                    a.hi);
+      speedup =
+          a.lo == a.hi
+              ? SpeedupCell(a.hi, a.doubtful)
+              : Cell(Prose({a.doubtful ? "⚠ " : "", Cell::Ratio(a.lo), " to ", Cell::Ratio(a.hi)}),
+                     a.hi);
     size_t bar = key.find('|');
     t.rows.push_back({Cell(key.substr(0, bar)), Cell(key.substr(bar + 1)), speedup,
                       best(a.cpu, false), best(a.gpu, true)});

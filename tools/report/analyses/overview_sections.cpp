@@ -17,7 +17,7 @@ namespace {
 
 Cell RateCell(double per_s, bool best) {
   if (!std::isfinite(per_s)) return Cell("-");
-  Cell c(FormatRate(per_s) + (best ? " ★" : ""), per_s);
+  Cell c = Cell::Rate(per_s).After(best ? " ★" : "");
   return best ? c.With(Tone::kGood) : c;
 }
 
@@ -178,7 +178,7 @@ std::pair<std::string, double> CollectiveOf(const std::string& workload) {
 
 Cell RateUnitCell(double v, const std::string& unit, bool best) {
   if (!std::isfinite(v)) return Cell("-");
-  Cell c(WithUnit(v, unit) + (best ? " ★" : ""), v);
+  Cell c = Cell::Rate(v, unit).After(best ? " ★" : "");
   return best ? c.With(Tone::kGood) : c;
 }
 
@@ -218,20 +218,19 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
   if (w.collectives) {
     auto [name, bytes] = CollectiveOf(r.subject);
     c.emplace_back(name);
-    c.push_back(bytes > 0 ? Cell(FormatBytes(bytes), bytes) : Cell("-"));
+    c.push_back(bytes > 0 ? Cell::Bytes(bytes) : Cell("-"));
     c.emplace_back(r.dt.empty() ? "-" : r.dt);
     c.emplace_back(r.config.empty() ? "-" : r.config);
     c.push_back(TimeCell(r.gpu_ns));
     c.push_back(RateUnitCell(r.busbw, "B/s", false));
     c.push_back(RateUnitCell(r.algbw, "B/s", false));
-    if (r.doubtful && std::isfinite(r.busbw))
-      c[5] = Cell("⚠ " + c[5].text, r.busbw).With(Tone::kWarn);
+    if (r.doubtful && std::isfinite(r.busbw)) c[5].Doubtful().With(Tone::kWarn);
     return c;
   }
   if (!r.network) c.emplace_back(r.subject);
   c.emplace_back(r.dt.empty() ? "-" : r.dt);
   c.emplace_back(r.config.empty() ? "-" : r.config);
-  if (bs) c.push_back(r.bs > 0 ? Cell(FormatNumber(r.bs, 6), r.bs) : Cell("-"));
+  if (bs) c.push_back(r.bs > 0 ? Cell::Count(r.bs) : Cell("-"));
   if (r.network && w.layers) {
     std::string layers =
         r.cpu_layers == r.gpu_layers || r.gpu_layers == 0 ? std::to_string(r.cpu_layers)
@@ -245,8 +244,8 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
   c.push_back(SpeedupCell(r.speedup, r.doubtful));
   if (w.flops) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
-    c.push_back(RateUnitCell(r.cpu_flop_per_s, "FLOP/s", r.cpu_best));
-    c.push_back(RateUnitCell(r.gpu_flop_per_s, "FLOP/s", r.gpu_best));
+    c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best));
+    c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best));
   } else if (bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
@@ -295,8 +294,8 @@ std::string FamilyNote(const Words& w, const FamilyRange& f) {
   else
     head += ".";
   if (f.any_speedup)
-    head += " Speedup = CPU " + w.time + " / GPU " + w.time + ": " + FormatNumber(f.lo, 3) +
-            "x to " + FormatNumber(f.hi, 3) + "x here.";
+    head += Prose({" Speedup = CPU ", w.time, " / GPU ", w.time, ": ", Cell::Ratio(f.lo), " to ",
+                   Cell::Ratio(f.hi), " here."});
   if (f.any_bs)
     head += std::string(" ★ marks ") + (f.any_cpu && f.any_gpu ? "each device's" : "the") +
             " best batch size (most " + (w.flops ? "FLOP/s" : w.per_s) + ").";

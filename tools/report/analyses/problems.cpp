@@ -122,18 +122,19 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
       line += ")";
     }
     if (p.clock_high > 0) {
-      line += ": median SM clock " + FormatNumber(p.clock_low, 4) +
-              (p.clock_high > p.clock_low ? "-" + FormatNumber(p.clock_high, 4) : "") + " MHz";
-      if (p.clock_max > 0) line += " of " + FormatNumber(p.clock_max, 4);
+      line += Prose({": median SM clock ", Cell::Number(p.clock_low, 4),
+                     p.clock_high > p.clock_low ? Prose({"-", Cell::Number(p.clock_high, 4)}) : "",
+                     " MHz"});
+      if (p.clock_max > 0) line += Prose({" of ", Cell::Number(p.clock_max, 4)});
     }
     line += "; their rates are below what the GPU reaches at its full clock (column `clock`).";
     s.notes.push_back(line);
   }
   if (p.over_100 > 0)
-    s.notes.push_back("**Above 100%**: " + std::to_string(p.over_100) +
-                      " value(s) of `pct_peak` or `pct_roofline` exceed 100% (up to " +
-                      FormatNumber(p.over_100_max, 4) + "% `" + p.over_100_counter + "`, `" +
-                      p.over_100_case +
+    s.notes.push_back(Prose({"**Above 100%**: ", Cell::Count(p.over_100),
+                             " value(s) of `pct_peak` or `pct_roofline` exceed 100% (up to ",
+                             Cell::Number(p.over_100_max, 4).After("%")}) +
+                      " `" + p.over_100_counter + "`, `" + p.over_100_case +
                       "`): the peak or roof they are measured against is below what the case "
                       "reached (a spec peak at a clock the GPU exceeded, or a measured peak from a "
                       "shorter run); read them as at the limit, not beyond it.");

@@ -4,7 +4,9 @@
 #include "tools/report/analyses/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
@@ -130,11 +132,11 @@ void AddAttnSeqCharts(const MergedRuns& runs, Section& s, std::vector<Section>* 
   }
 }
 
-// Sections of one analysis as one collapsed section: the first, with the others' tables (titled
-// by their section where untitled) and charts after its own.
-Section OneCollapsedSection(std::vector<Section> sections) {
-  Section out = std::move(sections.front());
-  out.details = true;
+// Sections of one analysis as one: the first, with the others' tables (titled by their section
+// where untitled) and charts after its own.
+std::vector<Section> OneSection(std::vector<Section> sections) {
+  if (sections.empty()) return {};
+  Section out = std::move(sections[0]);
   for (size_t i = 1; i < sections.size(); ++i) {
     for (Table& t : sections[i].tables) {
       if (t.title.empty()) t.title = sections[i].title;
@@ -142,8 +144,166 @@ Section OneCollapsedSection(std::vector<Section> sections) {
     }
     for (Chart& c : sections[i].charts) out.charts.push_back(std::move(c));
   }
-  return out;
+  return {std::move(out)};
 }
+
+// What the report's sections are built from: each analysis computed once, and the first screen's
+// family sections with the parts too long for it already moved out.
+struct ReportData {
+  const MergedRuns& runs;
+  const std::vector<std::string>& inputs;
+  const std::vector<std::map<std::string, std::string>>& contexts;
+  SummaryResult summary;
+  Devices devices;
+  Overview overview;
+  TrainResult train;
+  GpuScaling scaling;
+  std::vector<Section> families, long_parts, train_details;
+
+  ReportData(const MergedRuns& r, const std::vector<std::string>& in,
+             const std::vector<std::map<std::string, std::string>>& ctx)
+      : runs(r),
+        inputs(in),
+        contexts(ctx),
+        summary(ComputeSummary(r)),
+        devices(DevicesOf(r)),
+        overview(ComputeOverview(r)),
+        train(ComputeTrain(r)),
+        scaling(ComputeGpuScaling(r)) {
+    std::vector<Section> per_family = OverviewSections(overview);
+    for (size_t i = 0; i < per_family.size(); ++i) {
+      const std::string& family = overview.families[i];
+      // Training steps answer per model (epoch, batch size, phases, memory, graph), not per
+      // layer: their sections stand where the family's overview would.
+      if (family == kTrainFamily && !train.cases.empty()) {
+        for (Section& t : TrainSections(train)) {
+          // One device: its epoch stands alone, no "CPU vs GPU" in an empty comparison's title.
+          if (!(devices.cpu && devices.gpu))
+            if (size_t at = t.title.find(", CPU vs GPU"); at != std::string::npos)
+              t.title.erase(at);
+          (t.details ? train_details : families).push_back(std::move(t));
+        }
+        continue;
+      }
+      Section& s = per_family[i];
+      // GEMM dtypes side by side (fp8 and int8 beside bf16) before the per-dtype rows.
+      if (family == kGemmFamily)
+        if (Table t = GemmDtypeTable(runs); !t.rows.empty())
+          s.tables.insert(s.tables.begin(), std::move(t));
+      MoveLongParts(s, &long_parts);
+      if (family == kAttnFamily) AddAttnSeqCharts(runs, s, &long_parts);
+      families.push_back(std::move(s));
+    }
+  }
+};
+
+std::vector<Section> One(Section s) { return {std::move(s)}; }
+
+// "train: one epoch, CPU vs GPU" -> "train-one-epoch-cpu-vs-gpu": a section's part of its anchor.
+// What a title says in parentheses (a count of rows or benchmarks) stays out: anchors keep from
+// one run to the next.
+std::string Slug(const std::string& title) {
+  std::string out;
+  for (char c : title.substr(0, title.find(" ("))) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.substr(0, 48);
+}
+
+// Where a declared section stands: on the first screen, or in the details (collapsed in HTML).
+enum class Place { kFirstScreen, kDetails };
+
+// A section of the report: its id (the HTML anchor, the JSON's "id"), its title where the builder
+// leaves it open, where it stands, and what builds it (nothing: the section does not apply).
+struct SectionSpec {
+  const char* id;
+  const char* title;
+  Place place;
+  std::vector<Section> (*build)(const ReportData&);
+};
+
+// The report, in order. The first screen: what a reader must know before trusting any figure,
+// then the answers (per model epoch, speedup and best batch size, starvation, scaling, the best of
+// each family, cliffs), the families' tables, how far each case is from its roof, failures. The
+// details after it.
+const SectionSpec kSections[] = {
+    {"problems", "Problems", Place::kFirstScreen,
+     [](const ReportData& d) {
+       auto p = ProblemsSection(FindProblems(d.runs, d.contexts));
+       return p ? One(std::move(*p)) : std::vector<Section>{};
+     }},
+    {"findings", "Findings", Place::kFirstScreen,
+     [](const ReportData& d) {
+       return One(FindingsSection(d.runs, d.train, d.scaling, NetworkFindings(d.overview)));
+     }},
+    {"family", "", Place::kFirstScreen, [](const ReportData& d) { return d.families; }},
+    // Multi-GPU steps answer "how does it scale": their summary stays on the first screen.
+    {"gpu-scaling", "", Place::kFirstScreen,
+     [](const ReportData& d) {
+       std::vector<Section> out;
+       for (Section& s : GpuScalingReportSections(d.scaling))
+         if (!s.details) out.push_back(std::move(s));
+       return out;
+     }},
+    {"roofline", "Roofline", Place::kFirstScreen,
+     [](const ReportData& d) {
+       return RooflineSections(ComputeRoofline(d.runs), d.runs.context, true);
+     }},
+    // A failure is an answer too: it stays on the first screen. Unsupported cases are expected.
+    {"failed", "Unsupported and failed", Place::kFirstScreen,
+     [](const ReportData& d) {
+       return d.summary.failed ? One(NotMeasuredSection(d.summary)) : std::vector<Section>{};
+     }},
+    {"long", "", Place::kDetails, [](const ReportData& d) { return d.long_parts; }},
+    {"summary", "", Place::kDetails,
+     [](const ReportData& d) {
+       std::vector<Section> out = FamilySummarySections(d.summary);
+       for (size_t i = 0; i < out.size(); ++i)
+         out[i].title +=
+             " (" + std::to_string(d.summary.families[i].benches.size()) + " benchmarks)";
+       return out;
+     }},
+    // A run on one device has no CPU/GPU pairs: the findings said so once, no empty section.
+    {"speedup", "", Place::kDetails,
+     [](const ReportData& d) {
+       SpeedupResult speedup = ComputeSpeedup(d.runs);
+       return speedup.rows.empty() ? std::vector<Section>{} : SpeedupSections(speedup);
+     }},
+    // The overview draws each network's curve; here only sweeps with three or more batch sizes,
+    // where the fit has something to show.
+    {"sweeps", "", Place::kDetails,
+     [](const ReportData& d) { return OneSection(SweepSections(SweepCurves(d.runs), 3)); }},
+    // Loader scaling over worker threads, where a family sweeps them (data loading).
+    {"workers", "", Place::kDetails,
+     [](const ReportData& d) {
+       std::vector<WorkerCurve> workers = WorkerCurves(d.runs);
+       return workers.empty() ? std::vector<Section>{} : OneSection(WorkerSections(workers));
+     }},
+    {"gpu-scaling-details", "", Place::kDetails,
+     [](const ReportData& d) {
+       std::vector<Section> out;
+       for (Section& s : GpuScalingReportSections(d.scaling))
+         if (s.details) out.push_back(std::move(s));
+       return out;
+     }},
+    {"train-details", "", Place::kDetails, [](const ReportData& d) { return d.train_details; }},
+    {"not-measured", "Unsupported and failed", Place::kDetails,
+     [](const ReportData& d) {
+       return d.summary.failed ? std::vector<Section>{} : One(NotMeasuredSection(d.summary));
+     }},
+    {"inputs", "Inputs", Place::kDetails,
+     [](const ReportData& d) {
+       Section in;
+       in.notes.push_back(Join(d.inputs, ", ") + ".");
+       return One(std::move(in));
+     }},
+    {"labels", "Labels", Place::kDetails,
+     [](const ReportData& d) { return One(LabelSection(d.runs)); }},
+};
 
 }  // namespace
 
@@ -151,92 +311,26 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
                     const std::vector<std::map<std::string, std::string>>& contexts) {
   Document d;
   d.title = "dlbench report";
-  // What a reader must know before trusting any figure: first, and only what applies.
-  if (auto problems = ProblemsSection(FindProblems(runs, contexts)))
-    d.sections.push_back(std::move(*problems));
-  SummaryResult summary = ComputeSummary(runs);
-  const Devices devices = DevicesOf(runs);
-  if (auto m = MachineLine(runs.context, devices.gpu); !m.empty())
+  d.compact_markdown = true;
+  const ReportData data(runs, inputs, contexts);
+  if (auto m = MachineLine(runs.context, data.devices.gpu); !m.empty())
     d.notes.push_back("Machine: " + m + ".");
-  d.notes.push_back(CountsNote(summary));
-
-  Overview ov = ComputeOverview(runs);
-  TrainResult train = ComputeTrain(runs);
-  GpuScaling scaling = ComputeGpuScaling(runs);
-  // The answers first: per model epoch, speedup and best batch size, starvation, scaling, the
-  // best of each family, cliffs; the families' tables after them.
-  d.sections.push_back(FindingsSection(runs, train, scaling, NetworkFindings(ov)));
-  // Training steps answer per model (epoch, batch size, phases, memory, graph), not per layer:
-  // their sections stand where the family's overview would.
-  std::vector<Section> train_details;
-  std::vector<Section> overview = OverviewSections(ov);
-  // Tables and charts too long for the first screen, for the details.
-  std::vector<Section> long_tables;
-  for (size_t i = 0; i < overview.size(); ++i) {
-    if (ov.families[i] != kTrainFamily || train.cases.empty()) {
-      Section& s = overview[i];
-      // GEMM dtypes side by side (fp8 and int8 beside bf16) before the per-dtype rows.
-      if (ov.families[i] == kGemmFamily)
-        if (Table t = GemmDtypeTable(runs); !t.rows.empty())
-          s.tables.insert(s.tables.begin(), std::move(t));
-      MoveLongParts(s, &long_tables);
-      if (ov.families[i] == kAttnFamily) AddAttnSeqCharts(runs, s, &long_tables);
-      d.sections.push_back(std::move(s));
-      continue;
-    }
-    for (Section& t : TrainSections(train)) {
-      // One device: its epoch stands alone, no "CPU vs GPU" in the title of an empty comparison.
-      if (!(devices.cpu && devices.gpu))
-        if (size_t at = t.title.find(", CPU vs GPU"); at != std::string::npos) t.title.erase(at);
-      (t.details ? train_details : d.sections).push_back(std::move(t));
-    }
-  }
-  // Multi-GPU steps answer "how does it scale": their summary stays on the first screen.
-  std::vector<Section> gpu_details;
-  for (Section& s : GpuScalingReportSections(scaling))
-    (s.details ? gpu_details : d.sections).push_back(std::move(s));
-  // How far each case is from the hardware's reachable limit: after the first screen's answers,
-  // before the details.
-  for (Section& s : RooflineSections(ComputeRoofline(runs), runs.context, true))
-    d.sections.push_back(std::move(s));
-  for (Section& s : long_tables) d.sections.push_back(std::move(s));
-  std::vector<Section> summary_sections = SummarySections(summary);
-  Section not_measured = std::move(summary_sections.back());
-  summary_sections.pop_back();
-  // A failure is an answer too: it stays on the first screen. Unsupported cases are expected.
-  not_measured.details = summary.failed == 0;
-  if (!not_measured.details) d.sections.push_back(not_measured);
-  for (size_t i = 0; i < summary_sections.size(); ++i) {
-    Section& s = summary_sections[i];
-    s.title += " (" + std::to_string(summary.families[i].benches.size()) + " benchmarks)";
-    s.details = true;
-    d.sections.push_back(std::move(s));
-  }
-  // A run on one device has no CPU/GPU pairs: the findings said so once, no empty section here.
-  if (SpeedupResult speedup = ComputeSpeedup(runs); !speedup.rows.empty())
-    for (auto& s : SpeedupSections(speedup)) {
-      s.details = true;
+  d.notes.push_back(CountsNote(data.summary));
+  std::set<std::string> ids;
+  for (const SectionSpec& spec : kSections) {
+    std::vector<Section> built = spec.build(data);
+    for (size_t i = 0; i < built.size(); ++i) {
+      Section& s = built[i];
+      s.id = built.size() == 1 ? spec.id : std::string(spec.id) + "-" + Slug(s.title);
+      if (!ids.insert(s.id).second) s.id += "-" + std::to_string(i + 1);
+      if (s.title.empty()) s.title = spec.title;
+      s.details = spec.place == Place::kDetails;
+      // A run on one device leaves the other's columns empty: the first screen shows none.
+      if (!s.details)
+        for (Table& t : s.tables) DropEmptyColumns(&t);
       d.sections.push_back(std::move(s));
     }
-  // The overview draws each network's curve; here only sweeps with three or more batch sizes,
-  // where the fit has something to show, all in one collapsed section.
-  d.sections.push_back(OneCollapsedSection(SweepSections(SweepCurves(runs), 3)));
-  // Loader scaling over worker threads, where a family sweeps them (data loading).
-  if (std::vector<WorkerCurve> workers = WorkerCurves(runs); !workers.empty())
-    d.sections.push_back(OneCollapsedSection(WorkerSections(workers)));
-  for (Section& s : gpu_details) d.sections.push_back(std::move(s));
-  for (Section& s : train_details) d.sections.push_back(std::move(s));
-  if (not_measured.details) d.sections.push_back(std::move(not_measured));
-  Section in;
-  in.title = "Inputs";
-  in.notes.push_back(Join(inputs, ", ") + ".");
-  in.details = true;
-  d.sections.push_back(std::move(in));
-  d.sections.push_back(LabelSection(runs));
-  // A run on one device leaves the other's columns empty: the first screen shows none of them.
-  for (Section& s : d.sections)
-    if (!s.details)
-      for (Table& t : s.tables) DropEmptyColumns(&t);
+  }
   return d;
 }
 

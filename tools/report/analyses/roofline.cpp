@@ -23,8 +23,6 @@ std::string DeviceName(const std::map<std::string, std::string>& ctx, const std:
   return std::string(device == "gpu" ? "GPU" : "CPU") + (model.empty() ? "" : ": " + model);
 }
 
-std::string Rate(double v) { return WithUnit(v, "FLOP/s"); }
-
 }  // namespace
 
 RooflineResult ComputeRoofline(const MergedRuns& runs) {
@@ -51,8 +49,13 @@ RooflineResult ComputeRoofline(const MergedRuns& runs) {
                                                                     : schema::kBoundCompute);
     p.name = b.name;
     p.family = b.family;
+    p.time_ns = b.MedianNs();
+    if (const double count = b.Counter(schema::kCount); Positive(count)) p.count = count;
+    p.lost_ns =
+        Positive(p.time_ns) ? p.count * p.time_ns * std::max(0.0, 1 - p.achieved / p.roof) : 0;
     p.device = b.parsed ? b.parsed->device : std::string("other");
     p.dt = b.parsed ? b.parsed->Get(key::kDType) : std::string();
+    p.launch_bound = p.device == "gpu" && Positive(p.time_ns) && p.time_ns < kLaunchBoundNs;
     if (std::find(r.devices.begin(), r.devices.end(), p.device) == r.devices.end())
       r.devices.push_back(p.device);
     r.points.push_back(std::move(p));
@@ -64,6 +67,17 @@ std::vector<RooflinePoint> FurthestBelow(const RooflineResult& r, size_t n) {
   std::vector<RooflinePoint> out = r.points;
   std::sort(out.begin(), out.end(), [](const RooflinePoint& a, const RooflinePoint& b) {
     return a.pct != b.pct ? a.pct < b.pct : a.name < b.name;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::vector<RooflinePoint> MostTimeLost(const RooflineResult& r, size_t n, bool launch_bound) {
+  std::vector<RooflinePoint> out;
+  for (const RooflinePoint& p : r.points)
+    if (p.launch_bound == launch_bound) out.push_back(p);
+  std::sort(out.begin(), out.end(), [](const RooflinePoint& a, const RooflinePoint& b) {
+    return a.lost_ns != b.lost_ns ? a.lost_ns > b.lost_ns : a.name < b.name;
   });
   if (out.size() > n) out.resize(n);
   return out;
@@ -108,7 +122,7 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
   std::map<std::string, double> peak_of_label;  // "800 T" -> the first peak that reads so
   for (const std::string& dt : dt_order) {
     auto [peak, bw] = dt_roof[dt];
-    auto [at, fresh] = peak_of_label.emplace(FormatRate(peak), peak);
+    auto [at, fresh] = peak_of_label.emplace(Prose({Cell::Rate(peak)}), peak);
     if (fresh) roofs.emplace_back(peak, bw);
     roof_dts[at->second].push_back(dt);
   }
@@ -129,7 +143,7 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
     const auto [peak, bw] = roofs[i];
     Series s;
     // Short: the legend has 170 pixels ("roof bf16 800 T").
-    s.name = "roof " + Join(roof_dts[peak], "/") + " " + FormatRate(peak);
+    s.name = Prose({"roof ", Join(roof_dts[peak], "/"), " ", Cell::Rate(peak)});
     s.markers = false;
     s.solid = true;
     s.color = static_cast<int>(families.size() + i);
@@ -146,18 +160,18 @@ Chart RooflineChart(const RooflineResult& r, const std::string& device,
   return c;
 }
 
-std::vector<Section> RooflineSections(const RooflineResult& r,
-                                      const std::map<std::string, std::string>& context,
-                                      bool charts, size_t listed) {
-  if (r.points.empty()) return {};
-  Section s;
-  s.title = "Roofline";
-  s.notes.push_back(
-      "Each case's rate (FLOP/s) against its roof at its arithmetic intensity (FLOP per byte "
-      "moved, its family's byte definition): min(compute peak, intensity x memory bandwidth), "
-      "both the measured peaks of the run's context. Bound: which of the two is lower. The " +
-      std::to_string(std::min(listed, r.points.size())) + " of " + std::to_string(r.points.size()) +
-      " cases furthest below their roof:");
+namespace {
+
+// A value in % of a peak or roof: "⚠" above 100% (the Problems section says why), a warning
+// colour below 10%.
+Cell PercentOfRoof(double pct) {
+  Cell c = Cell::Number(pct, 3).After("%");
+  if (pct > 100) c.Doubtful().With(Tone::kWarn);
+  if (pct < 10) c.With(Tone::kWarn);
+  return c;
+}
+
+Table RooflineTable(const std::vector<RooflinePoint>& points) {
   Table t;
   // Machines read the columns by the JSON's own names.
   auto key = [](std::string_view k) { return std::string(k); };
@@ -166,15 +180,48 @@ std::vector<Section> RooflineSections(const RooflineResult& r,
                {"FLOP/byte", key(schema::kFlopPerByte)},
                {"roof", key(schema::kRoofFlopPerS)},
                {"achieved", key(schema::kFlopPerS)},
-               {"% of roof", key(schema::kPctRoofline)}};
-  for (const RooflinePoint& p : FurthestBelow(r, listed)) {
-    Cell pct(FormatNumber(p.pct, 3) + "%", p.pct);
-    if (p.pct < 10) pct.With(Tone::kWarn);
+               {"% of roof", key(schema::kPctRoofline)},
+               {"count", key(schema::kCount)},
+               {"time lost", "lost_ns"}};
+  for (const RooflinePoint& p : points)
     t.rows.push_back({Cell(p.name), Cell(p.bound.empty() ? std::string("-") : p.bound),
-                      Cell(FormatNumber(p.intensity, 4), p.intensity), Cell(Rate(p.roof), p.roof),
-                      Cell(Rate(p.achieved), p.achieved), pct});
+                      Cell::Number(p.intensity, 4), Cell::Rate(p.roof, "FLOP/s"),
+                      Cell::Rate(p.achieved, "FLOP/s"), PercentOfRoof(p.pct), Cell::Count(p.count),
+                      Cell::Time(p.lost_ns)});
+  SplitNameColumn(&t, 0);
+  return t;
+}
+
+}  // namespace
+
+std::vector<Section> RooflineSections(const RooflineResult& r,
+                                      const std::map<std::string, std::string>& context,
+                                      bool charts, size_t listed) {
+  if (r.points.empty()) return {};
+  Section s;
+  s.title = "Roofline";
+  const std::vector<RooflinePoint> lost = MostTimeLost(r, listed, false),
+                                   launch = MostTimeLost(r, listed, true);
+  const size_t launch_bound = static_cast<size_t>(std::count_if(
+      r.points.begin(), r.points.end(), [](const RooflinePoint& p) { return p.launch_bound; }));
+  s.notes.push_back(Prose(
+      {"Each case's rate (FLOP/s) against its roof at its arithmetic intensity (FLOP per byte "
+       "moved, its family's byte definition): min(compute peak, intensity x memory bandwidth), "
+       "both the measured peaks of the run's context. Bound: which of the two is lower. Time "
+       "lost: how often the case occurs in its network x its time below the roof's (time x (1 - "
+       "achieved / roof)), what reaching the roof would save. The ",
+       Cell::Count(static_cast<double>(lost.size())), " of ",
+       Cell::Count(static_cast<double>(r.points.size() - launch_bound)),
+       " cases that lose the most:"}));
+  if (!lost.empty()) s.tables.push_back(RooflineTable(lost));
+  if (!launch.empty()) {
+    Table t = RooflineTable(launch);
+    t.title = Prose({"Launch-bound: ", Cell::Count(static_cast<double>(launch_bound)),
+                     " GPU case(s) shorter than ", Cell::Time(kLaunchBoundNs),
+                     " a Run(), where launching the work, not the roof, limits the rate (the ",
+                     Cell::Count(static_cast<double>(launch.size())), " that lose the most)"});
+    s.tables.push_back(std::move(t));
   }
-  s.tables.push_back(std::move(t));
   if (charts)
     for (const std::string& dev : r.devices)
       s.charts.push_back(RooflineChart(r, dev, DeviceName(context, dev)));

@@ -15,13 +15,6 @@ namespace dlb::report {
 
 namespace {
 
-// Unlike SpeedupCell, a ratio that is not finite is shown as FormatNumber writes it, as the
-// speedup table always has.
-Cell RatioCell(double x, bool doubtful) {
-  if (!doubtful) return Cell(FormatNumber(x, 3) + "x", x);
-  return Cell("⚠ " + FormatNumber(x, 3) + "x", x).With(Tone::kWarn);
-}
-
 // Repetitions when there are some, else the single center value.
 std::vector<double> Samples(const Bench& b) {
   if (!b.real_ns.empty()) return b.real_ns;
@@ -160,16 +153,15 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
     std::vector<std::string> chart_order;
     for (const SpeedupRow* r : by_family[fam]) {
       std::string interval =
-          r->has_interval ? "[" + FormatNumber(r->lo, 3) + ", " + FormatNumber(r->hi, 3) + "]"
+          r->has_interval ? Prose({"[", Cell::Number(r->lo, 3), ", ", Cell::Number(r->hi, 3), "]"})
                           : "-";
       t.rows.push_back({Cell(r->workload), Cell(r->dt.empty() ? "-" : r->dt),
                         r->bs.empty() ? Cell("-") : Cell(r->bs, std::atof(r->bs.c_str())),
                         Cell(r->config.empty() ? "-" : r->config),
                         Cell(r->best ? "best: " + r->cpu_backend : r->cpu_backend),
                         Cell(r->best ? "best: " + r->gpu_backend : r->gpu_backend),
-                        Cell(FormatTime(r->cpu_ns), r->cpu_ns),
-                        Cell(FormatTime(r->gpu_ns), r->gpu_ns), RatioCell(r->speedup, r->doubtful),
-                        Cell(interval)});
+                        Cell::Time(r->cpu_ns), Cell::Time(r->gpu_ns),
+                        SpeedupCell(r->speedup, r->doubtful), Cell(interval)});
       doubtful = doubtful || r->doubtful;
       if (!chart_rows.count(r->pair_key)) chart_order.push_back(r->pair_key);
       if (r->best || !chart_rows.count(r->pair_key)) chart_rows[r->pair_key] = r;
@@ -194,9 +186,8 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
       nt.rows.push_back({Cell(n.network), Cell(n.dt.empty() ? "-" : n.dt),
                          n.bs.empty() ? Cell("-") : Cell(n.bs, std::atof(n.bs.c_str())),
                          Cell(n.config.empty() ? "-" : n.config),
-                         Cell(std::to_string(n.layers), n.layers),
-                         Cell(FormatTime(n.cpu_ns), n.cpu_ns), Cell(FormatTime(n.gpu_ns), n.gpu_ns),
-                         RatioCell(n.speedup, n.doubtful)});
+                         Cell(std::to_string(n.layers), n.layers), Cell::Time(n.cpu_ns),
+                         Cell::Time(n.gpu_ns), SpeedupCell(n.speedup, n.doubtful)});
     }
     if (doubtful)
       s.notes.push_back(

@@ -51,16 +51,19 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 
 Cell CounterCell(const std::string& c, double v) {
   if (!std::isfinite(v)) return Cell("-");
-  if (c == schema::kPctPeak || c == schema::kPctPeakAtClock)
-    return Cell(FormatNumber(v, 3) + "%", v);
-  if (c == schema::kSmClockMedianMhz) return Cell(FormatNumber(v, 4) + " MHz", v);
-  if (c == schema::kPowerMeanW) return Cell(FormatNumber(v, 3) + " W", v);
-  if (c == schema::kEnergyPerItemJ) return Cell(FormatNumber(v, 3) + " J", v);
-  if (c == schema::kPeakRssBytes) return Cell(FormatRate(v) + "B", v);
+  // Above 100%: the peak is below what the case reached; the Problems section says why.
+  if (c == schema::kPctPeak || c == schema::kPctPeakAtClock || c == schema::kPctRoofline) {
+    Cell pct = Cell::Number(v, 3).After("%");
+    return v > 100 ? pct.Doubtful().With(Tone::kWarn) : pct;
+  }
+  if (c == schema::kSmClockMedianMhz) return Cell::Number(v, 4, "MHz");
+  if (c == schema::kPowerMeanW) return Cell::Number(v, 3, "W");
+  if (c == schema::kEnergyPerItemJ) return Cell::Number(v, 3, "J");
+  if (c == schema::kPeakRssBytes) return Cell::Rate(v, "B");
   if (c == schema::kThrottled) return v > 0 ? Cell("yes", v).With(Tone::kWarn) : Cell("no", v);
   if (c == schema::kStalled) return v > 0 ? Cell("yes", v).With(Tone::kWarn) : Cell("", v);
-  if (EndsWith(c, schema::kRateSuffix)) return Cell(FormatRate(v), v);
-  return Cell(FormatNumber(v, 4), v);
+  if (EndsWith(c, schema::kRateSuffix)) return Cell::Rate(v);
+  return Cell::Number(v, 4);
 }
 
 // The relative standard deviation the timing reached, "⚠ 3.10% (not converged)" where the time
@@ -68,8 +71,8 @@ Cell CounterCell(const std::string& c, double v) {
 Cell StdrelCell(const Bench& b) {
   const double v = b.Counter(schema::kStdrel);
   if (!std::isfinite(v)) return Cell("-");
-  if (!(b.Counter(schema::kStdrelConverged) == 0)) return Cell(FormatPercent(v, 2), v);
-  return Cell("⚠ " + FormatPercent(v, 2) + " (not converged)", v).With(Tone::kWarn);
+  if (!(b.Counter(schema::kStdrelConverged) == 0)) return Cell::Percent(v, 2);
+  return Cell::Percent(v, 2).Doubtful().After(" (not converged)").With(Tone::kWarn);
 }
 
 Cell DispositionCell(const Verification& v) {
@@ -131,6 +134,12 @@ SummaryResult ComputeSummary(const MergedRuns& runs) {
 }
 
 std::vector<Section> SummarySections(const SummaryResult& summary) {
+  std::vector<Section> out = FamilySummarySections(summary);
+  out.push_back(NotMeasuredSection(summary));
+  return out;
+}
+
+std::vector<Section> FamilySummarySections(const SummaryResult& summary) {
   std::vector<Section> out;
   for (const SummaryFamily& f : summary.families) {
     Section s;
@@ -167,9 +176,9 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
       row.reserve(t.columns.size());
       row.emplace_back(b->name);
       double m = b->MedianNs(), cv = b->Cv();
-      row.emplace_back(FormatTime(m), m);
-      row.emplace_back(FormatPercent(cv, 2), cv);
-      row.emplace_back(std::to_string(b->Repetitions()), static_cast<double>(b->Repetitions()));
+      row.push_back(Cell::Time(m));
+      row.push_back(Cell::Percent(cv, 2));
+      row.push_back(Cell::Count(b->Repetitions()));
       for (const auto& c : f.counters) {
         const double v = b->Counter(c);
         if (c == schema::kStdrel)
@@ -184,14 +193,20 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
       if (f.verification) {
         const Verification& v = b->verification;
         row.push_back(DispositionCell(v));
-        row.emplace_back(FormatNumber(v.error, 3), v.error);
-        row.emplace_back(FormatNumber(v.tolerance, 3), v.tolerance);
+        row.push_back(Cell::Number(v.error, 3));
+        row.push_back(Cell::Number(v.tolerance, 3));
       }
       t.rows.push_back(std::move(row));
     }
+    if (std::vector<std::string> shared = SplitNameColumn(&t, 0); !shared.empty())
+      s.notes.push_back("Every case here: " + Join(shared, ", ") + ".");
     s.tables.push_back(std::move(t));
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+Section NotMeasuredSection(const SummaryResult& summary) {
   Section sk;
   sk.title = "Unsupported and failed";
   if (summary.not_measured.empty()) {
@@ -204,10 +219,11 @@ std::vector<Section> SummarySections(const SummaryResult& summary) {
       if (b->status == Status::kFailed) state.With(Tone::kBad);
       t.rows.push_back({Cell(b->name), state, Cell(b->message)});
     }
+    if (std::vector<std::string> shared = SplitNameColumn(&t, 0); !shared.empty())
+      sk.notes.push_back("Every case here: " + Join(shared, ", ") + ".");
     sk.tables.push_back(std::move(t));
   }
-  out.push_back(std::move(sk));
-  return out;
+  return sk;
 }
 
 Section LabelSection(const MergedRuns& runs) {

@@ -27,6 +27,9 @@ struct SummaryResult {
 SummaryResult ComputeSummary(const MergedRuns& runs);
 // A table per family (median, CV, counters, verification), then unsupported and failed cases.
 std::vector<Section> SummarySections(const SummaryResult& summary);
+// Its two parts: the table per family, and the unsupported and failed cases.
+std::vector<Section> FamilySummarySections(const SummaryResult& summary);
+Section NotMeasuredSection(const SummaryResult& summary);
 // "benchmark | label": the prose of each result, kept out of the tables; collapsed in HTML.
 Section LabelSection(const MergedRuns& runs);
 Document Summary(const MergedRuns& runs, const std::vector<std::string>& inputs);

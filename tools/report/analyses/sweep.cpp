@@ -102,12 +102,10 @@ std::vector<Section> SweepSections(const std::vector<SweepCurve>& all, size_t mi
   for (const auto& c : curves) {
     fits.rows.push_back(
         {Cell(c.curve), Cell(std::to_string(c.points.size()), static_cast<double>(c.points.size())),
-         Cell(FormatNumber(c.best_bs, 6), c.best_bs),
-         Cell(FormatRate(c.best_throughput), c.best_throughput),
-         c.fit_ok ? Cell(FormatNumber(c.alpha, 3), c.alpha) : Cell("-"),
-         c.fit_ok ? Cell(FormatTime(c.t_min), c.t_min) : Cell("-"),
-         c.fit_ok ? Cell(FormatNumber(c.c, 4), c.c) : Cell("-"),
-         c.fit_ok ? Cell(FormatNumber(c.r2, 4), c.r2) : Cell("-")});
+         Cell::Count(c.best_bs), Cell::Rate(c.best_throughput),
+         c.fit_ok ? Cell::Number(c.alpha, 3) : Cell("-"),
+         c.fit_ok ? Cell::Time(c.t_min) : Cell("-"), c.fit_ok ? Cell::Number(c.c, 4) : Cell("-"),
+         c.fit_ok ? Cell::Number(c.r2, 4) : Cell("-")});
   }
   head.tables.push_back(std::move(fits));
   out.push_back(std::move(head));
@@ -151,11 +149,9 @@ std::vector<Section> SweepSections(const std::vector<SweepCurve>& all, size_t mi
         lo = std::min(lo, p.per_sample_ns);
         hi = std::max(hi, p.per_sample_ns);
         double f = c->fit_ok ? c->c / std::pow(p.bs, c->alpha) + c->t_min : NAN;
-        t.rows.push_back({Cell(c->curve), Cell(FormatNumber(p.bs, 6), p.bs),
-                          Cell(FormatTime(p.time_ns), p.time_ns),
-                          Cell(FormatTime(p.per_sample_ns), p.per_sample_ns),
-                          Cell(FormatRate(p.throughput), p.throughput),
-                          std::isfinite(f) ? Cell(FormatTime(f), f) : Cell("-")});
+        t.rows.push_back({Cell(c->curve), Cell::Count(p.bs), Cell::Time(p.time_ns),
+                          Cell::Time(p.per_sample_ns), Cell::Rate(p.throughput),
+                          std::isfinite(f) ? Cell::Time(f) : Cell("-")});
       }
       if (c->fit_ok) {
         double b0 = c->points.front().bs, b1 = c->points.back().bs;
@@ -245,11 +241,10 @@ std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
                   {"best throughput /s", "best_throughput"},
                   {"efficiency at the most workers", "efficiency"}};
   for (const auto& c : curves)
-    best.rows.push_back(
-        {Cell(c.curve), Cell(std::to_string(c.points.size()), double(c.points.size())),
-         Cell(FormatNumber(c.best_workers, 6), c.best_workers),
-         Cell(FormatRate(c.best_throughput), c.best_throughput),
-         Cell(FormatNumber(c.points.back().efficiency, 3), c.points.back().efficiency)});
+    best.rows.push_back({Cell(c.curve),
+                         Cell(std::to_string(c.points.size()), double(c.points.size())),
+                         Cell::Count(c.best_workers), Cell::Rate(c.best_throughput),
+                         Cell::Number(c.points.back().efficiency, 3)});
   head.tables.push_back(std::move(best));
   out.push_back(std::move(head));
   std::vector<std::string> keys;
@@ -277,10 +272,8 @@ std::vector<Section> WorkerSections(const std::vector<WorkerCurve>& curves) {
       Series thr{c->device + "/" + c->backend, {}, true, true, color++};
       for (const auto& p : c->points) {
         thr.points.emplace_back(p.workers, p.throughput);
-        t.rows.push_back({Cell(c->curve), Cell(FormatNumber(p.workers, 6), p.workers),
-                          Cell(FormatTime(p.time_ns), p.time_ns),
-                          Cell(FormatRate(p.throughput), p.throughput),
-                          Cell(FormatNumber(p.efficiency, 3), p.efficiency)});
+        t.rows.push_back({Cell(c->curve), Cell::Count(p.workers), Cell::Time(p.time_ns),
+                          Cell::Rate(p.throughput), Cell::Number(p.efficiency, 3)});
       }
       tp.series.push_back(std::move(thr));
     }

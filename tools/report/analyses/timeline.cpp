@@ -16,8 +16,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // "1755 MHz", or "-" where the trace reported nothing.
-Cell WithUnit(double v, int digits, const char* unit) {
-  return std::isfinite(v) ? Cell(FormatNumber(v, digits) + unit, v) : Cell("-");
+Cell Measured(double v, int digits, const char* unit) {
+  return Cell::Number(v, digits).After(unit);
 }
 
 // At most about `keep` points: each bucket of consecutive points keeps its lowest and highest, so
@@ -112,9 +112,9 @@ Section TraceSection(const Trace& trace) {
             ? Cell("yes: " + schema::ClocksEventReasonNames(c.throttle), 1.0).With(Tone::kWarn)
             : Cell("no", 0.0);
     table.rows.push_back({Cell(c.name), Cell(std::to_string(c.samples), double(c.samples)),
-                          WithUnit(c.from, 4, " s"), WithUnit(c.to, 4, " s"),
-                          WithUnit(sm, 4, " MHz"), WithUnit(pw, 4, " W"), WithUnit(tp, 3, " °C"),
-                          WithUnit(ut, 3, "%"), throttled});
+                          Measured(c.from, 4, " s"), Measured(c.to, 4, " s"),
+                          Measured(sm, 4, " MHz"), Measured(pw, 4, " W"), Measured(tp, 3, " °C"),
+                          Measured(ut, 3, "%"), throttled});
   }
   s.tables.push_back(std::move(table));
   Chart* charts[4] = {&clock, &power, &temp, &util};

@@ -106,7 +106,7 @@ std::vector<TrainPairSummary> Summarize(const std::vector<TrainPair>& pairs) {
 
 std::string TrainCase::NameKeys(bool with_bs, bool with_pass, bool with_graph) const {
   return JoinNonEmpty(
-      {with_bs ? KeyValue(key::kBatch, FormatNumber(bs, 6)) : "", KeyValue(key::kDType, dt),
+      {with_bs ? KeyValue(key::kBatch, Prose({Cell::Count(bs)})) : "", KeyValue(key::kDType, dt),
        KeyValue(key::kLayout, fmt), with_pass ? KeyValue(key::kPass, pass) : "",
        with_graph ? KeyValue(key::kGraph, graph) : ""},
       "/");

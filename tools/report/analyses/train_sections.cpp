@@ -17,23 +17,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Cell DurationCell(double s) { return std::isfinite(s) ? Cell(FormatDuration(s), s) : Cell("-"); }
+Cell DurationCell(double s) { return std::isfinite(s) ? Cell::Duration(s) : Cell("-"); }
 Cell NumberCell(double v, int digits = 6) {
-  return std::isfinite(v) ? Cell(FormatNumber(v, digits), v) : Cell("-");
+  return std::isfinite(v) ? Cell::Number(v, digits) : Cell("-");
 }
-Cell ShareCell(double f) { return Cell(FormatPercent(f), f); }
-
-std::string Items(double n) {
-  if (!std::isfinite(n)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", n);
-  std::string s = buf, out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
+Cell ShareCell(double f) { return Cell::Percent(f); }
 
 std::string DeviceName(const std::string& d) { return d == "cpu" ? "CPU" : "GPU"; }
 
@@ -80,11 +68,9 @@ Section EpochSection(const TrainResult& t) {
     bool d = (e.cpu && e.cpu->doubtful) || (e.gpu && e.gpu->doubtful);
     doubtful |= d;
     best.rows.push_back(
-        {Cell(e.model),
-         std::isfinite(e.epoch_items) ? Cell(Items(e.epoch_items), e.epoch_items) : Cell("-"),
-         DurationCell(e.cpu ? e.cpu->epoch_s : kNaN), Cell(e.cpu ? e.cpu->Config() : "-"),
-         DurationCell(e.gpu ? e.gpu->epoch_s : kNaN), Cell(e.gpu ? e.gpu->Config() : "-"),
-         SpeedupCell(e.speedup, d)});
+        {Cell(e.model), Cell::Items(e.epoch_items), DurationCell(e.cpu ? e.cpu->epoch_s : kNaN),
+         Cell(e.cpu ? e.cpu->Config() : "-"), DurationCell(e.gpu ? e.gpu->epoch_s : kNaN),
+         Cell(e.gpu ? e.gpu->Config() : "-"), SpeedupCell(e.speedup, d)});
     if (std::isfinite(e.speedup)) {
       bars.bars.emplace_back(e.model + " best", e.speedup);
       lo = std::min(lo, e.speedup);
@@ -96,8 +82,7 @@ Section EpochSection(const TrainResult& t) {
       same.rows.push_back({Cell(e.model), NumberCell(e.same_cpu->bs), Cell(e.same_cpu->backend),
                            Cell(e.same_gpu->backend), DurationCell(e.same_cpu->epoch_s),
                            DurationCell(e.same_gpu->epoch_s), SpeedupCell(e.same_speedup, ds)});
-      bars.bars.emplace_back(e.model + " f32 bs " + FormatNumber(e.same_cpu->bs, 6),
-                             e.same_speedup);
+      bars.bars.emplace_back(e.model + " f32 " + BatchSizeLabel(e.same_cpu->bs), e.same_speedup);
       lo = std::min(lo, e.same_speedup);
       hi = std::max(hi, e.same_speedup);
     }
@@ -143,8 +128,8 @@ void AddBatchSizes(const TrainResult& t, Section* s, std::map<std::string, Chart
     fits.rows.push_back({Cell(c.model), Cell(DeviceName(c.device)),
                          Cell(c.at.backend + " " + c.at.NameKeys(false, false, true)),
                          NumberCell(static_cast<double>(sw.points.size())), NumberCell(sw.best_bs),
-                         Cell(FormatRate(sw.best_throughput), sw.best_throughput),
-                         DurationCell(best_epoch), sw.fit_ok ? NumberCell(sw.alpha, 3) : Cell("-"),
+                         Cell::Rate(sw.best_throughput), DurationCell(best_epoch),
+                         sw.fit_ok ? NumberCell(sw.alpha, 3) : Cell("-"),
                          sw.fit_ok ? TimeCell(sw.t_min) : Cell("-"),
                          sw.fit_ok ? DurationCell(items * sw.t_min / 1e9) : Cell("-"),
                          sw.fit_ok ? NumberCell(sw.r2, 4) : Cell("-")});
@@ -229,7 +214,7 @@ void AddMemory(const TrainResult& t, Section* s, std::map<std::string, Chart>* c
     for (auto [bs, bytes] : m.points)
       mem.rows.push_back({Cell(m.model), Cell(DeviceName(m.device)),
                           Cell(m.at.backend + " " + m.at.NameKeys(false, false, true)),
-                          NumberCell(bs), Cell(FormatBytes(bytes, 3), bytes)});
+                          NumberCell(bs), Cell::Bytes(bytes, 3)});
     if (m.points.size() < 2) continue;
     Chart& ch = (*charts)[m.model];
     if (ch.series.empty()) {

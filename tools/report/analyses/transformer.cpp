@@ -125,17 +125,16 @@ Table TokenTable(const std::vector<TokenStep>& steps,
                {"epoch", std::string(schema::kEpochS)},
                {"peak memory", std::string(schema::kPeakMemBytes)}};
   for (const TokenStep& s : steps) {
-    Cell tokens(WithUnit(s.tokens_per_s, "tokens/s"), s.tokens_per_s);
-    if (s.doubtful) tokens = Cell("⚠ " + tokens.text, s.tokens_per_s).With(Tone::kWarn);
+    Cell tokens = Cell::Rate(s.tokens_per_s, "tokens/s");
+    if (s.doubtful) tokens.Doubtful().With(Tone::kWarn);
     t.rows.push_back(
         {Cell(s.model), Cell(s.device == "cpu" ? "CPU" : "GPU"), Cell(s.config), tokens,
-         std::isfinite(s.mfu) ? Cell(FormatNumber(s.mfu, 3) + "%", s.mfu) : Cell("-"),
+         Cell::Number(s.mfu, 3).After("%"),
          Cell(s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
                   ? GpuPeakOf(context, s.dt)
                   : std::string("-")),
-         std::isfinite(s.epoch_s) ? Cell(FormatDuration(s.epoch_s), s.epoch_s) : Cell("-"),
-         std::isfinite(s.peak_mem_bytes) ? Cell(FormatBytes(s.peak_mem_bytes), s.peak_mem_bytes)
-                                         : Cell("-")});
+         std::isfinite(s.epoch_s) ? Cell::Duration(s.epoch_s) : Cell("-"),
+         std::isfinite(s.peak_mem_bytes) ? Cell::Bytes(s.peak_mem_bytes) : Cell("-")});
   }
   return t;
 }
@@ -245,8 +244,9 @@ Table GemmDtypeTable(const MergedRuns& runs) {
         continue;
       }
       const auto& [v, b] = it->second;
-      Cell c(WithUnit(v, dt == "int8" ? "OP/s" : "FLOP/s") + " (" + b->parsed->backend + ")", v);
-      if (b->verification.doubtful()) c = Cell("⚠ " + c.text, v).With(Tone::kWarn);
+      Cell c =
+          Cell::Rate(v, dt == "int8" ? "OP/s" : "FLOP/s").After(" (" + b->parsed->backend + ")");
+      if (b->verification.doubtful()) c.Doubtful().With(Tone::kWarn);
       cells.push_back(std::move(c));
     }
     t.rows.push_back(std::move(cells));

@@ -1,6 +1,7 @@
 #include "tools/report/render/document.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -196,11 +197,209 @@ std::string FormatP(double p) {
   return Printf("%.4f", p);
 }
 
+std::string FormatDuration(double s) {
+  if (!std::isfinite(s)) return "-";
+  if (s >= 7200) return FormatNumber(s / 3600, 3) + " h";
+  if (s >= 120) return FormatNumber(s / 60, 3) + " min";
+  return FormatTime(s * 1e9);
+}
+
+std::string FormatBytes(double b, int significant) {
+  if (!std::isfinite(b)) return "-";
+  static const char* kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (b >= 1024 && i < 4) {
+    b /= 1024;
+    ++i;
+  }
+  return FormatNumber(b, significant) + " " + kUnit[i];
+}
+
+std::string WithUnit(double v, const std::string& unit) {
+  std::string r = FormatRate(v);
+  bool join = (unit.rfind("FLOP/s", 0) == 0 || unit.rfind("OP/s", 0) == 0 ||
+               unit.rfind("B/s", 0) == 0 || unit == "B") &&
+              !r.empty() && !std::isdigit(static_cast<unsigned char>(r.back()));
+  return r + (join ? "" : " ") + unit;
+}
+
+Cell Cell::Of(Kind kind, double v, std::string unit, int digits) {
+  Cell c;
+  c.kind = kind;
+  if (std::isfinite(v)) c.value = v;
+  c.unit = std::move(unit);
+  c.digits = digits;
+  return c;
+}
+
+Cell Cell::Key(std::string k) {
+  Cell c(std::move(k));
+  c.kind = Kind::kKey;
+  return c;
+}
+
+namespace {
+
+// "50,000".
+std::string Grouped(double n) {
+  std::string s = Printf("%.0f", n), out;
+  const size_t sign = !s.empty() && s[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > sign && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+std::string NumberText(const Cell& c) {
+  const double v = *c.value;
+  auto with_word = [&](std::string s) { return c.unit.empty() ? s : s + " " + c.unit; };
+  switch (c.kind) {
+    case Kind::kText:
+    case Kind::kKey:
+      return c.text;
+    case Kind::kTime:
+      return FormatTime(v);
+    case Kind::kRate:
+      return c.unit.empty() ? FormatRate(v) : WithUnit(v, c.unit);
+    case Kind::kRatio:
+      return FormatNumber(v, c.digits < 0 ? 3 : c.digits) + "x";
+    case Kind::kPercent:
+      return FormatPercent(v, c.digits < 0 ? 1 : c.digits);
+    case Kind::kSigned:
+      return FormatSigned(v);
+    case Kind::kCount:
+      return with_word(c.grouped ? Grouped(v) : Printf("%.0f", v));
+    case Kind::kFixed: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, c.plus ? "%+.*f" : "%.*f", c.digits < 0 ? 4 : c.digits, v);
+      return buf;
+    }
+    case Kind::kNumber:
+      return with_word(FormatNumber(v, c.digits < 0 ? 4 : c.digits));
+    case Kind::kBytes:
+      return FormatBytes(v, c.digits < 0 ? 4 : c.digits);
+    case Kind::kDuration:
+      return FormatDuration(v);
+    case Kind::kP:
+      return FormatP(v);
+  }
+  return c.text;
+}
+
+}  // namespace
+
+std::string CellText(const Cell& c) {
+  std::string s;
+  if (c.kind == Kind::kText || c.kind == Kind::kKey)
+    s = c.text;
+  else
+    s = c.value ? NumberText(c) : "-";
+  if (s == "-") return s;
+  if (c.doubtful) s = "⚠ " + s;
+  s += c.after;
+  return s;
+}
+
+std::string Cell::Text() const { return CellText(*this); }
+
+std::string Prose(std::initializer_list<Cell> parts) {
+  std::string out;
+  for (const Cell& c : parts) out += CellText(c);
+  return out;
+}
+
+namespace {
+
+// Markdown read in a terminal or a diff: no line past ~200 characters outside code blocks.
+constexpr size_t kMdMaxLine = 200;
+// Prose wraps at the source's width; Markdown joins the lines of a paragraph again.
+constexpr size_t kMdWrap = 100;
+// The most rows a Markdown table of the details holds; the HTML and CSV hold them all.
+constexpr size_t kMdMaxDetailRows = 60;
+
+// Characters as a terminal counts them: UTF-8 continuation bytes take no column.
+size_t Columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// A paragraph longer than kMdMaxLine broken at spaces into lines of at most kMdWrap columns (a
+// longer word stands alone).
+std::string Wrap(const std::string& text, bool compact) {
+  if (!compact || Columns(text) <= kMdMaxLine) return text;
+  std::string out, line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && Columns(line) + 1 + Columns(word) > kMdWrap) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out + line;
+}
+
+std::string MdRow(const std::vector<std::string>& cells, size_t n) {
+  std::string line = "|";
+  for (size_t i = 0; i < n && i < cells.size(); ++i) line += " " + cells[i] + " |";
+  return line;
+}
+
+void MdTable(const Table& t, bool cut, std::string* out) {
+  if (!t.title.empty()) *out += "**" + MdEscape(t.title) + "**\n\n";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({});
+  for (const Column& c : t.columns) rows[0].push_back(MdEscape(c.title));
+  const size_t shown_rows =
+      cut && t.rows.size() > kMdMaxDetailRows ? kMdMaxDetailRows : t.rows.size();
+  for (size_t r = 0; r < shown_rows; ++r) {
+    rows.push_back({});
+    for (const Cell& c : t.rows[r]) rows.back().push_back(MdEscape(CellText(c)));
+  }
+  // The columns, from the left, that keep every line within kMdMaxLine (the first always), in a
+  // table of the details: HTML collapses them, CSV holds them whole. A table of the answers keeps
+  // every column (a compare or history check in a CI log names its repro there).
+  size_t n = t.columns.size();
+  while (cut && n > 1 &&
+         std::any_of(rows.begin(), rows.end(), [&](const std::vector<std::string>& r) {
+           return Columns(MdRow(r, n)) > kMdMaxLine;
+         }))
+    --n;
+  std::vector<bool> right = RightAligned(t);
+  *out += MdRow(rows[0], n) + "\n|";
+  for (size_t i = 0; i < n; ++i) *out += right[i] ? " ---: |" : " --- |";
+  *out += "\n";
+  for (size_t r = 1; r < rows.size(); ++r) *out += MdRow(rows[r], n) + "\n";
+  *out += "\n";
+  std::vector<std::string> left_out;
+  for (size_t i = n; i < t.columns.size(); ++i) left_out.push_back(t.columns[i].title);
+  std::string more;
+  if (shown_rows < t.rows.size())
+    more = "the first " + std::to_string(shown_rows) + " of " + std::to_string(t.rows.size()) +
+           " rows";
+  if (!left_out.empty()) {
+    std::string cols;
+    for (const std::string& c : left_out) cols += (cols.empty() ? "" : ", ") + c;
+    more += (more.empty() ? "" : "; ") + std::string("without the columns ") + cols;
+  }
+  if (!more.empty())
+    *out +=
+        Wrap("Here " + more + ": the HTML and CSV reports hold the whole table.", true) + "\n\n";
+}
+
+}  // namespace
+
 std::string RenderMarkdown(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
   out += "# " + doc.title + "\n\n";
-  for (const auto& n : doc.notes) out += n + "\n\n";
+  for (const auto& n : doc.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
   bool in_details = false;
   for (const Section& s : doc.sections) {
     if (s.details && !in_details) {
@@ -208,22 +407,12 @@ std::string RenderMarkdown(const Document& doc) {
       in_details = true;
     }
     out += (in_details ? "### " : "## ") + s.title + "\n\n";
-    for (const auto& n : s.notes) out += n + "\n\n";
-    for (const Table& t : s.tables) {
-      if (!t.title.empty()) out += "**" + MdEscape(t.title) + "**\n\n";
-      out += "|";
-      for (const Column& c : t.columns) out += " " + MdEscape(c.title) + " |";
-      out += "\n|";
-      std::vector<bool> right = RightAligned(t);
-      for (size_t i = 0; i < t.columns.size(); ++i) out += right[i] ? " ---: |" : " --- |";
-      out += "\n";
-      for (const auto& row : t.rows) {
-        out += "|";
-        for (const Cell& c : row) out += " " + MdEscape(c.text) + " |";
-        out += "\n";
-      }
-      out += "\n";
-    }
+    for (const auto& n : s.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
+    for (const Table& t : s.tables) MdTable(t, doc.compact_markdown && in_details, &out);
+    // Markdown draws no chart: a section of charts alone says where they are, not an empty
+    // heading.
+    if (doc.compact_markdown && s.notes.empty() && s.tables.empty() && !s.charts.empty())
+      out += std::to_string(s.charts.size()) + " chart(s), in the HTML report.\n\n";
   }
   return out;
 }
@@ -249,10 +438,12 @@ std::string ToneClass(Tone t, bool left) {
 }
 
 void HtmlSection(const Section& s, std::string* out) {
+  const std::string h2 = (s.id.empty() ? "<h2>" : "<h2 id=\"" + HtmlEscape(s.id) + "\">") +
+                         HtmlEscape(s.title) + "</h2>";
   if (s.details)
-    *out += "<details><summary><h2>" + HtmlEscape(s.title) + "</h2></summary>\n";
+    *out += "<details><summary>" + h2 + "</summary>\n";
   else
-    *out += "<h2>" + HtmlEscape(s.title) + "</h2>\n";
+    *out += h2 + "\n";
   for (const auto& n : s.notes) *out += "<p>" + HtmlInline(n) + "</p>\n";
   for (const Table& t : s.tables) {
     if (!t.title.empty()) *out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
@@ -268,7 +459,8 @@ void HtmlSection(const Section& s, std::string* out) {
       for (size_t i = 0; i < row.size(); ++i) {
         const Cell& c = row[i];
         bool left = i < right.size() && !right[i];
-        *out += std::string("<td") + ToneClass(c.tone, left) + ">" + HtmlEscape(c.text) + "</td>";
+        *out +=
+            std::string("<td") + ToneClass(c.tone, left) + ">" + HtmlEscape(CellText(c)) + "</td>";
       }
       *out += "</tr>\n";
     }
@@ -292,8 +484,12 @@ std::string RenderHtml(const Document& doc) {
          "</title>\n<style>\n"
          "body{font:14px/1.4 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;"
          "color:#222;max-width:1400px}\n"
-         "table{border-collapse:collapse;margin:8px 0 20px}div.tw{max-width:100%;overflow-x:auto}\n"
-         "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}\n"
+         "table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}\n"
+         "div.tw{max-width:100%;overflow-x:auto}\n"
+         "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}\n"
+         // Words (a failure's reason, a label) wrap, so that a table fits the window; keys and
+         // numbers stay on one line.
+         "td.l{white-space:normal;max-width:26em}\n"
          "th{background:#f2f2f2}td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
          "tr:nth-child(even) td{background:#fafafa}\n"
          "h3{font-size:15px;margin:16px 0 4px}\n"
@@ -322,7 +518,13 @@ std::string RenderHtml(const Document& doc) {
       "c.forEach(d=>d.open=true);for(const s of document.querySelectorAll('svg.chart')){"
       "const g=s.querySelector('g.plot');const b=g?g.getBBox():{width:0,height:0};"
       "s.setAttribute('data-drawn',(b.width>0&&b.height>0)?'1':'0')}"
-      "c.forEach(d=>d.open=false)}</script>\n</body></html>\n";
+      "c.forEach(d=>d.open=false);"
+      // And each table's right edge against the window's width: whether a reader sees its last
+      // column without scrolling.
+      "document.body.setAttribute('data-viewport',String(window.innerWidth));"
+      "for(const t of document.querySelectorAll('table'))"
+      "t.setAttribute('data-right',String(Math.ceil(t.getBoundingClientRect().right)))}"
+      "</script>\n</body></html>\n";
   return out;
 }
 
@@ -340,7 +542,8 @@ std::string RenderCsv(const Document& doc) {
       std::string prefix = CsvField(s.title) + "," + CsvField(t.title);
       for (const auto& row : t.rows) {
         out += prefix;
-        for (const Cell& c : row) out += "," + (c.value ? CsvNumber(*c.value) : CsvField(c.text));
+        for (const Cell& c : row)
+          out += "," + (c.value ? CsvNumber(*c.value) : CsvField(CellText(c)));
         out += "\n";
       }
     }
@@ -352,6 +555,42 @@ std::string RenderCsv(const Document& doc) {
   return out;
 }
 
+namespace {
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kText:
+      return "text";
+    case Kind::kKey:
+      return "key";
+    case Kind::kTime:
+      return "time_ns";
+    case Kind::kRate:
+      return "rate";
+    case Kind::kRatio:
+      return "ratio";
+    case Kind::kPercent:
+      return "fraction";
+    case Kind::kSigned:
+      return "change";
+    case Kind::kCount:
+      return "count";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kDuration:
+      return "seconds";
+    case Kind::kP:
+      return "p";
+    case Kind::kFixed:
+      return "number";
+  }
+  return "text";
+}
+
+}  // namespace
+
 std::string RenderJson(const Document& doc) {
   using ojson = nlohmann::ordered_json;
   ojson j;
@@ -360,6 +599,7 @@ std::string RenderJson(const Document& doc) {
   j["sections"] = ojson::array();
   for (const Section& s : doc.sections) {
     ojson js;
+    if (!s.id.empty()) js["id"] = s.id;
     js["title"] = s.title;
     js["notes"] = s.notes;
     js["tables"] = ojson::array();
@@ -369,16 +609,28 @@ std::string RenderJson(const Document& doc) {
       ojson cols = ojson::array();
       for (const Column& c : t.columns) cols.push_back(c.key);
       jt["columns"] = cols;
+      // What each typed column holds, for machines: its kind and unit ("time": ns, "rate":
+      // per second in `units`), from its first typed cell.
+      ojson kinds = ojson::object(), units = ojson::object();
+      for (size_t i = 0; i < t.columns.size(); ++i)
+        for (const auto& row : t.rows)
+          if (i < row.size() && row[i].kind != Kind::kText) {
+            kinds[t.columns[i].key] = KindName(row[i].kind);
+            if (!row[i].unit.empty()) units[t.columns[i].key] = row[i].unit;
+            break;
+          }
+      if (!kinds.empty()) jt["kinds"] = std::move(kinds);
+      if (!units.empty()) jt["units"] = std::move(units);
       ojson rows = ojson::array();
       for (const auto& row : t.rows) {
         ojson r = ojson::object();
         for (size_t i = 0; i < row.size() && i < t.columns.size(); ++i) {
           if (row[i].value)
             r[t.columns[i].key] = *row[i].value;
-          else if (row[i].text == "-")
+          else if (std::string text = CellText(row[i]); text == "-")
             r[t.columns[i].key] = nullptr;
           else
-            r[t.columns[i].key] = row[i].text;
+            r[t.columns[i].key] = text;
         }
         rows.push_back(std::move(r));
       }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,10 +14,36 @@ namespace dlb::report {
 // How a cell reads at a glance; HTML colours it.
 enum class Tone { kNone, kGood, kBad, kWarn };
 
-// A table cell: display text, and the raw number for CSV/JSON when it is one.
+// What a cell holds, so that only render/ decides how it reads: words (a verdict, a label), a key
+// of a benchmark's name (a column per key, as nvbench shows its axes), or a number of a kind.
+enum class Kind {
+  kText,
+  kKey,       // a name's part: family, device, backend, workload, or a key's value
+  kTime,      // ns: "1.23 ms"
+  kRate,      // per second, SI prefix and `unit`: "760 TFLOP/s", "12.3 k images/s"
+  kRatio,     // "1.23x"
+  kPercent,   // a fraction: "12.3%"
+  kSigned,    // a fraction as a change: "+12.34%"
+  kCount,     // an integer: "1024" (never "1.02k"); grouped: "50,000"
+  kNumber,    // `digits` significant digits
+  kBytes,     // powers of 1024: "1 GiB"
+  kDuration,  // seconds as an epoch reads: "6.19 h", "3.66 min", "988 ms"
+  kP,         // a p-value: "0.0123", "1.2e-05"
+  kFixed,     // `digits` decimals, signed where `plus`: "+0.1000" (compare.py's columns)
+};
+
+// A table cell: words, or a typed number (value, unit, kind) that the renderers format; CSV and
+// JSON carry the raw number.
 struct Cell {
-  std::string text;
+  std::string text;  // the words of kText/kKey; typed cells leave it empty, CellText() formats them
   std::optional<double> value;
+  Kind kind = Kind::kText;
+  std::string unit;       // kRate: "FLOP/s", "images/s"; kCount, kNumber: a word after the number
+  int digits = -1;        // kNumber: significant digits; kPercent: decimals; -1: the kind's default
+  bool grouped = false;   // kCount: thousands separated by commas
+  bool plus = false;      // kFixed: a sign on positive numbers too
+  bool doubtful = false;  // a result behind it was not verified or was mistrusted: "⚠" before it
+  std::string after;      // words right after the number: " ★" (the best), "%", " (cublaslt)"
   Tone tone = Tone::kNone;
   Cell() = default;
   Cell(std::string t) : text(std::move(t)) {}  // NOLINT: cells are built from text all the time
@@ -28,7 +55,52 @@ struct Cell {
     tone = t;
     return *this;
   }
+  Cell& Doubtful(bool d = true) {
+    doubtful = d;
+    return *this;
+  }
+  // How it reads (CellText).
+  std::string Text() const;
+  Cell& After(std::string words) {
+    after = std::move(words);
+    return *this;
+  }
+  // Typed cells; a value that is not finite reads "-" and carries no number.
+  static Cell Of(Kind kind, double v, std::string unit = "", int digits = -1);
+  static Cell Key(std::string k);
+  static Cell Time(double ns) { return Of(Kind::kTime, ns); }
+  static Cell Rate(double v, std::string unit = "") { return Of(Kind::kRate, v, std::move(unit)); }
+  static Cell Ratio(double x, int digits = 3) { return Of(Kind::kRatio, x, "", digits); }
+  static Cell Percent(double fraction, int decimals = 1) {
+    return Of(Kind::kPercent, fraction, "", decimals);
+  }
+  static Cell Signed(double fraction) { return Of(Kind::kSigned, fraction); }
+  static Cell Count(double n, std::string unit = "") {
+    return Of(Kind::kCount, n, std::move(unit));
+  }
+  static Cell Number(double v, int digits = 4, std::string unit = "") {
+    return Of(Kind::kNumber, v, std::move(unit), digits);
+  }
+  static Cell Bytes(double b, int digits = 4) { return Of(Kind::kBytes, b, "", digits); }
+  static Cell Duration(double s) { return Of(Kind::kDuration, s); }
+  static Cell P(double p) { return Of(Kind::kP, p); }
+  static Cell Items(double n) {
+    Cell c = Of(Kind::kCount, n);
+    c.grouped = true;
+    return c;
+  }
+  static Cell Fixed(double v, int decimals, bool plus = false) {
+    Cell c = Of(Kind::kFixed, v, "", decimals);
+    c.plus = plus;
+    return c;
+  }
 };
+
+// How a cell reads in Markdown, HTML and charts: its words, or its number formatted by its kind.
+std::string CellText(const Cell& c);
+// Prose from words and typed numbers: Prose({"took ", Cell::Time(ns), " at ", Cell::Count(bs)}).
+// Notes, labels and titles are written with it, so that numbers in them read as in the tables.
+std::string Prose(std::initializer_list<Cell> parts);
 
 struct Column {
   std::string title;  // for people: "median"
@@ -67,6 +139,7 @@ struct Chart {
 };
 
 struct Section {
+  std::string id;  // the report's declared id: the HTML anchor, the JSON's "id"; may be empty
   std::string title;
   std::vector<std::string> notes;  // paragraphs, plain text
   std::vector<Table> tables;
@@ -79,6 +152,9 @@ struct Document {
   std::string title;
   std::vector<std::string> notes;
   std::vector<Section> sections;
+  // Markdown for a terminal (the report's report.md): no line past ~200 characters outside code
+  // blocks, the details' long or wide tables cut (HTML and CSV hold them whole).
+  bool compact_markdown = false;
 };
 
 enum class Format { kMarkdown, kHtml, kCsv, kJson };
@@ -93,12 +169,20 @@ std::string RenderCsv(const Document& doc);
 std::string RenderJson(const Document& doc);
 std::string RenderSvg(const Chart& chart);
 
-// Number formatting shared by the subcommands.
+// Number formatting, for render/ and the history's tables; analyses build typed cells instead.
 std::string FormatTime(double ns);                           // "1.23 ms"
 std::string FormatRate(double v);                            // "1.23 T" (SI)
 std::string FormatPercent(double fraction, int digits = 1);  // "12.3%"
 std::string FormatSigned(double fraction);                   // "+12.34%"
 std::string FormatNumber(double v, int significant = 4);
 std::string FormatP(double p);
+// Seconds as people read an epoch: "6.19 h", "3.66 min", "988 ms"; "-" when not finite.
+std::string FormatDuration(double s);
+// "1 GiB", "512 KiB": bytes in powers of 1024 (collective sizes are powers of two); "-" when not
+// finite.
+std::string FormatBytes(double bytes, int significant = 4);
+// "760 TFLOP/s", "914 FLOP/s", "12.3 GB/s": an SI prefix joins a unit that starts a rate;
+// "12.3 k images/s" keeps the prefix apart from a count.
+std::string WithUnit(double v, const std::string& unit);
 
 }  // namespace dlb::report

@@ -2,6 +2,7 @@
 // over x, optionally log-scaled, with marks). Every chart is self-contained: no script, no fonts.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -15,6 +16,61 @@ namespace {
 
 const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                           "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+
+// One colour per dtype in every chart, so that bf16 reads the same in the roofline, the attention
+// curves and the throughput curves; series that name no dtype (or share one in a chart) take the
+// colours no dtype holds.
+struct DtypeColour {
+  const char* dtype;
+  const char* colour;
+};
+const DtypeColour kDtypeColours[] = {
+    {"f32", "#1f77b4"}, {"tf32", "#9467bd"}, {"bf16", "#d62728"},     {"f16", "#ff7f0e"},
+    {"fp8", "#2ca02c"}, {"int8", "#8c564b"}, {"amp_bf16", "#e377c2"}, {"amp_f16", "#bcbd22"},
+};
+const char* kOtherColours[] = {"#17becf", "#7f7f7f", "#222222", "#6b8fd6",
+                               "#98df8a", "#c5b0d5", "#c49c94", "#dbdb8d"};
+
+// The dtype a series' name holds as a word ("bf16 nhwc fwd", "roof bf16/fp8 800 T"): the first.
+const char* DtypeColourOf(const std::string& name) {
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t end = name.find_first_of(" /,:()", start);
+    if (end == std::string::npos) end = name.size();
+    const std::string word = name.substr(start, end - start);
+    for (const DtypeColour& d : kDtypeColours)
+      if (word == d.dtype) return d.colour;
+    start = end + 1;
+  }
+  return nullptr;
+}
+
+// Each series' colour in a line chart: its dtype's where no other series of the chart shares
+// that dtype, else the series' own (or its position's) among the others.
+std::vector<const char*> SeriesColours(const Chart& chart) {
+  std::vector<const char*> dtype(chart.series.size()), out(chart.series.size());
+  std::map<const char*, int> uses;
+  for (size_t i = 0; i < chart.series.size(); ++i)
+    if ((dtype[i] = DtypeColourOf(chart.series[i].name))) ++uses[dtype[i]];
+  size_t other = 0;
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const Series& s = chart.series[i];
+    if (dtype[i] && uses[dtype[i]] == 1)
+      out[i] = dtype[i];
+    else
+      out[i] = kOtherColours[(s.color >= 0 ? static_cast<size_t>(s.color) : other++) %
+                             (sizeof kOtherColours / sizeof *kOtherColours)];
+  }
+  return out;
+}
+
+// Whether every x of a chart is a whole number small enough to print in full (batch sizes,
+// sequence lengths, workers, GPUs): its ticks then read "1024", never "1.02k".
+bool IntegerX(const std::set<double>& xs) {
+  return !xs.empty() && std::all_of(xs.begin(), xs.end(), [](double x) {
+    return std::fabs(x) < 1e6 && x == std::round(x);
+  });
+}
 
 constexpr double kRight = 30, kTop = 36;        // margins every chart keeps
 constexpr double kBarHeight = 18, kBarGap = 6;  // bar and stacked charts
@@ -258,11 +314,12 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
   } else {
     xt = NiceTicks(f.x0, f.x1, 6);
   }
+  const bool integer_x = IntegerX(f.xs);
   for (double t : xt)
     o << "<line x1=\"" << f.PixelX(t) << "\" y1=\"" << top + plot_h << "\" x2=\"" << f.PixelX(t)
       << "\" y2=\"" << top + plot_h + 5 << "\" stroke=\"#444\"/><text x=\"" << f.PixelX(t)
       << "\" y=\"" << top + plot_h + 18 << "\" text-anchor=\"middle\" class=\"tick\">"
-      << TickLabel(t) << "</text>";
+      << (integer_x && t == std::round(t) ? Printf("%.0f", t) : TickLabel(t)) << "</text>";
   std::vector<double> yt;
   if (chart.log_y) {
     for (double e = std::ceil(f.y0); e <= f.y1 + 1e-9; e += 1) yt.push_back(std::pow(10, e));
@@ -283,18 +340,19 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
 }
 
 // One series: its markers, its line, and (with several series) its legend entry.
-void LineSeries(std::ostream& o, const LineFrame& f, size_t si) {
+void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const char* color) {
   const Chart& chart = f.chart;
   const Series& s = chart.series[si];
-  const char* color = kPalette[(s.color >= 0 ? static_cast<size_t>(s.color) : si) % 10];
+  const bool integer_x = IntegerX(f.xs);
   std::string pts;
   for (auto [x, y] : s.points) {
     if (!f.Drawn(x, y)) continue;
     pts += Printf("%.1f", f.PixelX(x)) + "," + Printf("%.1f", f.PixelY(y)) + " ";
     if (s.markers)
       o << "<circle cx=\"" << f.PixelX(x) << "\" cy=\"" << f.PixelY(y) << "\" r=\"3.5\" fill=\""
-        << color << "\"><title>" << HtmlEscape(s.name) << ": " << TickLabel(x) << ", "
-        << FormatNumber(y, 4) << "</title></circle>";
+        << color << "\"><title>" << HtmlEscape(s.name) << ": "
+        << (integer_x ? Printf("%.0f", x) : TickLabel(x)) << ", " << FormatNumber(y, 4)
+        << "</title></circle>";
   }
   if (s.line && !pts.empty())
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
@@ -324,7 +382,8 @@ std::string LinesSvg(const Chart& chart) {
       << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>" << HtmlEscape(text)
       << "</title></line>";
   }
-  for (size_t si = 0; si < chart.series.size(); ++si) LineSeries(o, f, si);
+  const std::vector<const char*> colours = SeriesColours(chart);
+  for (size_t si = 0; si < chart.series.size(); ++si) LineSeries(o, f, si, colours[si]);
   o << "</g></svg>";
   return o.str();
 }
