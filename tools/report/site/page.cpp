@@ -79,7 +79,7 @@ std::string TableHtml(const Table& t) {
   for (const auto& row : t.rows) {
     s += "<tr>";
     for (const Cell& c : row)
-      s += std::string(c.value ? "<td class=n>" : "<td>") + H(c.text) + "</td>";
+      s += std::string(c.value ? "<td class=n>" : "<td>") + H(c.Text()) + "</td>";
     s += "</tr>";
   }
   return s + "</tbody></table>";
