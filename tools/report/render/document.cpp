@@ -351,7 +351,38 @@ std::string MdRow(const std::vector<std::string>& cells, size_t n) {
   return line;
 }
 
-void MdTable(const Table& t, bool cut, std::string* out) {
+// `s` cut to at most `columns` terminal columns, the last one an ellipsis (UTF-8 kept whole).
+std::string CutToColumns(const std::string& s, size_t columns) {
+  if (Columns(s) <= columns) return s;
+  std::string out;
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) != 0x80 && ++n > columns - 1) break;
+    out += s[i];
+  }
+  return out + "…";
+}
+
+// A row still longer than kMdMaxLine (long words: an error message, a command): its longest cell
+// cut short so that the line fits; false where even that cannot make it fit.
+bool CutLongestCell(std::vector<std::string>* row, size_t n) {
+  const size_t line = Columns(MdRow(*row, n));
+  if (line <= kMdMaxLine) return false;
+  size_t longest = 0;
+  for (size_t i = 1; i < n && i < row->size(); ++i)
+    if (Columns((*row)[i]) > Columns((*row)[longest])) longest = i;
+  const size_t width = Columns((*row)[longest]), excess = line - kMdMaxLine;
+  constexpr size_t kMinKept = 24;
+  if (width < excess + kMinKept) return false;
+  (*row)[longest] = CutToColumns((*row)[longest], width - excess);
+  return true;
+}
+
+// `cut`: a table of the details (rows and columns past the limits left to the HTML and CSV);
+// `compact`: the report's Markdown, whose lines stay within kMdMaxLine (a cell too long is cut
+// short); otherwise every cell whole, as a compare or history check in a CI log needs its repro.
+void MdTable(const Table& t, bool cut, bool compact, std::string* out) {
   if (!t.title.empty()) *out += "**" + MdEscape(t.title) + "**\n\n";
   std::vector<std::vector<std::string>> rows;
   rows.push_back({});
@@ -371,6 +402,10 @@ void MdTable(const Table& t, bool cut, std::string* out) {
            return Columns(MdRow(r, n)) > kMdMaxLine;
          }))
     --n;
+  bool cells_cut = false;
+  if (compact)
+    for (size_t r = 1; r < rows.size(); ++r)
+      while (CutLongestCell(&rows[r], n)) cells_cut = true;
   std::vector<bool> right = RightAligned(t);
   *out += MdRow(rows[0], n) + "\n|";
   for (size_t i = 0; i < n; ++i) *out += right[i] ? " ---: |" : " --- |";
@@ -383,6 +418,7 @@ void MdTable(const Table& t, bool cut, std::string* out) {
   if (shown_rows < t.rows.size())
     more = "the first " + std::to_string(shown_rows) + " of " + std::to_string(t.rows.size()) +
            " rows";
+  if (cells_cut) more += (more.empty() ? "" : "; ") + std::string("long cells cut short (…)");
   if (!left_out.empty()) {
     std::string cols;
     for (const std::string& c : left_out) cols += (cols.empty() ? "" : ", ") + c;
@@ -408,7 +444,8 @@ std::string RenderMarkdown(const Document& doc) {
     }
     out += (in_details ? "### " : "## ") + s.title + "\n\n";
     for (const auto& n : s.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
-    for (const Table& t : s.tables) MdTable(t, doc.compact_markdown && in_details, &out);
+    for (const Table& t : s.tables)
+      MdTable(t, doc.compact_markdown && in_details, doc.compact_markdown, &out);
     // Markdown draws no chart: a section of charts alone says where they are, not an empty
     // heading.
     if (doc.compact_markdown && s.notes.empty() && s.tables.empty() && !s.charts.empty())
