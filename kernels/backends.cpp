@@ -74,12 +74,13 @@ int SetCpuThreads(int n, bool may_run_again) {
 
 int CpuThreads() { return g_threads > 0 ? g_threads : AllowedPhysicalCores(); }
 
-GpuGemmPeak MeasureGpuGemmPeak(DType dt) {
+GpuGemmPeak MeasureGpuGemmPeak(DType dt, PeakSearch scope) {
 #ifdef DLBENCH_HAVE_CUDA
-  const cublas::GemmPeakRun run = cublas::MeasureGemmPeak(dt);
+  const cublas::GemmPeakRun run = cublas::MeasureGemmPeak(dt, scope);
   return {run.flops, run.sm_clock_mhz, run.method};
 #else
   (void)dt;
+  (void)scope;
   return {0, 0, "not built with CUDA"};
 #endif
 }
