@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "fixtures/schema/schema.h"
@@ -30,13 +28,6 @@ const std::string kWheel =
 
 Context WithLibraries(const std::string& loaded) {
   return {{std::string(schema::kCtxLibraries), loaded}};
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST(LibraryNotes, VersionsComeFromTheLoadedListElseFromTheOlderKeys) {
@@ -73,7 +64,7 @@ TEST(LibraryNotes, CompareNamesEachVersionThatDiffers) {
 TEST(LibraryNotes, CompareOfTwoFilesSaysBothVersionsNextToTheVerdict) {
   testing::TempDir tmp("libs");
   nlohmann::json j =
-      nlohmann::json::parse(Slurp(std::string(DLB_REPORT_TEST_DATA) + "/compare_base.json"));
+      nlohmann::json::parse(tmp.Read(std::string(DLB_REPORT_TEST_DATA) + "/compare_base.json"));
   j["context"][std::string(schema::kCtxLibraries)] = kSystem;
   tmp.Write("system.json", j.dump());
   j["context"][std::string(schema::kCtxLibraries)] = kWheel;
@@ -81,7 +72,7 @@ TEST(LibraryNotes, CompareOfTwoFilesSaysBothVersionsNextToTheVerdict) {
   const std::string cmd = std::string(DLB_REPORT_EXE) + " compare '" + tmp / "system.json" + "' '" +
                           tmp / "wheel.json" + "' >'" + tmp / "out" + "' 2>&1";
   const int status = std::system(cmd.c_str());
-  const std::string out = Slurp(tmp / "out");
+  const std::string out = tmp.Read("out");
   ASSERT_TRUE(WIFEXITED(status)) << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   const size_t verdict = out.find("**OK**");
