@@ -39,6 +39,9 @@ std::vector<PeakShape> PeakSearchShapes(DType dt, PeakSearch scope, int sms) {
     shapes.push_back({wave, 2 * base, base / 2});
   }
   if (scope == PeakSearch::kWide) {
+    // The full tier's largest GEMM case (square.16384): the search holds it, so that no case of
+    // the tier outgrows the peak.
+    shapes.push_back({2 * base, 2 * base, 2 * base});
     std::vector<int64_t> mn = {base / 2, base, 2 * base};
     if (wave > 0) mn.push_back(wave);
     for (int64_t m : mn)

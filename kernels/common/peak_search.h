@@ -17,7 +17,7 @@ namespace dlb {
 enum class PeakSearch {
   kOne,     // the smoke tier: one large square (8192^3; f32, on the FMA units, 4096^3)
   kShapes,  // the default tier: about 6 shapes, squares and wave-aligned rectangles
-  kWide,    // the full tier: about 25 shapes over m, n and k
+  kWide,    // the full tier: about 26 shapes over m, n and k
 };
 const char* Name(PeakSearch s);
 
@@ -28,7 +28,8 @@ struct PeakShape {
 };
 
 // The shapes the peak of `dt` is searched over, on a GPU of `sms` SMs (0: unknown, no
-// wave-aligned shapes), the largest work first, none more than twice the square's work. Every
+// wave-aligned shapes), the largest work first: none more than twice the square's work but, in the
+// wide search, the full tier's 2x larger square (8 times the work). Every
 // dimension is a multiple of 128 (the tiles' rows). Wave-aligned: m a multiple of 32 x SMs as well,
 // so that 128-row tiles fill whole waves of the GPU's SMs, where a square's last wave runs
 // part-empty.

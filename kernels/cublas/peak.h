@@ -1,6 +1,6 @@
 // The GEMM rate a GPU reaches, measured: the fastest cuBLASLt GEMM of the dtype over the shapes
 // and heuristic algorithms of a search (kernels/common/peak_search.h: one large square for the
-// smoke tier, about 6 shapes for the default, about 25 for the full; 16 to 32 algorithms each),
+// smoke tier, about 6 shapes for the default, about 26 for the full; 16 to 32 algorithms each),
 // every candidate ranked by a short timing, the best of each shape timed with CUDA events after a
 // warm-up, with the SM clock observed while it ran. What the harness calls a GPU's measured peak
 // (fixtures/machine/peak.h): datasheet peaks assume the boost clock, which a GPU under its power
