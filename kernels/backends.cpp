@@ -4,12 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <vector>
 
 #include "kernels/common/cpu.h"
 #include "kernels/common/kernel_trace.h"
+#include "kernels/common/run_again.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/context.h"
@@ -39,23 +37,9 @@ constexpr double kWatchSeconds = 0.25;
 // Runs this program again with the same arguments and OMP_WAIT_POLICY=passive; returns only where
 // that cannot be done, with the variable unset again (the runtime loaded without it).
 void RunAgainWithPassiveWait(const std::string& why) {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (all.empty()) return;
-  std::vector<std::string> args;
-  for (size_t begin = 0; begin < all.size();) {
-    const size_t end = all.find('\0', begin);
-    args.push_back(all.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   if (::setenv("OMP_WAIT_POLICY", "passive", 0) != 0 || ::setenv(kWaitWhy, why.c_str(), 1) != 0)
     return;
-  std::fflush(nullptr);
-  ::execv("/proc/self/exe", argv.data());
+  RunAgain();
   ::unsetenv("OMP_WAIT_POLICY");
   ::unsetenv(kWaitWhy);
 }
@@ -90,12 +74,13 @@ int SetCpuThreads(int n, bool may_run_again) {
 
 int CpuThreads() { return g_threads > 0 ? g_threads : AllowedPhysicalCores(); }
 
-GpuGemmPeak MeasureGpuGemmPeak(DType dt) {
+GpuGemmPeak MeasureGpuGemmPeak(DType dt, PeakSearch scope) {
 #ifdef DLBENCH_HAVE_CUDA
-  const cublas::GemmPeakRun run = cublas::MeasureGemmPeak(dt);
+  const cublas::GemmPeakRun run = cublas::MeasureGemmPeak(dt, scope);
   return {run.flops, run.sm_clock_mhz, run.method};
 #else
   (void)dt;
+  (void)scope;
   return {0, 0, "not built with CUDA"};
 #endif
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/peak_search.h"
 
 namespace dlb::backends {
 
@@ -28,15 +29,17 @@ int CpuThreads();
 std::string OpenMpWait();
 
 // The GEMM rate the GPU (the current device) reaches for the dtype with the best library GEMM
-// this build has (cuBLASLt, kernels/cublas/peak.h), and the SM clock it ran at: what the harness
-// records as the GPU's measured peak. flops 0, and why in `method`, where there is none (no CUDA
-// in this build, no device, a dtype the GPU lacks). Takes about a second; never throws.
+// this build has (cuBLASLt, kernels/cublas/peak.h), searched over the shapes and algorithms of
+// `scope`, and the SM clock it ran at: what the harness records as the GPU's measured peak. flops
+// 0, and why in `method`, where there is none (no CUDA in this build, no device, a dtype the GPU
+// lacks). Takes about a second for one shape, 5 to 15 for the default search, 20 to 60 for the
+// wide one; never throws.
 struct GpuGemmPeak {
   double flops = 0;
   double sm_clock_mhz = 0;  // median while timed; 0 when unknown
   std::string method;
 };
-GpuGemmPeak MeasureGpuGemmPeak(DType dt);
+GpuGemmPeak MeasureGpuGemmPeak(DType dt, PeakSearch scope);
 
 // Context entries, key -> value: each backend's version and threads, and "not built" for a
 // backend this build lacks. The keys are the result schema's context keys (onednn_version, ...).

@@ -326,7 +326,7 @@ Support CublasLtGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
   return CommonSupport(s, cfg.dtype);
 }
 
-CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg)
+CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg, int candidates)
     : buffers_(Supported(Supports(shape, cfg), shape), cfg), workspace_(WorkspaceBytes()) {
   const DType dt = cfg.dtype;
   const GemmShape& s = buffers_.stored();
@@ -382,7 +382,8 @@ CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg)
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
 
   const bool search = cfg.algo == "search";
-  std::vector<cublasLtMatmulHeuristicResult_t> results(search ? 8 : 1);
+  std::vector<cublasLtMatmulHeuristicResult_t> results(search ? size_t(std::max(1, candidates))
+                                                              : 1);
   int returned = 0;
   // NOT_SUPPORTED: cuBLASLt has no algorithm for this combination, which is not a failure.
   const cublasStatus_t heuristic_status = cublasLtMatmulAlgoGetHeuristic(

@@ -1,28 +1,31 @@
-// The GEMM rate a GPU reaches, measured: the fastest cuBLASLt algorithm of the heuristic's top
-// results for a large square GEMM of the dtype (8192^3; f32, which runs on the FMA units, 4096^3),
-// timed with CUDA events after a warm-up, with the SM clock observed while it ran. What the
-// harness calls a GPU's measured peak (fixtures/machine/peak.h): datasheet peaks assume the boost
-// clock, which a GPU under its power cap does not hold through a GEMM. CUDA-free header.
+// The GEMM rate a GPU reaches, measured: the fastest cuBLASLt GEMM of the dtype over the shapes
+// and heuristic algorithms of a search (kernels/common/peak_search.h: one large square for the
+// smoke tier, about 6 shapes for the default, about 26 for the full; 16 to 32 algorithms each),
+// every candidate ranked by a short timing, the best of each shape timed with CUDA events after a
+// warm-up, with the SM clock observed while it ran. What the harness calls a GPU's measured peak
+// (fixtures/machine/peak.h): datasheet peaks assume the boost clock, which a GPU under its power
+// cap does not hold through a GEMM. CUDA-free header.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/peak_search.h"
 
 namespace dlb::cublas {
 
 struct GemmPeakRun {
   double flops = 0;         // FLOP/s (int8: operations/s); 0 when the dtype cannot run here
-  double sm_clock_mhz = 0;  // median SM clock during the timed runs; 0 when unknown
-  std::string method;       // "cuBLASLt 8192^3, best of 8 heuristic algorithms (...), 1755 MHz"
+  double sm_clock_mhz = 0;  // median SM clock during the timed runs of the best shape; 0: unknown
+  // "cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (searched in 7.9 s): 8448x8192x8192
+  // TN, best of 5 batches of 20; cublasLtMatmul ...; SM clock 1755 MHz (median while timed)"
+  std::string method;
 };
 
-// The GEMM size the peak of `dt` is measured at.
-int64_t PeakGemmSize(DType dt);
-
 // Measures on the current device. Never throws: a dtype the GPU lacks (fp8 before sm_89), no
-// device, or a failure leaves flops 0 and says why in `method`.
-GemmPeakRun MeasureGemmPeak(DType dt);
+// device, or a failure leaves flops 0 and says why in `method` (a shape that fails or that the
+// library cannot run is left out of the search; only when every shape does is there no figure).
+GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope);
 
 }  // namespace dlb::cublas

@@ -118,5 +118,4 @@ CopyBandwidth MeasureCopyBandwidth(int device = 0);
 namespace dlb::cuda {
 // Library versions for the benchmark context: "13.1.0" style strings, runtime-reported.
 std::string CublasVersion();
-std::string CudnnVersion();  // runtime library version (cudnnGetVersion), e.g. "9.14.0"
 }  // namespace dlb::cuda

@@ -1,5 +1,4 @@
 #include <cublas_api.h>
-#include <cudnn.h>
 #include <library_types.h>
 
 #include "kernels/cuda/device.h"
@@ -13,13 +12,6 @@ std::string CublasVersion() {
       cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS)
     return "unknown";
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
-std::string CudnnVersion() {
-  // cuDNN 9 encodes major*10000 + minor*100 + patch.
-  size_t v = cudnnGetVersion();
-  return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." +
-         std::to_string(v % 100);
 }
 
 }  // namespace dlb::cuda

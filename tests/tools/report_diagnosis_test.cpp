@@ -503,6 +503,31 @@ TEST(Problems, ThrottledAbove100MeasuredOnceAndMixedInputsAreSaidFirst) {
   EXPECT_FALSE(ProblemsSection(FindProblems(clean, {})).has_value());
 }
 
+// A GEMM above 100% of its roof whose operands fit in L2 (counter l2_resident) is explained by it.
+TEST(Problems, Above100IsExplainedByOperandsInL2) {
+  const MergedRuns runs = CasesRuns(
+      {Case{
+           "gemm/gpu/cublaslt/square.1024/dt:bf16", 5, {{"pct_roofline", 112}, {"l2_resident", 1}}},
+       Case{"gemm/gpu/cublaslt/square.8192/dt:bf16",
+            900,
+            {{"pct_roofline", 101}, {"l2_resident", 0}}},
+       Case{"gemm/gpu/cublaslt/square.4096/dt:bf16",
+            200,
+            {{"pct_roofline", 97}, {"l2_resident", 0}}}});
+  const ProblemsFound p = FindProblems(runs, {});
+  EXPECT_EQ(p.over_100, 2);
+  EXPECT_EQ(p.over_100_l2, 1);
+  const auto s = ProblemsSection(p);
+  ASSERT_TRUE(s.has_value());
+  bool said = false;
+  for (const std::string& n : s->notes)
+    said |= n.find("**Above 100%**: 2 value(s)") == 0 &&
+            n.find(
+                "1 of them are of cases whose operands fit in the GPU's L2 (counter "
+                "`l2_resident`)") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 // ---- history check ----
 
 TEST(HistoryDiagnosis, CheckShowsTheKernelDiffAndTheReproOfAFlaggedCase) {

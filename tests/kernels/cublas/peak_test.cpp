@@ -12,7 +12,7 @@ TEST(GemmPeak, MeasuresARateBelowTheDatasheetAndAboveAFractionOfIt) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const cuda::DeviceInfo d = cuda::QueryDevice(0);
   for (DType dt : {DType::kF32, DType::kBF16}) {
-    const GemmPeakRun run = MeasureGemmPeak(dt);
+    const GemmPeakRun run = MeasureGemmPeak(dt, PeakSearch::kOne);
     ASSERT_GT(run.flops, 0) << Name(dt) << ": " << run.method;
     EXPECT_NE(run.method.find("cuBLASLt"), std::string::npos) << run.method;
     // Dense FLOP per clock per SM of any GPU so far is at most 8192 (Hopper fp8): 2x that at the
@@ -36,7 +36,7 @@ TEST(GemmPeak, ADtypeTheGpuLacksSaysWhyWithoutThrowing) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const cuda::DeviceInfo d = cuda::QueryDevice(0);
   if (d.cc_major * 10 + d.cc_minor >= 89) GTEST_SKIP() << "this GPU has FP8";
-  const GemmPeakRun run = MeasureGemmPeak(DType::kFP8E4M3);
+  const GemmPeakRun run = MeasureGemmPeak(DType::kFP8E4M3, PeakSearch::kOne);
   EXPECT_EQ(run.flops, 0);
   EXPECT_FALSE(run.method.empty());
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 
@@ -137,6 +138,7 @@ void AttachDiagnosis(const MergedRuns& base, const MergedRuns& now, CompareResul
   for (const Bench& n : now.benches) n_of.emplace(n.name, &n);
   if (auto it = now.context.find(std::string(schema::kCtxKernels)); it != now.context.end())
     r->kernels_recorded = it->second;
+  r->libraries = LibrariesNote(base.context, now.context);
   for (CompareRow& row : r->rows) {
     if (!Flagged(row)) continue;
     ++r->flagged;
@@ -301,6 +303,7 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
                            Cell::Percent(opt.threshold, 1), " (", tally,
                            "). Geomean of time ratios: ", Cell::Signed(r.geomean_delta), " over ",
                            Cell::Count(r.geomean_count), " benchmarks."}));
+  if (!r.libraries.empty()) d.notes.push_back(r.libraries);
   if (r.unconfirmed)
     d.notes.push_back("⚠ " + std::to_string(r.unconfirmed) +
                       " change(s) unconfirmed: measured with fewer than " +

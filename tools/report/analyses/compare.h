@@ -85,6 +85,8 @@ struct CompareResult {
   std::string kernels_recorded;  // new's context dlbench_kernels (on / off); empty: not said
   size_t not_compared = 0;  // benchmarks with a time in neither file
   int exit_code = 0;        // 0, or 3 when a row is "slower" and confirmed
+  // Where the sides loaded other library builds, the note that says which (analyses/libraries.h).
+  std::string libraries;
 };
 CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& options);
 // `as_compare_py`: compare.py's own table on the same files, appended as a details section.

@@ -86,6 +86,7 @@ ProblemsFound FindProblems(const MergedRuns& runs,
       const double v = b.Counter(c);
       if (!std::isfinite(v) || v <= 100) continue;
       ++p.over_100;
+      if (b.Counter(schema::kL2Resident) > 0) ++p.over_100_l2;
       if (v > p.over_100_max) {
         p.over_100_max = v;
         p.over_100_case = b.name;
@@ -137,7 +138,13 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
                       " `" + p.over_100_counter + "`, `" + p.over_100_case +
                       "`): the peak or roof they are measured against is below what the case "
                       "reached (a spec peak at a clock the GPU exceeded, or a measured peak from a "
-                      "shorter run); read them as at the limit, not beyond it.");
+                      "shorter run); read them as at the limit, not beyond it." +
+                      (p.over_100_l2 > 0 ? " " + std::to_string(p.over_100_l2) +
+                                               " of them are of cases whose operands fit in the "
+                                               "GPU's L2 (counter `l2_resident`): their launches "
+                                               "read them from L2, faster than the DRAM-fed GEMMs "
+                                               "the peak was measured on."
+                                         : std::string()));
   if (!p.failed.empty())
     s.notes.push_back("**Failed**: " + std::to_string(p.failed.size()) +
                       " case(s): " + Names(p.failed) + " (table \"Not measured\").");

@@ -21,6 +21,7 @@ struct ProblemsFound {
   double clock_low = 0, clock_high = 0, clock_max = 0;  // median SM clocks of the throttled; max
   // Values of pct_peak / pct_roofline above 100.
   int over_100 = 0;
+  int over_100_l2 = 0;  // of the values above 100%, those of cases whose operands fit in L2
   double over_100_max = 0;
   std::string over_100_case, over_100_counter;
   std::vector<std::string> failed, doubtful;  // case names

@@ -11,6 +11,7 @@
 
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 #include "tools/report/history/history.h"
@@ -62,19 +63,33 @@ struct Diagnosis {
   std::optional<Table> table;
 };
 
+// A run's context as stored: its text fields.
+Context RunContext(Store& db, int64_t id) {
+  Context context;
+  auto q = db.Prepare("SELECT context FROM runs WHERE id = ?", "runs");
+  q->Bind(1, id);
+  if (q->Step()) {
+    nlohmann::json ctx = nlohmann::json::parse(q->Text(0), nullptr, false);
+    if (ctx.is_object())
+      for (const auto& [k, v] : ctx.items())
+        if (v.is_string()) context[k] = v.get<std::string>();
+  }
+  while (q->Step()) {
+  }
+  return context;
+}
+
+// The note when runs of the window loaded other library versions than the newest run.
+std::string LibrariesNote(Store& db, const std::vector<RunRow>& runs) {
+  std::vector<Context> window;
+  for (size_t i = 0; i + 1 < runs.size(); ++i) window.push_back(RunContext(db, runs[i].id));
+  return LibrariesAcrossRunsNote(window, RunContext(db, runs.back().id));
+}
+
 class Diagnoser {
  public:
-  Diagnoser(Store& db, const std::vector<RunRow>& runs) : runs_(runs) {
-    auto q = db.Prepare("SELECT context FROM runs WHERE id = ?", "runs");
-    q->Bind(1, runs.back().id);
-    if (q->Step()) {
-      nlohmann::json ctx = nlohmann::json::parse(q->Text(0), nullptr, false);
-      if (ctx.is_object())
-        for (const auto& [k, v] : ctx.items())
-          if (v.is_string()) context_[k] = v.get<std::string>();
-    }
-    while (q->Step()) {
-    }
+  Diagnoser(Store& db, const std::vector<RunRow>& runs)
+      : runs_(runs), context_(RunContext(db, runs.back().id)) {
     if (db.HasTable("kernels"))
       kernels_ = db.Prepare("SELECT run_id, kernels FROM kernels WHERE name = ? AND run_id IN (" +
                                 RunIdList(runs, &col_) + ")",
@@ -255,6 +270,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                     " with too short a history. A change counts when it is at least " +
                     FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
                     " scaled MADs (1.4826 x MAD) from the window's median.");
+  if (std::string libs = LibrariesNote(db, runs); !libs.empty()) d.notes.push_back(libs);
   d.notes.push_back("Change points: " + std::to_string(steps_found) + " confirmed, " +
                     std::to_string(r.step_regressions) + " cases slower since their last (" +
                     std::to_string(steps_missed) + " of them missed by the newest-run test)" +
