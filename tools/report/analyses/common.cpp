@@ -70,9 +70,19 @@ std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
     (varies ? varying : shared).push_back(k);
     if (!varies) shared.back() += ":" + first;
   }
+  // Past kMaxKeyColumns varying keys (a table mixing families: attention's heads and head dims,
+  // training's formats and graphs) the rest share one column of "key:value" words, which wraps,
+  // so that the table still fits a window's width.
+  constexpr size_t kMaxKeyColumns = 6;
+  std::vector<std::string> rest;
+  if (varying.size() > kMaxKeyColumns) {
+    rest.assign(varying.begin() + kMaxKeyColumns - 1, varying.end());
+    varying.resize(kMaxKeyColumns - 1);
+  }
   std::vector<Column> columns = {
       {"family", "family"}, {"device", "device"}, {"backend", "backend"}, {"workload", "workload"}};
   for (const std::string& k : varying) columns.push_back({k, k});
+  if (!rest.empty()) columns.push_back({"other keys", "keys"});
   const auto at = static_cast<std::ptrdiff_t>(col);
   t->columns.erase(t->columns.begin() + at);
   t->columns.insert(t->columns.begin() + at, columns.begin(), columns.end());
@@ -83,6 +93,13 @@ std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
     for (const std::string& k : varying) {
       const std::string v = n.Get(k);
       cells.push_back(Cell::Key(v.empty() ? "-" : v));
+    }
+    if (!rest.empty()) {
+      std::string words;
+      for (const std::string& k : rest)
+        if (const std::string v = n.Get(k); !v.empty())
+          words += (words.empty() ? "" : " ") + k + ":" + v;
+      cells.push_back(Cell::Key(words.empty() ? "-" : words));
     }
     auto& row = t->rows[r];
     row.erase(row.begin() + at);
