@@ -137,6 +137,38 @@ TEST(GpuScaling, TheOneGpuStepIsTheOneGpuPointOfACurveWithoutOne) {
   EXPECT_TRUE(ComputeGpuScaling(Merge({ReadBenchmarkFile(Data("gpus_h1.json"))})).empty());
 }
 
+// A transformer's curve counts sequences and says its tokens/s per GPU (sequences x seq); a
+// CNN's counts images.
+TEST(GpuScaling, ATransformersCurveReadsInSequencesAndTokens) {
+  GpuScaling g;
+  GpuCurve c;
+  c.curve = "train/gpu/libtorch/gpt2s/bs:8/dt:amp_bf16/pass:train/graph:1/seq:1024";
+  c.model = "gpt2s";
+  c.bs = 8;
+  GpuPoint p;
+  p.name = c.curve + "/gpus:2";
+  p.gpus = 2;
+  p.time_ns = 25e6;
+  p.throughput = 640;
+  p.per_gpu = 320;
+  p.efficiency = 0.93;
+  c.points.push_back(p);
+  g.steps.push_back(c);
+  const Section curve = GpuScalingSections(g).at(1);
+  const Table& t = curve.tables.at(0);
+  ASSERT_GE(Column(t, "sequences/s per GPU"), 0);
+  const int tokens = Column(t, "tokens/s per GPU");
+  ASSERT_GE(tokens, 0);
+  EXPECT_DOUBLE_EQ(*t.rows.at(0)[size_t(tokens)].value, 320.0 * 1024);
+  EXPECT_EQ(Column(t, "images/s per GPU"), -1);
+  EXPECT_EQ(curve.charts.at(0).y_label, "sequences/s (all GPUs)");
+  g.steps[0].curve = "train/gpu/libtorch/resnet18/bs:64/dt:amp_bf16/fmt:nhwc/pass:train/graph:1";
+  const std::vector<Section> cnn_sections = GpuScalingSections(g);
+  const Table& cnn = cnn_sections.at(1).tables.at(0);
+  EXPECT_GE(Column(cnn, "images/s per GPU"), 0);
+  EXPECT_EQ(Column(cnn, "tokens/s per GPU"), -1);
+}
+
 TEST(GpuScaling, CollectivesGroupByCollectiveDtypeAndInplaceWithAColumnPerGpuCount) {
   GpuScaling g = ComputeGpuScaling(Hosts());
   ASSERT_EQ(g.collectives.size(), 3u);

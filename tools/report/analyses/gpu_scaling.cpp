@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
@@ -194,7 +197,7 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
     for (const GpuPoint& p : c.points) counts.insert(p.gpus);
   if (!scaling.steps.empty()) {
     head->notes.push_back(
-        "Per step (the name without its gpus key; points may come from several files): images/s "
+        "Per step (the name without its gpus key; points may come from several files): items/s "
         "over all GPUs, and the scaling efficiency at n GPUs: (thr(n) / n) / thr(1) where the "
         "curve has a 1-GPU point (its own gpus:1, else the one-GPU step: the same name without "
         "a gpus key), else the case's own scaling_efficiency (measured in its process against "
@@ -234,6 +237,25 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
         "size, one column and one series per GPU count, in GB/s (1e9 bytes/s).");
 }
 
+// What a step's items are, by its name: a transformer's (a seq key) sequences, the MLP's samples,
+// a CNN's images; and a transformer's tokens a sequence (0 for the others).
+struct StepItems {
+  std::string word = "images";
+  double tokens_per_item = 0;
+};
+StepItems StepItemsOf(const std::string& curve) {
+  StepItems out;
+  const std::optional<BenchName> n = ParseName(curve);
+  if (!n) return out;
+  if (const std::string seq = n->Get("seq"); !seq.empty()) {
+    out.word = "sequences";
+    out.tokens_per_item = std::atof(seq.c_str());
+  } else if (n->workload == "mlp") {
+    out.word = "samples";
+  }
+  return out;
+}
+
 // One step curve: its points (time, throughput, efficiency, exposed communication) and a chart
 // of the throughput against linear scaling.
 Section StepCurveSection(const GpuCurve& c) {
@@ -242,20 +264,26 @@ Section StepCurveSection(const GpuCurve& c) {
   if (!c.one_gpu_step.empty())
     s.notes.push_back("The 1-GPU point is the one-GPU step " + c.one_gpu_step +
                       " (no gpus key); the efficiencies are against it.");
+  const StepItems items = StepItemsOf(c.curve);
+  const std::string rate = items.word + "/s";
   Table t;
-  t.columns = {{"gpus", "gpus"},
-               {"time per step", "time_ns"},
-               {"images/s (all GPUs)", std::string(schema::kItemsPerS)},
-               {"images/s per GPU", std::string(schema::kPerGpuItemsPerS)},
-               {"efficiency", "efficiency"},
-               {"efficiency from", "source"},
-               {"one-GPU images/s (measured with it)", std::string(schema::kSingleGpuItemsPerS)},
-               {"exposed comm per step", "exposed_comm_ns"},
-               {"exposed comm / step", "exposed_comm_share"}};
+  t.columns = {
+      {"gpus", "gpus"},
+      {"time per step", "time_ns"},
+      {rate + " (all GPUs)", std::string(schema::kItemsPerS)},
+      {rate + " per GPU", std::string(schema::kPerGpuItemsPerS)},
+      {"efficiency", "efficiency"},
+      {"efficiency from", "source"},
+      {"one-GPU " + rate + " (measured with it)", std::string(schema::kSingleGpuItemsPerS)},
+      {"exposed comm per step", "exposed_comm_ns"},
+      {"exposed comm / step", "exposed_comm_share"}};
+  if (items.tokens_per_item > 0)
+    t.columns.insert(t.columns.begin() + 4,
+                     Column{"tokens/s per GPU", std::string(schema::kPerGpuTokensPerS)});
   Chart chart;
-  chart.title = c.curve + ": images/s over GPUs";
+  chart.title = c.curve + ": " + rate + " over GPUs";
   chart.x_label = "GPUs";
-  chart.y_label = "images/s (all GPUs)";
+  chart.y_label = rate + " (all GPUs)";
   chart.log_x = true;
   Series measured{"measured", {}, true, true, 0}, linear{"linear", {}, true, false, 1};
   // Linear scaling from the curve's 1-GPU point, else from the one-GPU step a case measured.
@@ -264,10 +292,18 @@ Section StepCurveSection(const GpuCurve& c) {
     if (!std::isfinite(one) && std::isfinite(p.single_gpu)) one = p.single_gpu;
   for (const GpuPoint& p : c.points) {
     const double comm_ns = p.exposed_comm_s * 1e9;
-    t.rows.push_back({Cell::Count(p.gpus), Cell::Time(p.time_ns), Cell::Rate(p.throughput),
-                      Cell::Rate(p.per_gpu), EfficiencyCell(p.efficiency, p.doubtful),
-                      Cell(SourceName(p.source)), Cell::Rate(p.single_gpu), Cell::Time(comm_ns),
-                      Cell::Percent(comm_ns / p.time_ns)});
+    std::vector<Cell> row = {Cell::Count(p.gpus),
+                             Cell::Time(p.time_ns),
+                             Cell::Rate(p.throughput),
+                             Cell::Rate(p.per_gpu),
+                             EfficiencyCell(p.efficiency, p.doubtful),
+                             Cell(SourceName(p.source)),
+                             Cell::Rate(p.single_gpu),
+                             Cell::Time(comm_ns),
+                             Cell::Percent(comm_ns / p.time_ns)};
+    if (items.tokens_per_item > 0)
+      row.insert(row.begin() + 4, Cell::Rate(p.per_gpu * items.tokens_per_item));
+    t.rows.push_back(std::move(row));
     if (std::isfinite(p.throughput)) measured.points.emplace_back(p.gpus, p.throughput);
     if (std::isfinite(one)) linear.points.emplace_back(p.gpus, one * p.gpus);
   }
