@@ -19,13 +19,14 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import statistics
 import struct
 import subprocess
 import sys
 import tempfile
 import zlib
+
+from headless import FLAGS, find_chromium
 
 SKIP = 77
 CHROMIUM_TIMEOUT_S = 120
@@ -41,20 +42,9 @@ def check(ok, what):
         print("FAIL: " + what)
 
 
-def find_chromium():
-    for c in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(c)
-        if path:
-            return path
-    return None
-
-
 def chromium(exe, profile, args):
-    # As root in a container: no sandbox, no GPU, no shared-memory assumptions, a private profile,
-    # nothing from the network, and a timeout so a stuck browser fails the test instead of hanging.
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + str(profile)] + args
+    # A private profile, and a timeout so a stuck browser fails the test instead of hanging.
+    cmd = [exe] + FLAGS + ["--hide-scrollbars", "--user-data-dir=" + str(profile)] + args
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           timeout=CHROMIUM_TIMEOUT_S, check=False)
 

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from headless import FLAGS, find_chromium
+
 SKIP = 77
 TIMEOUT_S = 60
 failures = []
@@ -34,14 +36,6 @@ def check(ok, what):
     if not ok:
         failures.append(what)
         print("FAIL: " + what)
-
-
-def find_chromium():
-    for c in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(c)
-        if path:
-            return path
-    return None
 
 
 class Browser:
@@ -62,10 +56,8 @@ class Browser:
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
 
-        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--remote-debugging-pipe", "--user-data-dir=" + str(profile),
-               "--window-size=1280,900", "about:blank"]
+        cmd = [exe] + FLAGS + ["--remote-debugging-pipe", "--user-data-dir=" + str(profile),
+                               "--window-size=1280,900", "about:blank"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      close_fds=False, preexec_fn=child)
         os.close(to_chrome_r)
