@@ -237,21 +237,22 @@ void AddStepSummary(const GpuScaling& scaling, Section* head) {
         "size, one column and one series per GPU count, in GB/s (1e9 bytes/s).");
 }
 
-// What a step's items are, by its name: a transformer's (a seq key) sequences, the MLP's samples,
-// a CNN's images; and a transformer's tokens a sequence (0 for the others).
+// What a step's items/s count: a transformer's (a seq key) sequences, as its items_per_s counter
+// does, with its tokens a sequence; every other model's as the report names them (images/s,
+// samples/s). The rate's unit, e.g. "sequences/s".
 struct StepItems {
-  std::string word = "images";
-  double tokens_per_item = 0;
+  std::string rate = "images/s";
+  double tokens_per_item = 0;  // 0: not a transformer
 };
-StepItems StepItemsOf(const std::string& curve) {
+StepItems StepItemsOf(const GpuCurve& c) {
   StepItems out;
-  const std::optional<BenchName> n = ParseName(curve);
+  const std::optional<BenchName> n = ParseName(c.curve);
   if (!n) return out;
-  if (const std::string seq = n->Get("seq"); !seq.empty()) {
-    out.word = "sequences";
+  if (const std::string seq = n->Get(key::kSeq); !seq.empty()) {
+    out.rate = "sequences/s";
     out.tokens_per_item = std::atof(seq.c_str());
-  } else if (n->workload == "mlp") {
-    out.word = "samples";
+  } else {
+    out.rate = ItemsPerSecond(n->family, n->workload);
   }
   return out;
 }
@@ -264,8 +265,8 @@ Section StepCurveSection(const GpuCurve& c) {
   if (!c.one_gpu_step.empty())
     s.notes.push_back("The 1-GPU point is the one-GPU step " + c.one_gpu_step +
                       " (no gpus key); the efficiencies are against it.");
-  const StepItems items = StepItemsOf(c.curve);
-  const std::string rate = items.word + "/s";
+  const StepItems items = StepItemsOf(c);
+  const std::string& rate = items.rate;
   Table t;
   t.columns = {
       {"gpus", "gpus"},
