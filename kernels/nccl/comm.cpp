@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -307,20 +308,13 @@ void Communicator::AbortOnce(State& st, const std::string& why) {
   st.reason = why.empty() ? "communicator aborted" : why;
   // Set before the abort starts: AsyncError no longer asks a communicator being torn down.
   st.aborted.store(true, std::memory_order_release);
-  struct Job {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-  };
-  auto job = std::make_shared<Job>();
-  std::thread([job, comms = st.comms] {
+  auto aborted = std::make_shared<std::promise<void>>();
+  std::future<void> done = aborted->get_future();
+  std::thread([aborted, comms = st.comms] {
     for (ncclComm_t comm : comms) ncclCommAbort(comm);  // gone whatever it returns
-    std::lock_guard<std::mutex> l(job->mu);
-    job->done = true;
-    job->cv.notify_all();
+    aborted->set_value();
   }).detach();
-  std::unique_lock<std::mutex> l(job->mu);
-  job->cv.wait_for(l, std::chrono::duration<double>(kAbortWaitSeconds), [&] { return job->done; });
+  done.wait_for(std::chrono::duration<double>(kAbortWaitSeconds));
 }
 
 void Communicator::Abort(const std::string& why) {
