@@ -45,6 +45,7 @@ const Options& FamilyOptions() { return MutableOptions(); }
 Family CommFamily(std::function<void()> register_cases) {
   Family f{"comm", Flags(), std::move(register_cases)};
   f.may_run_again = false;
+  f.uses_gemm_peak = false;  // bytes only: algbw and busbw
   f.release = ReleaseWorld;
   return f;
 }
@@ -154,6 +155,13 @@ std::vector<FlagSpec> Flags() {
        }},
       IntListFlag("comm_bytes", "sizes in bytes, comma-separated (default: the tier's)", 1,
                   int64_t(1) << 40, &MutableOptions().bytes),
+      {"comm_alloc",
+       "where the collectives' buffers come from: nccl (ncclMemAlloc, as nccl-tests; default) or "
+       "cuda (cudaMalloc, as a framework's caching allocator)",
+       [](const std::string& v) -> std::string {
+         if (!nccl::ParseBufferAlloc(v, &MutableOptions().alloc)) return "expects nccl or cuda";
+         return "";
+       }},
   };
 }
 
@@ -164,6 +172,8 @@ void AddCommContext() {
   if (Processes().size() == 1) c.one_process_gpus = Gpus();
   c.how_names_gpus = true;
   AddLaunchContext(c);
+  benchmark::AddCustomContext(std::string(schema::kCtxCommBuffers),
+                              std::string(nccl::Name(FamilyOptions().alloc)));
 }
 
 std::string CaseKey(const CommShape& s, DType dt) {
@@ -192,7 +202,7 @@ std::string CommCaseSteps::Support(const CommShape& shape, const RunConfig& cfg)
 }
 
 std::shared_ptr<CollectiveOp> CommCaseSteps::Build(const CommShape& shape, const RunConfig& cfg) {
-  auto op = std::make_shared<CollectiveOp>(shape, cfg, World());
+  auto op = std::make_shared<CollectiveOp>(shape, cfg, World(), FamilyOptions().alloc);
   op->set_case(detail::CurrentSlot().name);  // named in a watchdog's line
   return op;
 }

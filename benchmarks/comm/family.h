@@ -35,8 +35,9 @@ using nccl::CommShape;
 
 // The family's flags' values.
 struct Options {
-  int gpus = 0;                // --dlb_comm_gpus; 0: all
-  std::vector<int64_t> bytes;  // --dlb_comm_bytes; empty: the tier's
+  int gpus = 0;                                        // --dlb_comm_gpus; 0: all
+  std::vector<int64_t> bytes;                          // --dlb_comm_bytes; empty: the tier's
+  nccl::BufferAlloc alloc = nccl::BufferAlloc::kNccl;  // --dlb_comm_alloc
 };
 const Options& FamilyOptions();
 
@@ -77,6 +78,11 @@ std::string CaseKey(const CommShape& s, DType dt);
 // A case's steps on one process; LockstepSteps (CommSteps) agrees them over the processes.
 struct CommCaseSteps : DefaultSteps<CollectiveOp, CommShape> {
   static constexpr double kLockstepWarmupSeconds = 0.01;  // NCCL connects on first use
+  // A span holds a fixed cost (85-110 µs for a 16 MiB broadcast on 4 GPUs: the ranks of a broadcast
+  // or an all_to_all do not finish together, and the slowest rank's span holds that once): 1 ms
+  // spans read it as +18%, 10 ms spans as under 2%, as nccl-tests' 50 iterations amortize it
+  // (docs/families/comm.md#timing).
+  static constexpr double kLockstepMinSpanSeconds = 0.01;
   static bool InLockstep() { return true; }  // one process too: the group's agreements are its own
   static std::string CaseKey(const CommShape& shape, const RunConfig& cfg);
   static void BeforeLockstepCalibrate(CollectiveOp&) {}

@@ -78,7 +78,8 @@ Support CollectiveOp::Supports(const CommShape& shape, const RunConfig& cfg) {
   return Support::Yes();
 }
 
-CollectiveOp::CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm)
+CollectiveOp::CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm,
+                           BufferAlloc alloc)
     : shape_(shape), cfg_(cfg), comm_(comm) {
   RequireSupported(Supports(shape, cfg));
   DLB_REQUIRE(comm.ranks() == shape.gpus, "the communicator's size differs from the case's GPUs");
@@ -88,8 +89,8 @@ CollectiveOp::CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communi
     DLB_CHECK(cudaSetDevice(m.device));
     PerGpu g;
     const bool whole_input = shape.inplace && shape.collective == Collective::kReduceScatter;
-    g.recv = cuda::DeviceBuffer<char>(size_t(whole_input ? counts_.send : counts_.recv) * elem);
-    if (!shape.inplace) g.send = cuda::DeviceBuffer<char>(size_t(counts_.send) * elem);
+    g.recv = CommBuffer(size_t(whole_input ? counts_.send : counts_.recv) * elem, alloc);
+    if (!shape.inplace) g.send = CommBuffer(size_t(counts_.send) * elem, alloc);
     g.wrong = cuda::DeviceBuffer<unsigned long long>(1);
     g.align = cuda::DeviceBuffer<unsigned long long>(1);
     DLB_CHECK(cudaMemsetAsync(g.align.get(), 0, sizeof(unsigned long long), m.stream.get()));

@@ -12,6 +12,7 @@
 #include "kernels/common/verdict.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/nccl/buffer.h"
 #include "kernels/nccl/comm.h"
 #include "kernels/nccl/shape.h"
 
@@ -25,8 +26,10 @@ class CollectiveOp {
   // f32, bf16, f16; a size that leaves every rank at least one element; no in-place all_to_all
   // (a peer's chunk would be overwritten before it is sent).
   static Support Supports(const CommShape& shape, const RunConfig& cfg);
-  // Buffers on every member's GPU. `comm` must outlive the op.
-  CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm);
+  // Buffers on every member's GPU, from `alloc` (ncclMemAlloc by default, as nccl-tests). `comm`
+  // must outlive the op.
+  CollectiveOp(const CommShape& shape, const RunConfig& cfg, Communicator& comm,
+               BufferAlloc alloc = BufferAlloc::kNccl);
 
   // One collective on every member's stream (a group call when this process drives several).
   void Run();
@@ -61,7 +64,7 @@ class CollectiveOp {
   struct PerGpu {
     // send is empty in place; recv then holds the input too: an in-place reduce_scatter's is the
     // whole input, its output the rank's chunk of it (NCCL's in-place form)
-    cuda::DeviceBuffer<char> send, recv;
+    CommBuffer send, recv;
     cuda::DeviceBuffer<unsigned long long> wrong;
     cuda::DeviceBuffer<unsigned long long> align;  // TimedRuns' one-element all-reduce
     cuda::Event start, stop;

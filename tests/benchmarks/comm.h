@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -40,8 +40,7 @@ inline std::string MpiRun(int processes) {
 
 // A two-process run's JSON names both ranks in its context, and `dir` holds one file: rank 0's
 // (no second writer, no temporary left).
-inline void ExpectTwoRanksAndOneFile(const nlohmann::json& json,
-                                     const std::filesystem::path& dir) {
+inline void ExpectTwoRanksAndOneFile(const nlohmann::json& json, const std::filesystem::path& dir) {
   const std::string ranks = json["context"].value(std::string(schema::kCtxCommRanks), "");
   EXPECT_NE(ranks.find("rank 0: "), std::string::npos) << ranks;
   EXPECT_NE(ranks.find("rank 1: "), std::string::npos) << ranks;
@@ -76,8 +75,9 @@ inline int CheckCommJson(const nlohmann::json& json, int gpus) {
   EXPECT_TRUE(json.is_object()) << "no JSON written";
   if (!json.is_object()) return 0;
   CheckSchemaNames(json);
-  for (std::string_view key : {schema::kCtxNcclVersion, schema::kCtxCommLaunch,
-                               schema::kCtxCommRanks, schema::kCtxGitRevision})
+  for (std::string_view key :
+       {schema::kCtxNcclVersion, schema::kCtxCommLaunch, schema::kCtxCommRanks,
+        schema::kCtxCommBuffers, schema::kCtxGitRevision})
     EXPECT_TRUE(json["context"].contains(std::string(key))) << "context lacks " << key;
   EXPECT_FALSE(json["benchmarks"].empty());
   int measured = 0;

@@ -69,6 +69,22 @@ TEST_F(BenchComm, BytesFlagChoosesTheSizes) {
   EXPECT_NE(bad.output.find("--dlb_comm_bytes"), std::string::npos) << bad.output;
 }
 
+TEST_F(BenchComm, AllocFlagIsRecordedAndCheckedAtParse) {
+  Result def = RunBinary(DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_device=gpu --dlb_comm_bytes=8");
+  ASSERT_EQ(def.exit_code, 0) << def.output;
+  ASSERT_TRUE(def.json.is_object());
+  EXPECT_EQ(def.json["context"].value(std::string(schema::kCtxCommBuffers), ""), "ncclMemAlloc");
+  Result cuda = RunBinary(
+      DLB_BENCH_COMM, "--dlb_tier=smoke --dlb_device=gpu --dlb_comm_bytes=8 --dlb_comm_alloc=cuda");
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.output;
+  ASSERT_TRUE(cuda.json.is_object());
+  EXPECT_EQ(cuda.json["context"].value(std::string(schema::kCtxCommBuffers), ""), "cudaMalloc");
+  Result bad = RunBinary(DLB_BENCH_COMM, "--dlb_comm_alloc=pinned");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--dlb_comm_alloc"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("nccl or cuda"), std::string::npos) << bad.output;
+}
+
 #ifdef DLB_MPIEXEC
 // The JSON path and the smoke tier, for each process of an mpirun line.
 std::string Args(const std::filesystem::path& out) {

@@ -98,5 +98,28 @@ TEST_F(NcclGpuTest, EveryCollectiveVerifiesOnTheLocalGpus) {
   }
 }
 
+// Both allocators give the collectives buffers they verify on; an impossible size is the harness's
+// out-of-memory line, not NCCL's warning and an abort.
+TEST_F(NcclGpuTest, BothAllocatorsVerifyAndAnImpossibleSizeIsOutOfMemory) {
+  Communicator comm = Communicator::InitAll({0});
+  for (BufferAlloc how : {BufferAlloc::kNccl, BufferAlloc::kCuda}) {
+    SCOPED_TRACE(std::string(Name(how)));
+    CommShape s{Collective::kAllReduce, int64_t(1) << 20, false, 1};
+    RunConfig cfg;
+    cfg.dtype = DType::kBF16;
+    CollectiveOp op(s, cfg, comm, how);
+    const Verdict v = op.Verify();
+    EXPECT_TRUE(v.ok) << v.detail;
+    EXPECT_GT(op.TimedRuns(3), 0);
+    DLB_CHECK(cudaSetDevice(0));
+    try {
+      CommBuffer huge(size_t(1) << 50, how);
+      ADD_FAILURE() << "a 1 PiB buffer was allocated";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlb::nccl
