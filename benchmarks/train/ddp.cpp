@@ -58,6 +58,7 @@ std::vector<int> DdpGpuCounts() {
 struct DdpCaseSteps : TrainSteps<libtorch::DdpStepGpu, libtorch::DdpShape> {
   // A warm-up of at least this long (and 2 steps) of every GPU together.
   static constexpr double kLockstepWarmupSeconds = 1;
+  static constexpr double kLockstepMinSpanSeconds = 0;  // --dlb_min_launch_ms alone
   static bool InLockstep() { return MultiProcess(); }
   static std::string CaseKey(const libtorch::DdpShape& shape, const RunConfig&) {
     return shape.step.model + " bs " + std::to_string(shape.step.batch) + " graph " +
