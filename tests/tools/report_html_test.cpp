@@ -252,6 +252,37 @@ TEST(Charts, IntegerTicksAndOneColourPerDtype) {
   EXPECT_NE(colour_of(svg, "bf16 fwd"), colour_of(svg, "f32 fwd"));
 }
 
+// Columns only machines read (a full name beside its parts, a command) are in CSV and JSON, not in
+// Markdown or HTML; a section's code lines are a code block in Markdown, <pre> in HTML, "code" in
+// JSON; short Markdown lines cut a long cell after the row's name before the name itself.
+TEST(Markdown, MachineColumnsCodeBlocksAndShortLines) {
+  Document d;
+  d.short_markdown_lines = true;
+  Section s;
+  s.title = "T";
+  s.code = {"# slower: " + std::string(230, 'n'), "./bench '--benchmark_filter=^x$'"};
+  Table t;
+  t.columns = {{"benchmark", "name", true}, {"case", "case"}, {"note", "note"}};
+  t.rows.push_back(
+      {Cell("gemm/gpu/x/full"), Cell(std::string(120, 'c')), Cell(std::string(150, 'w'))});
+  s.tables.push_back(t);
+  d.sections.push_back(s);
+  const std::string md = RenderMarkdown(d);
+  EXPECT_EQ(md.find("gemm/gpu/x/full"), std::string::npos);
+  EXPECT_EQ(md.find("| benchmark"), std::string::npos);
+  EXPECT_NE(md.find("```\n# slower: " + std::string(230, 'n') + "\n./bench"), std::string::npos);
+  EXPECT_NE(md.find("| " + std::string(120, 'c') + " | www"), std::string::npos) << md;
+  EXPECT_NE(md.find("w… |"), std::string::npos);
+  const std::string html = RenderHtml(d);
+  EXPECT_EQ(html.find("gemm/gpu/x/full"), std::string::npos);
+  EXPECT_NE(html.find("<pre><code># slower: "), std::string::npos);
+  EXPECT_EQ(html.find("```"), std::string::npos);
+  EXPECT_NE(RenderCsv(d).find("T,,gemm/gpu/x/full,"), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJson(d));
+  EXPECT_EQ(j["sections"][0]["tables"][0]["rows"][0]["name"], "gemm/gpu/x/full");
+  EXPECT_EQ(j["sections"][0]["code"].size(), 2u);
+}
+
 // The report is its declared sections in order: each carries its id, the first screen before
 // the details.
 TEST(Html, TheReportIsItsDeclaredSections) {

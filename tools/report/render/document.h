@@ -105,6 +105,9 @@ std::string Prose(std::initializer_list<Cell> parts);
 struct Column {
   std::string title;  // for people: "median"
   std::string key;    // for machines: "median_ns"
+  // Only CSV and JSON carry it (a benchmark's full name beside its parts in columns, a command):
+  // Markdown and HTML leave it out.
+  bool machine = false;
 };
 
 struct Table {
@@ -142,6 +145,9 @@ struct Section {
   std::string id;  // the report's declared id: the HTML anchor, the JSON's "id"; may be empty
   std::string title;
   std::vector<std::string> notes;  // paragraphs, plain text
+  // Lines shown as written, after the notes (commands to copy): a code block in Markdown, whose
+  // lines may be long, <pre> in HTML, "code" in JSON.
+  std::vector<std::string> code;
   std::vector<Table> tables;
   std::vector<Chart> charts;  // after the tables
   // Details come after what answers the questions; HTML shows them collapsed.
@@ -155,6 +161,9 @@ struct Document {
   // Markdown for a terminal (the report's report.md): no line past ~200 characters outside code
   // blocks, the details' long or wide tables cut (HTML and CSV hold them whole).
   bool compact_markdown = false;
+  // Markdown lines within ~200 characters outside code blocks too (notes wrapped, a cell too long
+  // cut short), but every row and column of the details kept: compare in a CI log.
+  bool short_markdown_lines = false;
 };
 
 enum class Format { kMarkdown, kHtml, kCsv, kJson };
