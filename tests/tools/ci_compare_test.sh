@@ -14,6 +14,9 @@ rc=$?
 grep -q '^# dlbench compare' "$tmp/summary.md" || fail "no Markdown in the job summary"
 grep -q 'REGRESSION' "$tmp/summary.md" || fail "the summary does not say REGRESSION"
 grep -q '::error::' "$tmp/log" || fail "no ::error:: annotation"
+# The log names each regressed case whole on its verdict's line (the tables split names into parts).
+grep -q '^# slower .*: gemm/gpu/cublaslt/square\.1024/dt:f32/manual_time$' "$tmp/log" ||
+  fail "no line in the log with the slower case's verdict and full name"
 
 GITHUB_STEP_SUMMARY=$tmp/same.md bash "$script" "$data/compare_base.json" "$data/compare_base.json" --threshold 5% >"$tmp/log2"
 rc=$?

@@ -336,6 +336,58 @@ class Screen(html.parser.HTMLParser):
             self.problems += data
 
 
+DTYPES = {"f32", "tf32", "bf16", "f16", "fp8", "int8", "amp_bf16", "amp_f16"}
+
+
+def dtype_of(name):
+    """The one dtype word of a label or series name (split at " /,:()"); None for none or several."""
+    found = {w for w in re.split(r"[ /,:()]", name) if w in DTYPES}
+    return found.pop() if len(found) == 1 else None
+
+
+class ChartColours(html.parser.HTMLParser):
+    """Each dtype's colours in the charts: a bar's or a marker's fill by its tooltip, a roofline
+    roof's stroke by its legend entry (the line right before its text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.colours = {}  # dtype -> {colour: what showed it}
+        self._shape, self._title, self._prev, self._line, self._roof = None, None, None, None, None
+
+    def _add(self, name, colour, what):
+        dtype = dtype_of(name)
+        if dtype and colour:
+            self.colours.setdefault(dtype, {}).setdefault(colour, what + " " + name)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("rect", "circle", "polygon"):
+            fill = a.get("fill")
+            self._shape = a.get("stroke") if fill == "#fff" else fill
+        elif tag == "title":
+            self._title = ""
+        elif tag == "text":
+            self._roof = self._line if self._prev == "line" else None
+        if tag == "line":
+            self._line = a.get("stroke")
+        if tag != "title":
+            self._prev = tag
+
+    def handle_endtag(self, tag):
+        if tag == "title" and self._title is not None and self._shape:
+            self._add(self._title.rsplit(": ", 1)[0], self._shape, "the mark of")
+        if tag == "title":
+            self._title = None
+        if tag == "text":
+            self._roof = None
+
+    def handle_data(self, data):
+        if self._title is not None:
+            self._title += data
+        elif self._roof and data.startswith("roof "):
+            self._add(data, self._roof, "the legend of")
+
+
 def problems_in(files):
     """What the Problems block must list, from the JSON on its own."""
     want, failed, measured = set(), set(), set()
@@ -405,6 +457,17 @@ def check_folder(report, exe, folder, out):
         title = t["rows"][0] if t["rows"] else []
         check(t["right"] <= page.viewport, "%s: a table of %r is %d px wide in a %d px window: %r" %
               (label, t["section"], t["right"], page.viewport, title[:4]))
+    # One colour per dtype in every chart: bars, curves and roofs of a dtype alike, and no two
+    # dtypes alike.
+    colours = ChartColours()
+    colours.feed(dom.stdout.decode("utf-8", "replace"))
+    seen = {}
+    for dtype, by_colour in sorted(colours.colours.items()):
+        check(len(by_colour) == 1, "%s: %s in %d colours: %r" % (label, dtype, len(by_colour),
+                                                                 sorted(by_colour.values())[:4]))
+        for colour in by_colour:
+            check(seen.setdefault(colour, dtype) == dtype,
+                  "%s: %s and %s share %s" % (label, seen[colour], dtype, colour))
     for cell in page.cells:
         m = PERCENT.match(cell)
         check(not m or float(m.group(1)) <= 100, "%s: %r above 100%% unflagged" % (label, cell))

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "fixtures/schema/schema.h"
@@ -118,6 +120,90 @@ TEST(Compare, ThresholdDecides) {
                                 "pass:fwd/manual_time")
                                ->verdict),
                "slower");
+}
+
+// compare's tables split each name into family, device, backend, workload and the keys that vary
+// (as the summary's), the shared keys in a note; a name outside the scheme stays whole. The full
+// name stays where machines and CI logs look for it: a CSV/JSON field and the flagged cases' lines.
+TEST(Compare, TablesSplitNamesIntoKeyColumnsAndKeepTheFullNameForMachinesAndLogs) {
+  CompareResult r = RunGolden();
+  const Document d = CompareDocument(r, {}, "base", "new");
+  const Section* gemm = nullptr;
+  const Section* other = nullptr;
+  const Section* flagged = nullptr;
+  for (const Section& s : d.sections) {
+    if (s.title == "Compare: gemm") gemm = &s;
+    if (s.title == "Compare: BM_Sort") other = &s;
+    if (s.title == "Flagged cases") flagged = &s;
+  }
+  ASSERT_NE(gemm, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_NE(flagged, nullptr);
+  const Table& t = gemm->tables.at(0);
+  std::vector<std::string> people;
+  for (const auto& c : t.columns)
+    if (!c.machine) people.push_back(c.title);
+  ASSERT_GE(people.size(), 6u);
+  EXPECT_EQ(std::vector<std::string>(people.begin(), people.begin() + 6),
+            (std::vector<std::string>{"family", "device", "backend", "workload", "dt", "base"}));
+  EXPECT_EQ(std::count(people.begin(), people.end(), "benchmark"), 0);
+  for (const char* kept : {"verdict", "change", "p", "q", "new"})
+    EXPECT_EQ(std::count(people.begin(), people.end(), kept), 1) << kept;
+  // The row of gemm/gpu/cublaslt/square.1024/dt:bf16: its parts in their columns.
+  auto col = [&](const std::string& key) {
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].key == key) return i;
+    return t.columns.size();
+  };
+  bool found = false;
+  for (const auto& row : t.rows) {
+    if (row.at(col("name")).Text() != "gemm/gpu/cublaslt/square.1024/dt:bf16/manual_time") continue;
+    found = true;
+    EXPECT_EQ(row.at(col("device")).Text(), "gpu");
+    EXPECT_EQ(row.at(col("backend")).Text(), "cublaslt");
+    EXPECT_EQ(row.at(col("workload")).Text(), "square.1024");
+    EXPECT_EQ(row.at(col("dt")).Text(), "bf16");
+    EXPECT_EQ(row.at(col("verdict")).Text(), "faster");
+  }
+  EXPECT_TRUE(found);
+  // BM_Sort/1024 follows no scheme: its table keeps the name whole, once.
+  const Table& bm = other->tables.at(0);
+  ASSERT_EQ(bm.columns.at(0).key, "name");
+  EXPECT_FALSE(bm.columns.at(0).machine);
+  EXPECT_EQ(std::count_if(bm.columns.begin(), bm.columns.end(),
+                          [](const Column& c) { return c.key == "name"; }),
+            1);
+  // CSV and JSON carry the full name beside its parts.
+  const std::string csv = RenderCsv(d);
+  EXPECT_NE(csv.find("Compare: gemm,,gemm/gpu/cublaslt/square.1024/dt:bf16/manual_time,gemm,gpu,"),
+            std::string::npos)
+      << csv.substr(0, 800);
+  const auto j = nlohmann::json::parse(RenderJson(d));
+  bool json_name = false;
+  for (const auto& s : j["sections"])
+    for (const auto& jt : s["tables"])
+      for (const auto& row : jt["rows"])
+        json_name |= row.value("name", "") == "gemm/gpu/cublaslt/square.1024/dt:f32/manual_time" &&
+                     row.value("workload", "") == "square.1024";
+  EXPECT_TRUE(json_name);
+  // The Markdown a CI log shows: each flagged case on one line with its verdict and full name;
+  // no line past 200 characters outside code blocks; no benchmark column but BM_Sort's.
+  const std::string md = RenderMarkdown(d);
+  EXPECT_NE(md.find("# faster -19.73% (", 0), std::string::npos) << md;
+  EXPECT_NE(md.find("): gemm/gpu/cublaslt/square.1024/dt:bf16/manual_time\n"), std::string::npos);
+  EXPECT_NE(md.find("# slower (unconfirmed) +50.00% ("), std::string::npos);
+  std::istringstream in(md);
+  bool code = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) code = !code;
+    size_t columns = 0;
+    for (unsigned char c : line) columns += (c & 0xC0) != 0x80;
+    EXPECT_TRUE(code || columns <= 200) << line;
+  }
+  const std::string html = RenderHtml(d);
+  EXPECT_EQ(html.find("```"), std::string::npos);
+  EXPECT_EQ(html.find("**"), std::string::npos);
+  EXPECT_NE(html.find("<pre><code># slower"), std::string::npos);
 }
 
 TEST(Compare, OnlyChangesLeavesSameRowsOut) {

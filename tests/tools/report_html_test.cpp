@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "tests/support/temp_dir.h"
 #include "tools/report/analyses/report.h"
+#include "tools/report/analyses/roofline.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
@@ -250,6 +252,171 @@ TEST(Charts, IntegerTicksAndOneColourPerDtype) {
   };
   EXPECT_EQ(colour_of(svg, "bf16 fwd"), colour_of(svg2, "bf16 nhwc"));
   EXPECT_NE(colour_of(svg, "bf16 fwd"), colour_of(svg, "f32 fwd"));
+}
+
+// The dtype a chart's label or series name stands for: its one dtype word (split at " /,:()"),
+// empty where it names none or several ("roof f16/bf16": a roof two dtypes share).
+std::string DtypeWord(const std::string& name) {
+  static const std::set<std::string> kDtypes = {"f32", "tf32", "bf16",     "f16",
+                                                "fp8", "int8", "amp_bf16", "amp_f16"};
+  std::set<std::string> found;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find_first_of(" /,:()", start);
+    if (end == std::string::npos) end = name.size();
+    if (const std::string w = name.substr(start, end - start); kDtypes.count(w)) found.insert(w);
+    start = end + 1;
+  }
+  return found.size() == 1 ? *found.begin() : std::string();
+}
+
+// An attribute of the SVG element that opens at `at`.
+std::string Attribute(const std::string& html, size_t at, const std::string& name) {
+  const size_t end = html.find('>', at);
+  const size_t a = html.find(" " + name + "=\"", at);
+  if (a == std::string::npos || a > end) return "";
+  const size_t from = a + name.size() + 3;
+  return html.substr(from, html.find('"', from) - from);
+}
+
+// Every colour each dtype takes in the charts of `html`, by what shows it: "bar" (a bar's fill,
+// by its tooltip), "marker" (a point's fill, by its tooltip), "roof" (a roofline's roof, by its
+// legend entry).
+std::map<std::string, std::map<std::string, std::set<std::string>>> DtypeColours(
+    const std::string& html) {
+  std::map<std::string, std::map<std::string, std::set<std::string>>> out;
+  for (size_t at = html.find("<title>"); at != std::string::npos;
+       at = html.find("<title>", at + 1)) {
+    const size_t open = html.rfind('<', at - 1);
+    const std::string tag = html.substr(open + 1, html.find_first_of(" >", open) - open - 1);
+    if (tag != "rect" && tag != "circle" && tag != "polygon") continue;
+    const std::string tip = html.substr(at + 7, html.find("</title>", at) - at - 7);
+    const std::string dtype = DtypeWord(tip.substr(0, tip.rfind(": ")));
+    std::string fill = Attribute(html, open, "fill");
+    if (fill == "#fff") fill = Attribute(html, open, "stroke");  // a hollow marker
+    if (!dtype.empty())
+      out[dtype][tag == "rect" && tip.find(", ") == std::string::npos ? "bar" : "marker"].insert(
+          fill);
+  }
+  for (size_t at = html.find(">roof "); at != std::string::npos; at = html.find(">roof ", at + 1)) {
+    const std::string name = html.substr(at + 1, html.find('<', at) - at - 1);
+    const size_t line = html.rfind("<line ", at);
+    if (const std::string dtype = DtypeWord(name); !dtype.empty())
+      out[dtype]["roof"].insert(Attribute(html, line, "stroke"));
+  }
+  return out;
+}
+
+// One colour per dtype across the report's charts: the speedup bars, the throughput curves over
+// batch size (a dtype's CPU and GPU lines apart by their markers) and the roofline's roofs.
+TEST(Charts, ADtypeHasOneColourInEveryChartOfTheReport) {
+  MergedRuns m = Merge({ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/smoke_h100.json")});
+  std::string html = RenderHtml(FullReport(m, {"smoke_h100.json"}));
+  // The fixture's cases carry no roof: a roofline of a bf16 and an f32 case beside it.
+  RooflineResult roofs;
+  for (const char* dt : {"bf16", "f32"}) {
+    RooflinePoint p;
+    p.family = "gemm";
+    p.device = "gpu";
+    p.dt = dt;
+    p.intensity = 100;
+    p.achieved = 1e14;
+    p.compute_peak = std::string(dt) == "bf16" ? 8e14 : 5e13;
+    p.mem_bw = 3e12;
+    roofs.points.push_back(p);
+  }
+  roofs.devices = {"gpu"};
+  html += RenderSvg(RooflineChart(roofs, "gpu", "H100"));
+  const auto colours = DtypeColours(html);
+  std::map<std::string, std::string> colour_of;
+  for (const auto& [dtype, by_what] : colours) {
+    std::set<std::string> all;
+    for (const auto& [what, set] : by_what) all.insert(set.begin(), set.end());
+    EXPECT_EQ(all.size(), 1u) << dtype << " in " << by_what.size() << " kinds of mark";
+    if (all.size() == 1) {
+      EXPECT_TRUE(colour_of.emplace(*all.begin(), dtype).second)
+          << dtype << " shares " << *all.begin() << " with " << colour_of[*all.begin()];
+    }
+  }
+  // The report holds bf16 bars and curves and a bf16 roof: the comparison above is not empty.
+  ASSERT_TRUE(colours.count("bf16"));
+  const auto& bf16 = colours.at("bf16");
+  EXPECT_TRUE(bf16.count("bar"));
+  EXPECT_TRUE(bf16.count("marker"));
+  EXPECT_TRUE(bf16.count("roof"));
+  if (bf16.count("bar") && bf16.count("roof")) EXPECT_EQ(bf16.at("bar"), bf16.at("roof"));
+}
+
+// Series of one dtype in a chart share its colour and differ by their markers' shapes (the legend
+// shows them); what stands for no dtype (a stacked chart's phases) takes no dtype's colour.
+TEST(Charts, SeriesOfOneDtypeDifferByMarkerAndOtherChartsKeepOffDtypeColours) {
+  Chart c;
+  Series cpu{"cpu", {{1, 1}, {2, 2}}}, gpu{"gpu", {{1, 3}, {2, 4}}};
+  cpu.dtype = gpu.dtype = "bf16";
+  cpu.shape = 0;
+  gpu.shape = 1;
+  c.series = {cpu, gpu};
+  const std::string svg = RenderSvg(c);
+  Chart roof;
+  roof.series = {Series{"gemm", {{1, 1}, {2, 2}}}, Series{"roof bf16 800 T", {{1, 1}, {2, 3}}}};
+  roof.series[1].markers = false;
+  const std::string roof_svg = RenderSvg(roof);
+  const auto bf16 = DtypeColours(roof_svg).at("bf16").at("roof");
+  ASSERT_EQ(bf16.size(), 1u);
+  const std::string colour = *bf16.begin();
+  EXPECT_NE(svg.find("<circle class=\"mk\" cx=\""), std::string::npos);
+  EXPECT_NE(svg.find("<rect class=\"mk\" x=\""), std::string::npos);
+  for (size_t at = svg.find("class=\"mk\""); at != std::string::npos;
+       at = svg.find("class=\"mk\"", at + 1))
+    EXPECT_EQ(Attribute(svg, svg.rfind('<', at), "fill"), colour);
+  Chart stacked;
+  stacked.kind = Chart::Kind::kStacked;
+  stacked.segments = {"fwd", "bwd", "opt", "other"};
+  stacked.stacks = {{"mlp GPU", {1, 2, 3, 4}}};
+  const std::string st = RenderSvg(stacked);
+  for (const char* dtype_colour : {"#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd"})
+    EXPECT_EQ(st.find(dtype_colour), std::string::npos) << dtype_colour;
+  // A bar of a dtype (said or in its label) in its colour, short of the reference paler.
+  Chart bars;
+  bars.kind = Chart::Kind::kBars;
+  bars.bar_reference = 1;
+  bars.bars = {{"square.1024", 4}, {"square.2048 bf16", 0.5}, {"best", 2}};
+  bars.bar_dtypes = {"bf16"};
+  const auto bar = DtypeColours(RenderSvg(bars));
+  EXPECT_EQ(bar.at("bf16").at("bar"), std::set<std::string>{colour});
+  EXPECT_NE(RenderSvg(bars).find("fill-opacity=\"0.5\"><title>square.2048 bf16"),
+            std::string::npos);
+}
+
+// Columns only machines read (a full name beside its parts, a command) are in CSV and JSON, not in
+// Markdown or HTML; a section's code lines are a code block in Markdown, <pre> in HTML, "code" in
+// JSON; short Markdown lines cut a long cell after the row's name before the name itself.
+TEST(Markdown, MachineColumnsCodeBlocksAndShortLines) {
+  Document d;
+  d.short_markdown_lines = true;
+  Section s;
+  s.title = "T";
+  s.code = {"# slower: " + std::string(230, 'n'), "./bench '--benchmark_filter=^x$'"};
+  Table t;
+  t.columns = {{"benchmark", "name", true}, {"case", "case"}, {"note", "note"}};
+  t.rows.push_back(
+      {Cell("gemm/gpu/x/full"), Cell(std::string(120, 'c')), Cell(std::string(150, 'w'))});
+  s.tables.push_back(t);
+  d.sections.push_back(s);
+  const std::string md = RenderMarkdown(d);
+  EXPECT_EQ(md.find("gemm/gpu/x/full"), std::string::npos);
+  EXPECT_EQ(md.find("| benchmark"), std::string::npos);
+  EXPECT_NE(md.find("```\n# slower: " + std::string(230, 'n') + "\n./bench"), std::string::npos);
+  EXPECT_NE(md.find("| " + std::string(120, 'c') + " | www"), std::string::npos) << md;
+  EXPECT_NE(md.find("w… |"), std::string::npos);
+  const std::string html = RenderHtml(d);
+  EXPECT_EQ(html.find("gemm/gpu/x/full"), std::string::npos);
+  EXPECT_NE(html.find("<pre><code># slower: "), std::string::npos);
+  EXPECT_EQ(html.find("```"), std::string::npos);
+  EXPECT_NE(RenderCsv(d).find("T,,gemm/gpu/x/full,"), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderJson(d));
+  EXPECT_EQ(j["sections"][0]["tables"][0]["rows"][0]["name"], "gemm/gpu/x/full");
+  EXPECT_EQ(j["sections"][0]["code"].size(), 2u);
 }
 
 // The report is its declared sections in order: each carries its id, the first screen before

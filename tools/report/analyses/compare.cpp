@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
 #include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
@@ -359,9 +360,12 @@ struct CompareTableShape {
       repro |= !row.repro.empty();
     }
   }
+  // The benchmark's name twice: whole for CSV and JSON, and as the one that SplitNames splits
+  // into its parts for people.
   Table Make() const {
     Table t;
-    t.columns = {{"benchmark", "name"},
+    t.columns = {{"benchmark", "name", true},
+                 {"benchmark", "name"},
                  {"base", "base_ns"},
                  {"new", "new_ns"},
                  {"change", "change"},
@@ -375,11 +379,13 @@ struct CompareTableShape {
     if (timing) t.columns.push_back({"timing", "timing"});
     if (kernels) t.columns.push_back({"kernels", "kernels"});
     t.columns.push_back({"note", "note"});
-    if (repro) t.columns.push_back({"repro", "repro"});
+    // Too long for a table a person reads: Markdown and HTML show it in FlaggedSection.
+    if (repro) t.columns.push_back({"repro", "repro", true});
     return t;
   }
   std::vector<Cell> Row(const CompareRow& row) const {
     std::vector<Cell> c;
+    c.emplace_back(row.name);
     c.emplace_back(row.name);
     c.push_back(Cell::Time(row.base_ns));
     c.push_back(Cell::Time(row.new_ns));
@@ -404,6 +410,46 @@ struct CompareTableShape {
     return c;
   }
 };
+
+// The name column split into family, device, backend, workload and the keys that vary (as the
+// summary's tables), the keys every row shares in a note; where a name does not follow the scheme
+// the table keeps it whole, once.
+void SplitNames(Table t, Section* s) {
+  if (std::vector<std::string> shared = SplitNameColumn(&t, 1); !shared.empty())
+    s->notes.push_back("Every case here: " + Join(shared, ", ") + ".");
+  if (t.columns.size() > 1 && t.columns[1].key == "name") {
+    t.columns.erase(t.columns.begin());
+    for (auto& row : t.rows) row.erase(row.begin());
+  }
+  s->tables.push_back(std::move(t));
+}
+
+// "slower +20.00% (57.2 µs → 68.6 µs): <name>": a flagged row on one line, its name whole.
+std::string FlaggedLine(const CompareRow& row) {
+  return Prose({VerdictName(row.verdict), row.unconfirmed ? " (unconfirmed)" : "", " ",
+                Cell::Signed(row.delta), " (", Cell::Time(row.base_ns), " → ",
+                Cell::Time(row.new_ns), "): ", row.name});
+}
+
+// Every slower and faster case by its full name (what a CI log is searched for), each followed by
+// the command that re-runs it alone where the new run's context names its binary.
+Section FlaggedSection(const CompareResult& r) {
+  Section s;
+  s.title = "Flagged cases";
+  bool any_command = false;
+  for (const CompareRow& row : r.rows) {
+    if (!Flagged(row)) continue;
+    s.code.push_back("# " + FlaggedLine(row));
+    if (!row.repro.empty()) s.code.push_back(row.repro);
+    any_command |= !row.repro.empty();
+  }
+  s.notes.push_back(any_command
+                        ? "Each slower or faster case by its full name, and the command that "
+                          "re-runs it alone with the new run's flags:"
+                        : "Each slower or faster case by its full name (the new run's context "
+                          "names no binary to re-run it with):");
+  return s;
+}
 
 // Per flagged case with a kernel diff, its table: the details under the rows' "kernels" cells.
 Section KernelChangesSection(const CompareResult& r) {
@@ -442,6 +488,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
                          const std::vector<GbenchDiff>* as_compare_py, bool aggregates_only) {
   Document d;
   d.title = "dlbench compare";
+  d.short_markdown_lines = true;
   d.notes.push_back("Base: " + base_path + "; new: " + new_path + ".");
   AddCompareNotes(r, opt, &d);
   const CompareTableShape shape(r);
@@ -451,9 +498,10 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
     Table t = shape.Make();
     for (const auto& row : r.rows)
       if (row.verdict == Verdict::kSlower) t.rows.push_back(shape.Row(row));
-    s.tables.push_back(std::move(t));
+    SplitNames(std::move(t), &s);
     d.sections.push_back(std::move(s));
   }
+  if (r.flagged) d.sections.push_back(FlaggedSection(r));
   std::vector<std::string> families;
   std::map<std::string, Table> tables;
   size_t omitted = 0;
@@ -472,7 +520,7 @@ Document CompareDocument(const CompareResult& r, const CompareOptions& opt,
   for (const auto& fam : families) {
     Section s;
     s.title = "Compare: " + fam;
-    s.tables.push_back(std::move(tables[fam]));
+    SplitNames(std::move(tables[fam]), &s);
     d.sections.push_back(std::move(s));
   }
   if (omitted)

@@ -103,15 +103,25 @@ std::vector<Chart> Curves(const std::string& subject, const std::vector<Group>& 
     c.y_label = per_s;
     c.log_x = true;
     std::vector<std::string> pairs;
+    std::map<std::string, std::vector<std::string>> configs_of_dt;
     for (const Line& l : ls) {
       std::string name =
           JoinNonEmpty({l.device, by_dt ? "" : l.dt, by_config ? "" : ConfigValues(l.config)}, " ");
-      // A CPU line and its GPU twin (same dtype and config) take neighbouring palette colours.
+      // A CPU line and its GPU twin (same dtype and config) take neighbouring palette colours
+      // where they stand for no dtype.
       std::string pair = l.dt + "|" + l.config;
       auto at = std::find(pairs.begin(), pairs.end(), pair);
       if (at == pairs.end()) at = pairs.insert(pairs.end(), pair);
       int color = 2 * static_cast<int>(at - pairs.begin()) + (l.device == "cpu" ? 0 : 1);
-      c.series.push_back(Series{name, l.points, true, true, color});
+      Series series{name, l.points, true, true, color};
+      // The dtype's colour, as in every chart; the CPU and GPU lines of each of its configs apart
+      // by their markers: circle and square, then triangle and diamond.
+      series.dtype = l.dt;
+      std::vector<std::string>& configs = configs_of_dt[l.dt];
+      auto config = std::find(configs.begin(), configs.end(), l.config);
+      if (config == configs.end()) config = configs.insert(configs.end(), l.config);
+      series.shape = 2 * static_cast<int>(config - configs.begin()) + (l.device == "cpu" ? 0 : 1);
+      c.series.push_back(std::move(series));
     }
     c.log_y = WideY(c);
     out.push_back(std::move(c));
@@ -349,11 +359,13 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
       for (const OverviewRow* r : rows) loose.rows.push_back(OverviewCells(w, *r, loose_bs));
     }
     for (const Group& g : groups)
-      if (const OverviewRow* h = Headline(g))
+      if (const OverviewRow* h = Headline(g)) {
         bars.bars.emplace_back(JoinNonEmpty({subj, g.dt, ConfigValues(g.config),
                                              h->bs > 0 ? BatchSizeLabel(h->bs) : std::string()},
                                             " "),
                                h->speedup);
+        bars.bar_dtypes.push_back(g.dt);
+      }
     for (Chart& c : Curves(subj, groups, w.per_s)) curves.push_back(std::move(c));
   }
   if (!loose.rows.empty()) {

@@ -170,6 +170,7 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
       const SpeedupRow* r = chart_rows[k];
       std::string label = k.substr(k.find('/') + 1);
       chart.bars.emplace_back(label, r->speedup);
+      chart.bar_dtypes.push_back(r->dt);
       lo = std::min(lo, r->speedup);
       hi = std::max(hi, r->speedup);
     }

@@ -73,6 +73,7 @@ Section EpochSection(const TrainResult& t) {
          Cell(e.gpu ? e.gpu->Config() : "-"), SpeedupCell(e.speedup, d)});
     if (std::isfinite(e.speedup)) {
       bars.bars.emplace_back(e.model + " best", e.speedup);
+      bars.bar_dtypes.emplace_back();  // each side's best, of any dtype
       lo = std::min(lo, e.speedup);
       hi = std::max(hi, e.speedup);
     }
@@ -83,6 +84,7 @@ Section EpochSection(const TrainResult& t) {
                            Cell(e.same_gpu->backend), DurationCell(e.same_cpu->epoch_s),
                            DurationCell(e.same_gpu->epoch_s), SpeedupCell(e.same_speedup, ds)});
       bars.bars.emplace_back(e.model + " f32 " + BatchSizeLabel(e.same_cpu->bs), e.same_speedup);
+      bars.bar_dtypes.emplace_back("f32");
       lo = std::min(lo, e.same_speedup);
       hi = std::max(hi, e.same_speedup);
     }

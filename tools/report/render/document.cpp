@@ -140,6 +140,23 @@ std::string CsvField(const std::string& s) {
 
 std::string CsvNumber(double v) { return Printf("%.17g", v); }
 
+// The table as Markdown and HTML show it: without the columns only CSV and JSON carry.
+Table PeopleColumns(const Table& t) {
+  Table out;
+  out.title = t.title;
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < t.columns.size(); ++i)
+    if (!t.columns[i].machine) keep.push_back(i);
+  for (size_t i : keep) out.columns.push_back(t.columns[i]);
+  out.rows.reserve(t.rows.size());
+  for (const auto& row : t.rows) {
+    out.rows.emplace_back();
+    for (size_t i : keep)
+      if (i < row.size()) out.rows.back().push_back(row[i]);
+  }
+  return out;
+}
+
 // A column of numbers reads right-aligned, one of words left-aligned; the first is the row's name.
 std::vector<bool> RightAligned(const Table& t) {
   std::vector<bool> right(t.columns.size(), false);
@@ -365,24 +382,30 @@ std::string CutToColumns(const std::string& s, size_t columns) {
 }
 
 // A row still longer than kMdMaxLine (long words: an error message, a command): its longest cell
-// cut short so that the line fits; false where even that cannot make it fit.
+// cut short so that the line fits, one after the first where that can (the first names the row:
+// compare.py's "..._pvalue"); false where even that cannot make it fit.
 bool CutLongestCell(std::vector<std::string>* row, size_t n) {
   const size_t line = Columns(MdRow(*row, n));
   if (line <= kMdMaxLine) return false;
-  size_t longest = 0;
-  for (size_t i = 1; i < n && i < row->size(); ++i)
-    if (Columns((*row)[i]) > Columns((*row)[longest])) longest = i;
-  const size_t width = Columns((*row)[longest]), excess = line - kMdMaxLine;
+  const size_t excess = line - kMdMaxLine;
   constexpr size_t kMinKept = 24;
+  size_t longest = 1;
+  for (size_t i = 2; i < n && i < row->size(); ++i)
+    if (Columns((*row)[i]) > Columns((*row)[longest])) longest = i;
+  if (longest >= n || longest >= row->size() || Columns((*row)[longest]) < excess + kMinKept)
+    longest = 0;
+  const size_t width = Columns((*row)[longest]);
   if (width < excess + kMinKept) return false;
   (*row)[longest] = CutToColumns((*row)[longest], width - excess);
   return true;
 }
 
 // `cut`: a table of the details (rows and columns past the limits left to the HTML and CSV);
-// `compact`: the report's Markdown, whose lines stay within kMdMaxLine (a cell too long is cut
-// short); otherwise every cell whole, as a compare or history check in a CI log needs its repro.
-void MdTable(const Table& t, bool cut, bool compact, std::string* out) {
+// `compact`: Markdown whose lines stay within kMdMaxLine (a cell too long is cut short: the
+// report's, compare's, whose commands are in a code block); otherwise every cell whole, as a
+// history check in a CI log needs its repro.
+void MdTable(const Table& whole, bool cut, bool compact, std::string* out) {
+  const Table t = PeopleColumns(whole);
   if (!t.title.empty()) *out += "**" + MdEscape(t.title) + "**\n\n";
   std::vector<std::vector<std::string>> rows;
   rows.push_back({});
@@ -435,7 +458,8 @@ std::string RenderMarkdown(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
   out += "# " + doc.title + "\n\n";
-  for (const auto& n : doc.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
+  const bool short_lines = doc.compact_markdown || doc.short_markdown_lines;
+  for (const auto& n : doc.notes) out += Wrap(n, short_lines) + "\n\n";
   bool in_details = false;
   for (const Section& s : doc.sections) {
     if (s.details && !in_details) {
@@ -443,9 +467,14 @@ std::string RenderMarkdown(const Document& doc) {
       in_details = true;
     }
     out += (in_details ? "### " : "## ") + s.title + "\n\n";
-    for (const auto& n : s.notes) out += Wrap(n, doc.compact_markdown) + "\n\n";
+    for (const auto& n : s.notes) out += Wrap(n, short_lines) + "\n\n";
+    if (!s.code.empty()) {
+      out += "```\n";
+      for (const std::string& line : s.code) out += line + "\n";
+      out += "```\n\n";
+    }
     for (const Table& t : s.tables)
-      MdTable(t, doc.compact_markdown && in_details, doc.compact_markdown, &out);
+      MdTable(t, doc.compact_markdown && in_details, short_lines, &out);
     // Markdown draws no chart: a section of charts alone says where they are, not an empty
     // heading.
     if (doc.compact_markdown && s.notes.empty() && s.tables.empty() && !s.charts.empty())
@@ -482,7 +511,13 @@ void HtmlSection(const Section& s, std::string* out) {
   else
     *out += h2 + "\n";
   for (const auto& n : s.notes) *out += "<p>" + HtmlInline(n) + "</p>\n";
-  for (const Table& t : s.tables) {
+  if (!s.code.empty()) {
+    *out += "<pre><code>";
+    for (const std::string& line : s.code) *out += HtmlEscape(line) + "\n";
+    *out += "</code></pre>\n";
+  }
+  for (const Table& whole : s.tables) {
+    const Table t = PeopleColumns(whole);
     if (!t.title.empty()) *out += "<h3>" + HtmlEscape(t.title) + "</h3>\n";
     std::vector<bool> right = RightAligned(t);
     // A wide table scrolls inside its box instead of widening the page.
@@ -530,6 +565,7 @@ std::string RenderHtml(const Document& doc) {
          "th{background:#f2f2f2}td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
          "tr:nth-child(even) td{background:#fafafa}\n"
          "h3{font-size:15px;margin:16px 0 4px}\n"
+         "pre{background:#f6f6f6;padding:6px 8px;overflow-x:auto;font-size:12px}\n"
          "div.charts{display:flex;flex-wrap:wrap;gap:0 24px}\n"
          "svg.chart{display:block;margin:8px 0 20px;background:#fff}\n"
          "svg .title{font-weight:bold;font-size:14px}svg .tick,svg .val{font-size:11px}\n"
@@ -639,6 +675,7 @@ std::string RenderJson(const Document& doc) {
     if (!s.id.empty()) js["id"] = s.id;
     js["title"] = s.title;
     js["notes"] = s.notes;
+    if (!s.code.empty()) js["code"] = s.code;
     js["tables"] = ojson::array();
     for (const Table& t : s.tables) {
       ojson jt;

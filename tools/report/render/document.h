@@ -105,6 +105,9 @@ std::string Prose(std::initializer_list<Cell> parts);
 struct Column {
   std::string title;  // for people: "median"
   std::string key;    // for machines: "median_ns"
+  // Only CSV and JSON carry it (a benchmark's full name beside its parts in columns, a command):
+  // Markdown and HTML leave it out.
+  bool machine = false;
 };
 
 struct Table {
@@ -120,6 +123,12 @@ struct Series {
   bool markers = true;  // a dot per point
   int color = -1;       // palette index; -1: the series' position
   bool solid = false;   // a line without markers is dashed (a fit) unless solid (a measured trace)
+  // The dtype the series stands for ("bf16"): its colour is that dtype's in every chart (else a
+  // dtype its name holds as a word; else one of the colours no dtype holds, by `color`).
+  std::string dtype = {};
+  // Its markers' shape where series share a colour: 0 circle, 1 square, 2 triangle, 3 diamond,
+  // then hollow; -1: by its rank among the series of its colour.
+  int shape = -1;
 };
 
 struct Chart {
@@ -129,8 +138,11 @@ struct Chart {
   bool log_x = false, log_y = false;
   std::vector<Series> series;                        // kLines
   std::vector<std::pair<std::string, double>> bars;  // kBars: label, value
-  double bar_reference = std::nan("");               // kBars: a vertical line (e.g. 1x)
-  double width = 0;                                  // kLines: pixels; 0: the default
+  // kBars: each bar's dtype, in the order of `bars` (missing or empty: a dtype its label holds as
+  // a word, else none): a bar of a dtype takes that dtype's colour, as a series does.
+  std::vector<std::string> bar_dtypes;
+  double bar_reference = std::nan("");  // kBars: a vertical line (e.g. 1x)
+  double width = 0;                     // kLines: pixels; 0: the default
   // kLines: a dashed vertical line at each x, the text its tooltip (where each case begins).
   std::vector<std::pair<double, std::string>> marks;
   // kStacked: a bar per label, split into one segment per name of `segments` (a legend).
@@ -142,6 +154,9 @@ struct Section {
   std::string id;  // the report's declared id: the HTML anchor, the JSON's "id"; may be empty
   std::string title;
   std::vector<std::string> notes;  // paragraphs, plain text
+  // Lines shown as written, after the notes (commands to copy): a code block in Markdown, whose
+  // lines may be long, <pre> in HTML, "code" in JSON.
+  std::vector<std::string> code;
   std::vector<Table> tables;
   std::vector<Chart> charts;  // after the tables
   // Details come after what answers the questions; HTML shows them collapsed.
@@ -155,6 +170,9 @@ struct Document {
   // Markdown for a terminal (the report's report.md): no line past ~200 characters outside code
   // blocks, the details' long or wide tables cut (HTML and CSV hold them whole).
   bool compact_markdown = false;
+  // Markdown lines within ~200 characters outside code blocks too (notes wrapped, a cell too long
+  // cut short), but every row and column of the details kept: compare in a CI log.
+  bool short_markdown_lines = false;
 };
 
 enum class Format { kMarkdown, kHtml, kCsv, kJson };

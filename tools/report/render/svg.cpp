@@ -14,12 +14,9 @@ namespace dlb::report {
 
 namespace {
 
-const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                          "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-
-// One colour per dtype in every chart, so that bf16 reads the same in the roofline, the attention
-// curves and the throughput curves; series that name no dtype (or share one in a chart) take the
-// colours no dtype holds.
+// One colour per dtype in every chart, so that bf16 reads the same in the roofline's roofs, the
+// speedup bars and the throughput curves; what stands for no dtype (a backend's curve, a training
+// phase) takes the colours no dtype holds, so that a dtype's colour never means anything else.
 struct DtypeColour {
   const char* dtype;
   const char* colour;
@@ -31,37 +28,86 @@ const DtypeColour kDtypeColours[] = {
 const char* kOtherColours[] = {"#17becf", "#7f7f7f", "#222222", "#6b8fd6",
                                "#98df8a", "#c5b0d5", "#c49c94", "#dbdb8d"};
 
+constexpr size_t kOthers = sizeof kOtherColours / sizeof *kOtherColours;
+const char* OtherColour(size_t i) { return kOtherColours[i % kOthers]; }
+
+// The colour of a dtype named exactly ("bf16"); nullptr for another word.
+const char* ColourOfDtype(const std::string& dtype) {
+  for (const DtypeColour& d : kDtypeColours)
+    if (dtype == d.dtype) return d.colour;
+  return nullptr;
+}
+
 // The dtype a series' name holds as a word ("bf16 nhwc fwd", "roof bf16/fp8 800 T"): the first.
 const char* DtypeColourOf(const std::string& name) {
   size_t start = 0;
   while (start < name.size()) {
     size_t end = name.find_first_of(" /,:()", start);
     if (end == std::string::npos) end = name.size();
-    const std::string word = name.substr(start, end - start);
-    for (const DtypeColour& d : kDtypeColours)
-      if (word == d.dtype) return d.colour;
+    if (const char* c = ColourOfDtype(name.substr(start, end - start))) return c;
     start = end + 1;
   }
   return nullptr;
 }
 
-// Each series' colour in a line chart: its dtype's where no other series of the chart shares
-// that dtype, else the series' own (or its position's) among the others.
-std::vector<const char*> SeriesColours(const Chart& chart) {
-  std::vector<const char*> dtype(chart.series.size()), out(chart.series.size());
-  std::map<const char*, int> uses;
-  for (size_t i = 0; i < chart.series.size(); ++i)
-    if ((dtype[i] = DtypeColourOf(chart.series[i].name))) ++uses[dtype[i]];
+// The colour of what stands for a dtype: the one it names, else the one its label holds.
+const char* DtypeColourOf(const std::string& dtype, const std::string& label) {
+  if (const char* c = ColourOfDtype(dtype)) return c;
+  return DtypeColourOf(label);
+}
+
+// Each series' colour and marker in a line chart: its dtype's colour, else one of the others (the
+// series' own or its position's); series of one colour (a dtype's CPU and GPU curves) are told
+// apart by their markers' shapes.
+struct SeriesStyle {
+  const char* colour = nullptr;
+  int shape = 0;
+  bool shared = false;  // another series with markers has its colour: the legend shows the shape
+};
+std::vector<SeriesStyle> SeriesStyles(const Chart& chart) {
+  std::vector<SeriesStyle> out(chart.series.size());
+  std::map<std::string, int> rank;  // per colour, the series with markers so far
   size_t other = 0;
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const Series& s = chart.series[i];
-    if (dtype[i] && uses[dtype[i]] == 1)
-      out[i] = dtype[i];
-    else
-      out[i] = kOtherColours[(s.color >= 0 ? static_cast<size_t>(s.color) : other++) %
-                             (sizeof kOtherColours / sizeof *kOtherColours)];
+    out[i].colour = DtypeColourOf(s.dtype, s.name);
+    if (!out[i].colour)
+      out[i].colour = OtherColour(s.color >= 0 ? static_cast<size_t>(s.color) : other++);
+    int& n = rank[out[i].colour];
+    out[i].shape = s.shape >= 0 ? s.shape : n;
+    n += s.markers;
   }
+  for (size_t i = 0; i < out.size(); ++i) out[i].shared = rank[out[i].colour] > 1;
   return out;
+}
+
+// A marker at (x, y): filled circle, square, triangle, diamond, then the same hollow.
+void Marker(std::ostream& o, int shape, double x, double y, const char* colour,
+            const std::string& title) {
+  const bool hollow = (shape / 4) % 2 == 1;
+  const std::string paint =
+      hollow ? std::string("fill=\"#fff\" stroke=\"") + colour + "\" stroke-width=\"1.5\""
+             : std::string("fill=\"") + colour + "\"";
+  const std::string tip = title.empty() ? "" : "<title>" + HtmlEscape(title) + "</title>";
+  switch (shape % 4) {
+    case 1:
+      o << "<rect class=\"mk\" x=\"" << x - 3.2 << "\" y=\"" << y - 3.2
+        << "\" width=\"6.4\" height=\"6.4\" " << paint << ">" << tip << "</rect>";
+      return;
+    case 2:
+      o << "<polygon class=\"mk\" points=\"" << x << "," << y - 4.4 << " " << x + 4.2 << ","
+        << y + 3.2 << " " << x - 4.2 << "," << y + 3.2 << "\" " << paint << ">" << tip
+        << "</polygon>";
+      return;
+    case 3:
+      o << "<polygon class=\"mk\" points=\"" << x << "," << y - 4.6 << " " << x + 4.6 << "," << y
+        << " " << x << "," << y + 4.6 << " " << x - 4.6 << "," << y << "\" " << paint << ">" << tip
+        << "</polygon>";
+      return;
+    default:
+      o << "<circle class=\"mk\" cx=\"" << x << "\" cy=\"" << y << "\" r=\"3.5\" " << paint << ">"
+        << tip << "</circle>";
+  }
 }
 
 // Whether every x of a chart is a whole number small enough to print in full (batch sizes,
@@ -162,16 +208,22 @@ std::string BarsSvg(const Chart& chart) {
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"title\">"
     << HtmlEscape(chart.title) << "</text><g class=\"plot\">";
   double base = chart.log_x ? pixel_x(std::pow(10, a)) : pixel_x(std::max(0.0, a));
+  const double reference = std::isfinite(chart.bar_reference) ? chart.bar_reference : 0;
   for (size_t i = 0; i < chart.bars.size(); ++i) {
     const auto& [label, v] = chart.bars[i];
     double y = kTop + static_cast<double>(i) * (kBarHeight + kBarGap);
     BarLabel(o, left, y, label);
     if (!std::isfinite(v) || (chart.log_x && v <= 0)) continue;
     double x1 = pixel_x(v);
+    // A bar of a dtype in its colour, others in one no dtype holds; short of the reference (a GPU
+    // slower than the CPU) paler, besides ending left of the dashed line.
+    const char* colour =
+        DtypeColourOf(i < chart.bar_dtypes.size() ? chart.bar_dtypes[i] : std::string(), label);
     o << "<rect x=\"" << std::min(base, x1) << "\" y=\"" << y << "\" width=\""
       << std::max(1.0, std::fabs(x1 - base)) << "\" height=\"" << kBarHeight << "\" fill=\""
-      << kPalette[(v >= (std::isfinite(chart.bar_reference) ? chart.bar_reference : 0)) ? 0 : 1]
-      << "\"><title>" << HtmlEscape(label) << ": " << FormatNumber(v, 3) << "</title></rect>";
+      << (colour ? colour : OtherColour(1)) << "\""
+      << (v < reference ? " fill-opacity=\"0.5\"" : "") << "><title>" << HtmlEscape(label) << ": "
+      << FormatNumber(v, 3) << "</title></rect>";
     o << "<text x=\"" << std::max(base, x1) + 4 << "\" y=\"" << y + kBarHeight * 0.75
       << "\" class=\"val\">" << FormatNumber(v, 3) << "</text>";
   }
@@ -224,7 +276,7 @@ std::string StackedSvg(const Chart& chart) {
       std::string seg = k < chart.segments.size() ? chart.segments[k] : std::to_string(k);
       o << "<rect x=\"" << pixel_x(at) << "\" y=\"" << y << "\" width=\""
         << pixel_x(at + v) - pixel_x(at) << "\" height=\"" << kBarHeight << "\" fill=\""
-        << kPalette[k % 10] << "\"><title>" << HtmlEscape(label) << ": " << HtmlEscape(seg) << " "
+        << OtherColour(k) << "\"><title>" << HtmlEscape(label) << ": " << HtmlEscape(seg) << " "
         << FormatNumber(v, 3) << "</title></rect>";
       at += v;
     }
@@ -237,8 +289,8 @@ std::string StackedSvg(const Chart& chart) {
   double lx = left;
   for (size_t k = 0; k < chart.segments.size(); ++k) {
     o << "<rect x=\"" << lx << "\" y=\"" << H - 16 << "\" width=\"12\" height=\"12\" fill=\""
-      << kPalette[k % 10] << "\"/><text x=\"" << lx + 16 << "\" y=\"" << H - 6
-      << "\" class=\"lbl\">" << HtmlEscape(chart.segments[k]) << "</text>";
+      << OtherColour(k) << "\"/><text x=\"" << lx + 16 << "\" y=\"" << H - 6 << "\" class=\"lbl\">"
+      << HtmlEscape(chart.segments[k]) << "</text>";
     lx += 30 + 6.2 * static_cast<double>(chart.segments[k].size());
   }
   o << "</svg>";
@@ -340,7 +392,8 @@ void LineAxes(std::ostream& o, const LineFrame& f) {
 }
 
 // One series: its markers, its line, and (with several series) its legend entry.
-void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const char* color) {
+void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const SeriesStyle& style) {
+  const char* color = style.colour;
   const Chart& chart = f.chart;
   const Series& s = chart.series[si];
   const bool integer_x = IntegerX(f.xs);
@@ -349,10 +402,9 @@ void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const char* colo
     if (!f.Drawn(x, y)) continue;
     pts += Printf("%.1f", f.PixelX(x)) + "," + Printf("%.1f", f.PixelY(y)) + " ";
     if (s.markers)
-      o << "<circle cx=\"" << f.PixelX(x) << "\" cy=\"" << f.PixelY(y) << "\" r=\"3.5\" fill=\""
-        << color << "\"><title>" << HtmlEscape(s.name) << ": "
-        << (integer_x ? Printf("%.0f", x) : TickLabel(x)) << ", " << FormatNumber(y, 4)
-        << "</title></circle>";
+      Marker(o, style.shape, f.PixelX(x), f.PixelY(y), color,
+             s.name + ": " + (integer_x ? Printf("%.0f", x) : TickLabel(x)) + ", " +
+                 FormatNumber(y, 4));
   }
   if (s.line && !pts.empty())
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
@@ -361,8 +413,10 @@ void LineSeries(std::ostream& o, const LineFrame& f, size_t si, const char* colo
   const double lx = f.left + f.plot_w, ly = kTop + 10 + static_cast<double>(si) * 18;
   o << "<line x1=\"" << lx + 10 << "\" y1=\"" << ly << "\" x2=\"" << lx + 30 << "\" y2=\"" << ly
     << "\" stroke=\"" << color << "\" stroke-width=\"2\""
-    << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << "/><text x=\"" << lx + 34
-    << "\" y=\"" << ly + 4 << "\" class=\"lbl\">" << HtmlEscape(s.name) << "</text>";
+    << (s.markers || s.solid ? "" : " stroke-dasharray=\"5 3\"") << "/>";
+  if (s.markers && style.shared) Marker(o, style.shape, lx + 20, ly, color, "");
+  o << "<text x=\"" << lx + 34 << "\" y=\"" << ly + 4 << "\" class=\"lbl\">" << HtmlEscape(s.name)
+    << "</text>";
 }
 
 std::string LinesSvg(const Chart& chart) {
@@ -382,8 +436,8 @@ std::string LinesSvg(const Chart& chart) {
       << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>" << HtmlEscape(text)
       << "</title></line>";
   }
-  const std::vector<const char*> colours = SeriesColours(chart);
-  for (size_t si = 0; si < chart.series.size(); ++si) LineSeries(o, f, si, colours[si]);
+  const std::vector<SeriesStyle> styles = SeriesStyles(chart);
+  for (size_t si = 0; si < chart.series.size(); ++si) LineSeries(o, f, si, styles[si]);
   o << "</g></svg>";
   return o.str();
 }
