@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fixtures/schema/schema.h"
+#include "tests/tools/report_cases.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/speedup.h"
@@ -370,6 +373,54 @@ TEST(Overview, NetworkRowsSumLayersAndMarkTheBestBatch) {
   }
   EXPECT_EQ(squares, 2u);
   EXPECT_EQ(mlp, 1u);
+}
+
+// The first screen's tables show a case's keys as columns, as the summary's do: one per key that
+// varies within the table, the keys every row shares said once in its title; no "config" column
+// of keys packed into one string.
+TEST(Overview, TablesSplitTheConfigIntoAColumnPerKeyThatVaries) {
+  std::vector<testing::Case> cases;
+  for (const char* device : {"cpu", "gpu"})
+    for (const char* pass : {"fwd", "bwd_data"})
+      for (const char* layer : {"a", "b"})
+        cases.push_back({std::string("conv/") + device + "/x/net." + layer +
+                             "/bs:32/dt:bf16/fmt:nhwc/pass:" + pass,
+                         100,
+                         {},
+                         "net"});
+  // Layers without a network: dtypes and a key only one of them has.
+  cases.push_back({"conv/gpu/x/lone.c/bs:8/dt:f32/fmt:nchw/pass:fwd", 10});
+  cases.push_back({"conv/gpu/x/lone.c/bs:8/dt:bf16/fmt:nchw/pass:fwd/algo:winograd", 10});
+  const MergedRuns m = Merge({ParseBenchmarkJson(testing::CasesJson(cases), "k.json")});
+  const std::vector<Section> sections = OverviewSections(ComputeOverview(m));
+  ASSERT_EQ(sections.size(), 1u);
+  ASSERT_EQ(sections[0].tables.size(), 2u);
+  auto titles = [](const Table& t) {
+    std::vector<std::string> out;
+    for (const Column& c : t.columns) out.push_back(c.title);
+    return out;
+  };
+  auto column = [](const Table& t, const std::string& key) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].key == key)
+        for (const auto& row : t.rows) out.push_back(row[i].Text());
+    return out;
+  };
+  const Table& net = sections[0].tables[0];
+  EXPECT_EQ(net.title, "Network net (every row: dt:bf16, fmt:nhwc)");
+  const std::vector<std::string> cols = titles(net);
+  ASSERT_FALSE(cols.empty());
+  EXPECT_EQ(cols[0], "pass");
+  for (const char* gone : {"config", "dt", "fmt"})
+    EXPECT_EQ(std::count(cols.begin(), cols.end(), gone), 0) << gone;
+  EXPECT_EQ(column(net, "pass"), (std::vector<std::string>{"fwd", "bwd_data"}));
+  EXPECT_EQ(net.rows[0][0].kind, Kind::kKey);
+  const Table& lone = sections[0].tables[1];
+  EXPECT_EQ(lone.title, "Layers without a network (every row: fmt:nchw, pass:fwd)");
+  EXPECT_EQ(column(lone, "dt"), (std::vector<std::string>{"f32", "bf16"}));
+  EXPECT_EQ(column(lone, "algo"), (std::vector<std::string>{"-", "winograd"}));
+  EXPECT_EQ(column(lone, "config"), std::vector<std::string>{});
 }
 
 TEST(Sweep, FitsTheCurveAndFindsTheBestBatch) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -501,6 +502,34 @@ TEST(Problems, ThrottledAbove100MeasuredOnceAndMixedInputsAreSaidFirst) {
   EXPECT_EQ(FullReport(runs, {"a.json"}).sections.front().title, "Problems");
   const MergedRuns clean = CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
   EXPECT_FALSE(ProblemsSection(FindProblems(clean, {})).has_value());
+}
+
+// Inputs from several hosts, days and revisions: the header says so (the Problems section's
+// detection), not the first file's host, date and revision as if all were run there.
+TEST(Problems, TheMachineLineSaysWhatTheInputsSpan) {
+  const MergedRuns runs = CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
+  const std::vector<std::map<std::string, std::string>> contexts = {
+      {{"host_name", "a"}, {"date", "2026-11-20T10:00:00"}, {"dlbench_git_revision", "r1"}},
+      {{"host_name", "b"}, {"date", "2026-11-27T10:00:00"}, {"dlbench_git_revision", "r2"}},
+      {{"host_name", "c"}, {"date", "2026-11-27T11:00:00"}, {"dlbench_git_revision", "r3"}}};
+  const Document d = FullReport(runs, {"a.json", "b.json", "c.json"}, contexts);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_EQ(d.notes[0],
+            "Machines: 3 hosts (a, b, c); runs 2026-11-20..2026-11-27 (2 days); dlbench at 3 "
+            "revisions.");
+  // The Problems block lists the same spread.
+  const ProblemsFound p = FindProblems(runs, contexts);
+  EXPECT_EQ(p.mixed.at("hosts"), (std::vector<std::string>{"a", "b", "c"}));
+  // Files of one host, day and revision: that one machine line, the runs' own.
+  const std::vector<std::map<std::string, std::string>> same = {
+      {{"host_name", "a"}, {"date", "2026-11-20T10:00:00"}},
+      {{"host_name", "a"}, {"date", "2026-11-20T12:00:00"}}};
+  EXPECT_EQ(FullReport(runs, {"a.json", "b.json"}, same).notes[0], "Machine: test.");
+  // More than four hosts: the first four named, the count whole.
+  std::vector<std::map<std::string, std::string>> many;
+  for (const char* h : {"h1", "h2", "h3", "h4", "h5"}) many.push_back({{"host_name", h}});
+  EXPECT_EQ(FullReport(runs, {"1", "2", "3", "4", "5"}, many).notes[0],
+            "Machines: 5 hosts (h1, h2, h3, h4, ...).");
 }
 
 // A GEMM above 100% of its roof whose operands fit in L2 (counter l2_resident) is explained by it.

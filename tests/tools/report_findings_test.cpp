@@ -2,6 +2,7 @@
 // starvation, the one line a run on one device gets, and the findings leading the report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,94 @@ TEST(Findings, StarvationTakesTheLeastStarvedWorkerCount) {
   EXPECT_NE(md.find("Loader starvation"), std::string::npos) << md;
   EXPECT_NE(md.find("| 10% |"), std::string::npos) << md;
   EXPECT_NE(md.find("90% (1 worker)"), std::string::npos) << md;
+}
+
+// A cell of the column whose key is `key`, in row `row`.
+const Cell& At(const Table& t, size_t row, const std::string& key) {
+  for (size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i].key == key) return t.rows.at(row).at(i);
+  ADD_FAILURE() << "no column " << key << " in " << t.title;
+  static const Cell none;
+  return none;
+}
+
+// The networks' headline carries each device's % of peak with the peak named: the layers' shares
+// weighted by their time (the time at the peak over the time taken). A peak comes from the cases'
+// pct_peak, else from the run's measured peak of the dtype; without either, "no peak known".
+TEST(Findings, NetworksCarryTheirShareOfPeakWithThePeakNamed) {
+  auto layer = [](const std::string& device, const std::string& l, double us,
+                  std::vector<std::pair<std::string, double>> counters) {
+    return Case{"conv/" + device + (device == "gpu" ? "/cudnn/" : "/onednn/") + "net." + l +
+                    "/bs:32/dt:bf16/fmt:nhwc/pass:fwd",
+                us, std::move(counters), "net"};
+  };
+  // GPU: 10% and 20% of 1 PFLOP/s over 100 and 300 us: (100 x 10 + 300 x 20) / 400 = 17.5%.
+  // CPU: 1 and 2 TFLOP/s, no pct_peak.
+  const std::vector<Case> cases = {
+      layer("gpu", "a", 100, {{"flop_per_s", 100e12}, {"pct_peak", 10}}),
+      layer("gpu", "b", 300, {{"flop_per_s", 200e12}, {"pct_peak", 20}}),
+      layer("cpu", "a", 1000, {{"flop_per_s", 1e12}}),
+      layer("cpu", "b", 3000, {{"flop_per_s", 2e12}}),
+      {"dataload/cpu/turbojpeg/imagenet.decode/bs:32", 1000, {{"items_per_s", 32000}}}};
+  const std::string spec =
+      R"("gpu_peak_spec": "bf16 peak 1000.0 TFLOP/s = 100 SMs x 2000 MHz x 5000 flop/clk/SM")";
+  MergedRuns m = Merge({ParseBenchmarkJson(testing::CasesJson(cases, "H100", spec), "p.json")});
+  Overview ov = ComputeOverview(m);
+  // A row per device, the CPU first.
+  Table t = NetworkFindings(ov);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(At(t, 1, "device").Text(), "GPU");
+  ASSERT_TRUE(At(t, 1, "pct_peak").value.has_value());
+  EXPECT_NEAR(*At(t, 1, "pct_peak").value, 17.5, 1e-6);
+  // The cases' peak (1 PFLOP/s) is the spec peak at max clock: named so.
+  const std::string gpu_peak = At(t, 1, "peak").Text();
+  EXPECT_EQ(gpu_peak.rfind("spec bf16 ", 0), 0u) << gpu_peak;
+  EXPECT_NE(gpu_peak.find("at max clock"), std::string::npos) << gpu_peak;
+  // No share on the CPU: the peak says why.
+  EXPECT_EQ(At(t, 0, "device").Text(), "CPU");
+  EXPECT_FALSE(At(t, 0, "pct_peak").value.has_value());
+  EXPECT_EQ(At(t, 0, "peak").Text(), "no peak known");
+  // The family's table has the same share per row, and its note names the peaks.
+  const std::vector<Section> sections = OverviewSections(ov);
+  ASSERT_FALSE(sections.empty());
+  ASSERT_FALSE(sections[0].tables.empty());
+  EXPECT_NEAR(*At(sections[0].tables[0], 0, "gpu_pct_peak").value, 17.5, 1e-6);
+  EXPECT_NE(sections[0].notes[0].find("% of peak (a network: its layers' shares, weighted by their "
+                                      "time): against "),
+            std::string::npos)
+      << sections[0].notes[0];
+  EXPECT_NE(sections[0].notes[0].find("GPU: spec bf16 "), std::string::npos)
+      << sections[0].notes[0];
+  EXPECT_NE(sections[0].notes[0].find("-: no peak known"), std::string::npos)
+      << sections[0].notes[0];
+
+  // A measured peak of the CPU's bf16 (4 TFLOP/s) in the context: the CPU's share is of that one.
+  // 25% and 50% over 1 and 3 ms: 43.75%.
+  m = Merge({ParseBenchmarkJson(
+      testing::CasesJson(cases, "H100",
+                         spec + R"x(, "cpu_peak_measured": "bf16 4.0 TFLOP/s (gemm 4096)")x"),
+      "p.json")});
+  t = NetworkFindings(ComputeOverview(m));
+  ASSERT_EQ(t.rows.size(), 2u);
+  ASSERT_TRUE(At(t, 0, "pct_peak").value.has_value());
+  EXPECT_NEAR(*At(t, 0, "pct_peak").value, 43.75, 1e-6);
+  EXPECT_EQ(At(t, 0, "peak").Text().rfind("measured bf16 4", 0), 0u) << At(t, 0, "peak").Text();
+
+  // The best of each family: images/s of a loader have no peak, and say so.
+  const Section s = FindingsSection(m, ComputeTrain(m), ComputeGpuScaling(m));
+  const Table* best = nullptr;
+  for (const Table& b : s.tables)
+    if (b.title == "Best of each family") best = &b;
+  ASSERT_NE(best, nullptr);
+  bool loader = false;
+  for (size_t r = 0; r < best->rows.size(); ++r)
+    if (best->rows[r][0].Text() == "dataload") {
+      loader = true;
+      EXPECT_EQ(At(*best, r, "peak").Text(), "no peak known");
+    } else {
+      EXPECT_NE(At(*best, r, "peak").Text(), "no peak known");
+    }
+  EXPECT_TRUE(loader);
 }
 
 }  // namespace

@@ -53,10 +53,43 @@ std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
     names.push_back(std::move(*n));
   }
   if (names.empty()) return {};
+  // The name's parts, then its keys in a column that SplitKeyColumn lays out.
+  const auto at = static_cast<std::ptrdiff_t>(col);
+  const std::vector<Column> parts = {{"family", "family"},
+                                     {"device", "device"},
+                                     {"backend", "backend"},
+                                     {"workload", "workload"},
+                                     {"keys", "keys"}};
+  t->columns.erase(t->columns.begin() + at);
+  t->columns.insert(t->columns.begin() + at, parts.begin(), parts.end());
+  std::vector<NameKeys> keys;
+  for (size_t r = 0; r < t->rows.size(); ++r) {
+    const BenchName& n = names[r];
+    const std::vector<Cell> cells = {Cell::Key(n.family), Cell::Key(n.device), Cell::Key(n.backend),
+                                     Cell::Key(n.workload), Cell()};
+    auto& row = t->rows[r];
+    row.erase(row.begin() + at);
+    row.insert(row.begin() + at, cells.begin(), cells.end());
+    keys.push_back(n.keys);
+  }
+  return SplitKeyColumn(t, col + 4, keys);
+}
+
+std::vector<std::string> SplitKeyColumn(Table* t, size_t col, const std::vector<NameKeys>& names) {
+  auto get = [](const NameKeys& keys, const std::string& k) {
+    for (const auto& [key, v] : keys)
+      if (key == k) return v;
+    return std::string();
+  };
+  const auto at = static_cast<std::ptrdiff_t>(col);
+  if (t->rows.empty()) {
+    t->columns.erase(t->columns.begin() + at);
+    return {};
+  }
   // Every key in first-seen order; a key varies when a row lacks it or holds another value.
   std::vector<std::string> keys;
-  for (const BenchName& n : names)
-    for (const auto& [k, v] : n.keys)
+  for (const NameKeys& n : names)
+    for (const auto& [k, v] : n)
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   std::vector<std::string> varying, shared;
   for (const std::string& k : keys) {
@@ -64,9 +97,9 @@ std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
     if (std::any_of(t->columns.begin(), t->columns.end(),
                     [&](const Column& c) { return c.key == k; }))
       continue;
-    const std::string first = names[0].Get(k);
+    const std::string first = get(names[0], k);
     bool varies = false;
-    for (const BenchName& n : names) varies = varies || n.Get(k) != first || n.Get(k).empty();
+    for (const NameKeys& n : names) varies = varies || get(n, k) != first || get(n, k).empty();
     (varies ? varying : shared).push_back(k);
     if (!varies) shared.back() += ":" + first;
   }
@@ -79,25 +112,22 @@ std::vector<std::string> SplitNameColumn(Table* t, size_t col) {
     rest.assign(varying.begin() + kMaxKeyColumns - 1, varying.end());
     varying.resize(kMaxKeyColumns - 1);
   }
-  std::vector<Column> columns = {
-      {"family", "family"}, {"device", "device"}, {"backend", "backend"}, {"workload", "workload"}};
+  std::vector<Column> columns;
   for (const std::string& k : varying) columns.push_back({k, k});
   if (!rest.empty()) columns.push_back({"other keys", "keys"});
-  const auto at = static_cast<std::ptrdiff_t>(col);
   t->columns.erase(t->columns.begin() + at);
   t->columns.insert(t->columns.begin() + at, columns.begin(), columns.end());
   for (size_t r = 0; r < t->rows.size(); ++r) {
-    const BenchName& n = names[r];
-    std::vector<Cell> cells = {Cell::Key(n.family), Cell::Key(n.device), Cell::Key(n.backend),
-                               Cell::Key(n.workload)};
+    const NameKeys& n = names.at(r);
+    std::vector<Cell> cells;
     for (const std::string& k : varying) {
-      const std::string v = n.Get(k);
+      const std::string v = get(n, k);
       cells.push_back(Cell::Key(v.empty() ? "-" : v));
     }
     if (!rest.empty()) {
       std::string words;
       for (const std::string& k : rest)
-        if (const std::string v = n.Get(k); !v.empty())
+        if (const std::string v = get(n, k); !v.empty())
           words += (words.empty() ? "" : " ") + k + ":" + v;
       cells.push_back(Cell::Key(words.empty() ? "-" : words));
     }

@@ -25,10 +25,17 @@ std::string ConfigKeys(const BenchName& n);
 // legends and labels have little room.
 std::string ConfigValues(const std::string& keys);
 // The column `col` of benchmark names split into their parts as columns, as nvbench shows its
-// axes: family, device, backend, workload, then one column per key whose value varies over the
-// rows (a key missing from a row reads "-"). Returns the keys every row shares ("dt:bf16"), for a
-// note; leaves the table whole where a name does not follow the scheme.
+// axes: family, device, backend, workload, then the keys as SplitKeyColumn lays them out. Returns
+// the keys every row shares ("dt:bf16"), for a note; leaves the table whole where a name does not
+// follow the scheme.
 std::vector<std::string> SplitNameColumn(Table* t, size_t col);
+// A name's keys in its order: {{"dt", "bf16"}, {"fmt", "nhwc"}}.
+using NameKeys = std::vector<std::pair<std::string, std::string>>;
+// The column `col`, whose row r stands for the keys `keys[r]`, replaced by one column per key whose
+// value varies over the rows (a key missing from a row reads "-"); past six such keys the rest
+// share one column of "key:value" words ("other keys"). A key the table has as a column already
+// ("bs") is left out. Returns the keys every row shares ("dt:bf16"), for a note or a title.
+std::vector<std::string> SplitKeyColumn(Table* t, size_t col, const std::vector<NameKeys>& keys);
 // Columns that say nothing ("-" in every row: a CPU-only run's GPU time, a dtype no case names)
 // are left out.
 void DropEmptyColumns(Table* t);

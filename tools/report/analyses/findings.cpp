@@ -247,13 +247,13 @@ Table BestTable(const MergedRuns& runs) {
     std::string unit = n.family == kCommFamily  ? "B/s bus bandwidth"
                        : n.family == "dataload" ? ItemsPerSecond(n.family, n.workload)
                                                 : FlopUnit(dt);
-    // The % beside a FLOP rate and the peak it is of, named.
-    const double pct = x.at->Counter(schema::kPctPeak);
-    const std::string peak = n.family == kCommFamily || n.family == "dataload"
-                                 ? std::string()
-                                 : PeakBehind(*x.at, x.value, unit, runs.context);
-    Cell pct_cell = Cell::Number(pct, 3).After("%");
-    if (pct > 100) pct_cell.Doubtful().With(Tone::kWarn);
+    // The % beside a FLOP rate and the peak it is of, named; a bandwidth or images/s has none.
+    const PeakShare share = n.family == kCommFamily || n.family == "dataload"
+                                ? PeakShare{}
+                                : PeakShareOf(*x.at, x.value, unit, runs.context);
+    const std::string peak = share.peak.empty() ? kNoPeakKnown : share.peak;
+    Cell pct_cell = Cell::Number(share.pct, 3).After("%");
+    if (share.pct > 100) pct_cell.Doubtful().With(Tone::kWarn);
     std::string workload = n.workload;
     if (n.family == kCommFamily) {
       // "all_reduce.1073741824" reads as "all_reduce 1 GiB".
@@ -263,7 +263,7 @@ Table BestTable(const MergedRuns& runs) {
     }
     std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
     t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
-                      Cell::Rate(x.value, unit), pct_cell, Cell(peak.empty() ? "-" : peak),
+                      Cell::Rate(x.value, unit), pct_cell, Cell(peak),
                       Cell(n.backend + " " + where)});
   }
   return t;
@@ -293,6 +293,28 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
 }
 
 }  // namespace
+
+PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
+                      const std::map<std::string, std::string>& context) {
+  if (!b.parsed || !(rate > 0)) return {};
+  if (const double pct = b.Counter(schema::kPctPeak); pct > 0)
+    return {pct, PeakBehind(b, rate, unit, context)};
+  if (const double pct = b.Counter(schema::kPctRoofline); pct > 0)
+    return {pct, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit), " at its intensity"})};
+  const BenchName& n = *b.parsed;
+  const std::string dt = n.Get(key::kDType);
+  if (dt.empty()) return {};
+  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
+  if (const std::string measured = MeasuredPeakOf(context, n.device, dt); !measured.empty()) {
+    const double peak = LeadingRate(measured.substr(measured.find(' ', 9) + 1));
+    if (peak > 0) return {rate / peak * 100, Prose({"measured ", dt, " ", Cell::Rate(peak, unit)})};
+  }
+  if (n.device == "gpu")
+    if (const double peak = LeadingRate(GpuPeakOf(context, dt)); peak > 0)
+      return {rate / peak * 100,
+              Prose({"spec ", dt, " ", Cell::Rate(peak, unit), " at max clock"})};
+  return {};
+}
 
 Devices DevicesOf(const MergedRuns& runs) {
   Devices d;

@@ -10,6 +10,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/train.h"
@@ -23,6 +24,16 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
+std::pair<Cell, Cell> PeakCells(const OverviewRow* r, bool gpu) {
+  if (!r) return {Cell("-"), Cell("-")};
+  const double pct = gpu ? r->gpu_pct_peak : r->cpu_pct_peak;
+  const std::string& peak = gpu ? r->gpu_peak : r->cpu_peak;
+  if (peak.empty()) return {Cell("-"), Cell(kNoPeakKnown)};
+  Cell p = Cell::Number(pct, 3).After("%");
+  if (pct > 100) p.Doubtful().With(Tone::kWarn);
+  return {p, Cell(peak)};
+}
+
 bool OverviewByWorkload(const std::string& family) {
   return family == "dataload" || family == kCommFamily || family == kAttnFamily;
 }
@@ -34,12 +45,14 @@ Overview ComputeOverview(const MergedRuns& runs) {
     double weight = 1;
     bool doubtful = false;  // the fastest backend's result was not verified or was mistrusted
     double flop = kNaN;     // per run, of the fastest backend
+    PeakShare peak;         // of the fastest backend's FLOP/s
     double busbw = kNaN, algbw = kNaN;
   };
   using RowKey = std::tuple<std::string, std::string, std::string, std::string, double>;
   struct Acc {
     bool network = false;
-    std::map<std::string, Layer> cpu, gpu;  // by pair key
+    std::vector<std::pair<std::string, std::string>> keys;  // but bs
+    std::map<std::string, Layer> cpu, gpu;                  // by pair key
   };
   std::map<RowKey, Acc> acc;
   std::map<std::string, size_t> family_order, subject_order, group_order;
@@ -66,12 +79,16 @@ Overview ComputeOverview(const MergedRuns& runs) {
     group_order.emplace(b.family + "|" + subject + "|" + dt + "|" + config, group_order.size());
     Acc& a = acc[{b.family, subject, dt, config, bs}];
     a.network = network;
+    if (a.keys.empty())
+      for (const auto& kv : n.keys)
+        if (kv.first != key::kBatch) a.keys.push_back(kv);
     Layer& l = (n.device == "cpu" ? a.cpu : a.gpu)[PairKey(n)];
     double count = b.Counter(schema::kCount);
     if (b.MedianNs() < l.ns) {
       l.ns = b.MedianNs();
       l.doubtful = b.verification.doubtful();
       l.flop = b.Counter(schema::kFlopPerS) * l.ns * 1e-9;
+      l.peak = PeakShareOf(b, b.Counter(schema::kFlopPerS), FlopUnit(dt), runs.context);
       l.busbw = b.Counter(schema::kBusBw);
       l.algbw = b.Counter(schema::kAlgBw);
     }
@@ -81,6 +98,7 @@ Overview ComputeOverview(const MergedRuns& runs) {
     OverviewRow r;
     std::tie(r.family, r.subject, r.dt, r.config, r.bs) = key;
     r.network = a.network;
+    r.keys = a.keys;
     auto sum = [](const std::map<std::string, Layer>& layers) {
       double t = 0;
       for (const auto& [k, l] : layers) t += l.weight * l.ns;
@@ -110,6 +128,27 @@ Overview ComputeOverview(const MergedRuns& runs) {
     };
     r.cpu_flop_per_s = flop_rate(a.cpu);
     r.gpu_flop_per_s = flop_rate(a.gpu);
+    // Each layer's share of its peak weighted by its time; the peaks named, once each.
+    auto peak_share = [](const std::map<std::string, Layer>& layers, double* pct,
+                         std::string* peak) {
+      double at_peak = 0, ns = 0;
+      std::vector<std::string> names;
+      for (const auto& [k, l] : layers) {
+        if (!(l.peak.pct > 0)) {
+          *pct = kNaN;
+          peak->clear();
+          return;
+        }
+        at_peak += l.weight * l.ns * l.peak.pct;
+        ns += l.weight * l.ns;
+        if (std::find(names.begin(), names.end(), l.peak.peak) == names.end())
+          names.push_back(l.peak.peak);
+      }
+      *pct = layers.empty() ? kNaN : at_peak / ns;
+      *peak = Join(names, "; ");
+    };
+    peak_share(a.cpu, &r.cpu_pct_peak, &r.cpu_peak);
+    peak_share(a.gpu, &r.gpu_pct_peak, &r.gpu_peak);
     r.busbw = a.gpu.size() == 1 && a.cpu.empty() ? a.gpu.begin()->second.busbw : kNaN;
     r.algbw = a.gpu.size() == 1 && a.cpu.empty() ? a.gpu.begin()->second.algbw : kNaN;
     out.rows.push_back(r);
@@ -151,11 +190,15 @@ Table NetworkFindings(const Overview& ov) {
   t.title =
       "Networks of layers: speedup at the GPU's best batch size, and each device's best batch "
       "size (most samples/s)";
+  // A row per network and device, so that each best batch size has its % of peak and the peak
+  // named beside it within a terminal's width.
   t.columns = {{"family", "family"},
                {"network", "network"},
                {"speedup", "speedup"},
-               {"CPU best", "cpu_best"},
-               {"GPU best", "gpu_best"}};
+               {"device", "device"},
+               {"best batch size", "best_bs"},
+               {"% of peak", std::string(schema::kPctPeak)},
+               {"peak", "peak"}};
   struct Acc {
     double lo = INFINITY, hi = 0;
     bool doubtful = false;
@@ -201,8 +244,13 @@ Table NetworkFindings(const Overview& ov) {
               : Cell(Prose({a.doubtful ? "⚠ " : "", Cell::Ratio(a.lo), " to ", Cell::Ratio(a.hi)}),
                      a.hi);
     size_t bar = key.find('|');
-    t.rows.push_back({Cell(key.substr(0, bar)), Cell(key.substr(bar + 1)), speedup,
-                      best(a.cpu, false), best(a.gpu, true)});
+    for (bool gpu : {false, true}) {
+      const OverviewRow* r = gpu ? a.gpu : a.cpu;
+      if (!r) continue;
+      auto [pct, peak] = PeakCells(r, gpu);
+      t.rows.push_back({Cell(key.substr(0, bar)), Cell(key.substr(bar + 1)), speedup,
+                        Cell(gpu ? "GPU" : "CPU"), best(r, gpu), pct, peak});
+    }
   }
   DropEmptyColumns(&t);
   if (std::none_of(t.columns.begin(), t.columns.end(),

@@ -198,16 +198,14 @@ std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
   if (w.collectives) {
     c = {{w.item, "collective"},
          {"size", "bytes"},
-         {"dt", "dt"},
-         {"config", "config"},
+         {"keys", "keys"},
          {"GPU time", "gpu_ns"},
          {"bus bandwidth", std::string(schema::kBusBw)},
          {"algorithm bandwidth", std::string(schema::kAlgBw)}};
     return c;
   }
   if (!network) c.push_back({w.item, "workload"});
-  c.push_back({"dt", "dt"});
-  c.push_back({"config", "config"});
+  c.push_back({"keys", "keys"});  // SplitKeys makes it a column per key that varies
   if (bs) c.push_back({"bs", "bs"});
   if (network && w.layers) c.push_back({"layers", "layers"});
   c.push_back({"CPU " + w.time, "cpu_ns"});
@@ -220,6 +218,8 @@ std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
     c.push_back({"CPU " + w.per_s, "cpu_per_s"});
     c.push_back({"GPU " + w.per_s, "gpu_per_s"});
   }
+  c.push_back({"CPU % of peak", "cpu_pct_peak"});
+  c.push_back({"GPU % of peak", "gpu_pct_peak"});
   return c;
 }
 
@@ -229,17 +229,15 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     auto [name, bytes] = CollectiveOf(r.subject);
     c.emplace_back(name);
     c.push_back(bytes > 0 ? Cell::Bytes(bytes) : Cell("-"));
-    c.emplace_back(r.dt.empty() ? "-" : r.dt);
-    c.emplace_back(r.config.empty() ? "-" : r.config);
+    c.emplace_back();  // the keys
     c.push_back(TimeCell(r.gpu_ns));
     c.push_back(RateUnitCell(r.busbw, "B/s", false));
     c.push_back(RateUnitCell(r.algbw, "B/s", false));
-    if (r.doubtful && std::isfinite(r.busbw)) c[5].Doubtful().With(Tone::kWarn);
+    if (r.doubtful && std::isfinite(r.busbw)) c[4].Doubtful().With(Tone::kWarn);
     return c;
   }
   if (!r.network) c.emplace_back(r.subject);
-  c.emplace_back(r.dt.empty() ? "-" : r.dt);
-  c.emplace_back(r.config.empty() ? "-" : r.config);
+  c.emplace_back();  // the keys
   if (bs) c.push_back(r.bs > 0 ? Cell::Count(r.bs) : Cell("-"));
   if (r.network && w.layers) {
     std::string layers =
@@ -260,7 +258,22 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
   }
+  c.push_back(PeakCells(&r, false).first);
+  c.push_back(PeakCells(&r, true).first);
   return c;
+}
+
+// The table's keys column as one column per key that varies over `rows` (those of its rows, in
+// order), as the summary's tables show a name's keys; the keys every row shares go into its title.
+void SplitKeys(Table* t, const std::vector<const OverviewRow*>& rows) {
+  auto at = std::find_if(t->columns.begin(), t->columns.end(),
+                         [](const Column& c) { return c.key == "keys"; });
+  if (at == t->columns.end()) return;
+  std::vector<NameKeys> keys;
+  for (const OverviewRow* r : rows) keys.push_back(r->keys);
+  const std::vector<std::string> shared =
+      SplitKeyColumn(t, static_cast<size_t>(at - t->columns.begin()), keys);
+  if (!shared.empty()) t->title += " (every row: " + Join(shared, ", ") + ")";
 }
 
 // What a family's rows hold, for its note, its bar chart's title and scale.
@@ -268,6 +281,9 @@ struct FamilyRange {
   bool any_bs = false, any_speedup = false, any_doubtful = false, any_network = false;
   bool any_cpu = false, any_gpu = false;
   double lo = INFINITY, hi = 0;  // of the finite speedups
+  // The peaks the rows' % of peak are of, per device, each once; whether a row has none.
+  std::vector<std::string> cpu_peaks, gpu_peaks;
+  bool any_no_peak = false;
 };
 
 FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
@@ -279,6 +295,19 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
       f.any_network |= r.network;
       f.any_cpu |= r.cpu_layers > 0;
       f.any_gpu |= r.gpu_layers > 0;
+      for (bool gpu : {false, true}) {
+        if ((gpu ? r.gpu_layers : r.cpu_layers) == 0) continue;
+        const std::string& peak = gpu ? r.gpu_peak : r.cpu_peak;
+        std::vector<std::string>& peaks = gpu ? f.gpu_peaks : f.cpu_peaks;
+        // A peak the case's figures alone give ("bf16 989 TFLOP/s (the case's own)") differs
+        // from case to case: said once.
+        const std::string named =
+            peak.find(" (the case's own)") != std::string::npos ? "each case's own peak" : peak;
+        if (peak.empty())
+          f.any_no_peak = true;
+        else if (std::find(peaks.begin(), peaks.end(), named) == peaks.end())
+          peaks.push_back(named);
+      }
       if (std::isfinite(r.speedup)) {
         f.any_speedup = true;
         f.lo = std::min(f.lo, r.speedup);
@@ -288,12 +317,27 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
   return f;
 }
 
+// " % of peak (a network: its layers' shares, weighted by their time): against CPU: measured
+// bf16 19.1 TFLOP/s; GPU: spec bf16 1.07 PFLOP/s at max clock, each case's own peak; -: no peak
+// known.",
+// or " % of peak: no peak known for these rates." where no row has one.
+std::string PeakNote(const FamilyRange& f) {
+  if (f.cpu_peaks.empty() && f.gpu_peaks.empty())
+    return " % of peak: no peak known for these rates.";
+  std::vector<std::string> parts;
+  if (!f.cpu_peaks.empty()) parts.push_back("CPU: " + Join(f.cpu_peaks, ", "));
+  if (!f.gpu_peaks.empty()) parts.push_back("GPU: " + Join(f.gpu_peaks, ", "));
+  return std::string(" % of peak") +
+         (f.any_network ? " (a network: its layers' shares, weighted by their time)" : "") +
+         ": against " + Join(parts, "; ") + (f.any_no_peak ? "; -: no peak known." : ".");
+}
+
 std::string FamilyNote(const Words& w, const FamilyRange& f) {
   if (w.collectives)
     return std::string(
                "Per collective and message size: the time of one collective, and nccl-tests' "
                "bus bandwidth (algorithm bandwidth x the collective's factor) and algorithm "
-               "bandwidth.") +
+               "bandwidth; no peak known for them.") +
            (f.any_doubtful ? " ⚠: not verified or mistrusted (see the summary)." : "");
   std::string head =
       f.any_cpu && f.any_gpu
@@ -311,7 +355,7 @@ std::string FamilyNote(const Words& w, const FamilyRange& f) {
             " best batch size (most " + (w.flops ? "FLOP/s" : w.per_s) + ").";
   if (f.any_doubtful)
     head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
-  return head;
+  return head + PeakNote(f);
 }
 
 // One family: a table per network and one for the workloads without a network, the speedup bars
@@ -342,6 +386,7 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     for (const OverviewRow* r : by_subject[subj])
       if (!r->network || w.by_workload) loose_bs |= r->bs > 0;
   loose.columns = OverviewColumns(w, false, loose_bs);
+  std::vector<const OverviewRow*> loose_rows;
   for (const auto& subj : subjects) {
     const auto& rows = by_subject[subj];
     bool network = rows.front()->network && !w.by_workload;
@@ -353,10 +398,14 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
       t.title = w.network + subj;
       t.columns = OverviewColumns(w, true, bs);
       for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(w, *r, bs));
+      SplitKeys(&t, rows);
       DropEmptyColumns(&t);
       s.tables.push_back(std::move(t));
     } else {
-      for (const OverviewRow* r : rows) loose.rows.push_back(OverviewCells(w, *r, loose_bs));
+      for (const OverviewRow* r : rows) {
+        loose.rows.push_back(OverviewCells(w, *r, loose_bs));
+        loose_rows.push_back(r);
+      }
     }
     for (const Group& g : groups)
       if (const OverviewRow* h = Headline(g)) {
@@ -369,6 +418,7 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     for (Chart& c : Curves(subj, groups, w.per_s)) curves.push_back(std::move(c));
   }
   if (!loose.rows.empty()) {
+    SplitKeys(&loose, loose_rows);
     DropEmptyColumns(&loose);
     s.tables.push_back(std::move(loose));
   }

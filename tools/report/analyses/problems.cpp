@@ -16,6 +16,8 @@ constexpr std::pair<std::string_view, std::string_view> kMixKeys[] = {
     {schema::kCtxDate, "dates"},
     {schema::kCtxGitRevision, "revisions"},
     {schema::kCtxHostName, "hosts"},
+    {schema::kCtxCpuModel, "CPU models"},
+    {schema::kCtxNumCpus, "CPU counts"},
     {schema::kCtxTier, "tiers"},
     {schema::kCtxGpuName, "GPUs"},
     {schema::kCtxGpuDriver, "drivers"},
@@ -54,6 +56,22 @@ std::string Names(const std::vector<std::string>& names, size_t shown = 8) {
 }
 
 }  // namespace
+
+std::map<std::string, std::vector<std::string>> MixedInputs(
+    const std::vector<std::map<std::string, std::string>>& contexts) {
+  std::map<std::string, std::vector<std::string>> mixed;
+  if (contexts.size() < 2) return mixed;
+  for (const auto& [key, what] : kMixKeys) {
+    std::set<std::string> seen;
+    for (const auto& ctx : contexts) {
+      auto it = ctx.find(std::string(key));
+      if (it == ctx.end() || it->second.empty()) continue;
+      seen.insert(key == schema::kCtxDate ? it->second.substr(0, 10) : it->second);
+    }
+    if (seen.size() > 1) mixed[std::string(what)].assign(seen.begin(), seen.end());
+  }
+  return mixed;
+}
 
 ProblemsFound FindProblems(const MergedRuns& runs,
                            const std::vector<std::map<std::string, std::string>>& contexts) {
@@ -96,16 +114,7 @@ ProblemsFound FindProblems(const MergedRuns& runs,
   }
   p.throttle_reasons.assign(reasons.begin(), reasons.end());
   p.clock_max = max_clock;
-  if (contexts.size() > 1)
-    for (const auto& [key, what] : kMixKeys) {
-      std::set<std::string> seen;
-      for (const auto& ctx : contexts) {
-        auto it = ctx.find(std::string(key));
-        if (it == ctx.end() || it->second.empty()) continue;
-        seen.insert(key == schema::kCtxDate ? it->second.substr(0, 10) : it->second);
-      }
-      if (seen.size() > 1) p.mixed[std::string(what)].assign(seen.begin(), seen.end());
-    }
+  p.mixed = MixedInputs(contexts);
   return p;
 }
 
@@ -169,8 +178,8 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
       first = false;
     }
     line +=
-        ": the header's machine line is the first file's, and figures side by side may differ "
-        "by more than the code.";
+        ": the header's machine line names the spread, and figures side by side may differ by "
+        "more than the code.";
     s.notes.push_back(line);
   }
   return s;

@@ -26,7 +26,7 @@ struct ProblemsFound {
   std::string over_100_case, over_100_counter;
   std::vector<std::string> failed, doubtful;  // case names
   int measured = 0, once = 0;                 // measured cases; of them, measured once
-  // Context values that differ between the input files: key -> the distinct values, sorted.
+  // Context values that differ between the input files (MixedInputs).
   std::map<std::string, std::vector<std::string>> mixed;
 
   bool any() const {
@@ -34,6 +34,12 @@ struct ProblemsFound {
            !mixed.empty();
   }
 };
+
+// The context values that differ between the input files (`contexts`, one per file): what they
+// are ("hosts", "CPU models", "CPU counts", "GPUs", "dates", "revisions", "tiers", drivers and
+// library versions) -> the distinct values, sorted; a date counts by its day. Empty for one file.
+std::map<std::string, std::vector<std::string>> MixedInputs(
+    const std::vector<std::map<std::string, std::string>>& contexts);
 
 // `contexts`: each input file's context (empty: the runs' merged context only, no mix to find).
 ProblemsFound FindProblems(const MergedRuns& runs,

@@ -29,24 +29,53 @@ constexpr size_t kFirstScreenRows = 40;
 // The most throughput charts a family shows there.
 constexpr size_t kFirstScreenCharts = 6;
 
-// "host: CPU (16 CPUs), GPU; run DATE; dlbench 0.1.0 at REVISION".
+// "host: CPU (16 CPUs), GPU; run DATE; dlbench 0.1.0 at REVISION", of the runs' context.
+// Where the input files span several hosts, CPU or GPU models, days or revisions (`mixed`, the
+// Problems section's MixedInputs) it says so in their place: "3 hosts (a, b, c): ...; runs
+// 2026-11-20..2026-11-27 (5 days); dlbench 0.1.0 at 9 revisions", never one file's as all's.
 // The GPU is named only where one measured something; otherwise the findings say why there is
 // none, once.
-std::string MachineLine(const std::map<std::string, std::string>& ctx, bool gpu) {
-  std::string cpu = ContextValue(ctx, schema::kCtxCpuModel),
-              cpus = ContextValue(ctx, schema::kCtxNumCpus);
-  if (!cpus.empty()) cpu += (cpu.empty() ? "" : " ") + std::string("(") + cpus + " CPUs)";
-  std::string machine =
-      JoinNonEmpty({cpu, gpu ? ContextValue(ctx, schema::kCtxGpuName) : ""}, ", ");
-  std::string host = ContextValue(ctx, schema::kCtxHostName);
+std::string MachineLine(const std::map<std::string, std::string>& ctx, bool gpu,
+                        const std::map<std::string, std::vector<std::string>>& mixed) {
+  // "3 hosts (a, b, c)": the first four values, then "...".
+  auto spread = [&](const char* what) -> std::string {
+    auto it = mixed.find(what);
+    if (it == mixed.end()) return "";
+    const std::vector<std::string>& v = it->second;
+    std::string out = std::to_string(v.size()) + " " + what + " (";
+    for (size_t i = 0; i < v.size() && i < 4; ++i) out += (i ? ", " : "") + v[i];
+    return out + (v.size() > 4 ? ", ...)" : ")");
+  };
+  std::string cpu = spread("CPU models");
+  if (cpu.empty()) {
+    cpu = ContextValue(ctx, schema::kCtxCpuModel);
+    auto counts = mixed.find("CPU counts");
+    const std::string cpus =
+        counts == mixed.end() ? ContextValue(ctx, schema::kCtxNumCpus) : Join(counts->second, ", ");
+    if (!cpus.empty()) cpu += (cpu.empty() ? "" : " ") + std::string("(") + cpus + " CPUs)";
+  }
+  std::string gpu_name;
+  if (gpu) {
+    gpu_name = spread("GPUs");
+    if (gpu_name.empty()) gpu_name = ContextValue(ctx, schema::kCtxGpuName);
+  }
+  std::string machine = JoinNonEmpty({cpu, gpu_name}, ", ");
+  std::string host = spread("hosts");
+  if (host.empty()) host = ContextValue(ctx, schema::kCtxHostName);
   if (!host.empty()) machine = host + (machine.empty() ? "" : ": " + machine);
   std::string date = ContextValue(ctx, schema::kCtxDate);
+  date = date.empty() ? "" : "run " + date;
+  if (auto it = mixed.find("dates"); it != mixed.end())
+    date = "runs " + it->second.front() + ".." + it->second.back() + " (" +
+           std::to_string(it->second.size()) + " days)";
   std::string version = ContextValue(ctx, schema::kCtxVersion),
               rev = ContextValue(ctx, schema::kCtxGitRevision);
+  if (auto it = mixed.find("revisions"); it != mixed.end())
+    rev = std::to_string(it->second.size()) + " revisions";
   std::string build;
   if (!version.empty() || !rev.empty())
     build = "dlbench " + JoinNonEmpty({version, rev.empty() ? "" : "at " + rev}, " ");
-  return JoinNonEmpty({machine, date.empty() ? "" : "run " + date, build}, "; ");
+  return JoinNonEmpty({machine, date, build}, "; ");
 }
 
 // "12 benchmarks: 10 measured, 1 unsupported, 1 failed." and how many were verified.
@@ -152,8 +181,8 @@ std::vector<Section> OneSection(std::vector<Section> sections) {
 struct ReportData {
   const MergedRuns& runs;
   const std::vector<std::string>& inputs;
-  const std::vector<std::map<std::string, std::string>>& contexts;
   SummaryResult summary;
+  ProblemsFound problems;
   Devices devices;
   Overview overview;
   TrainResult train;
@@ -164,8 +193,8 @@ struct ReportData {
              const std::vector<std::map<std::string, std::string>>& ctx)
       : runs(r),
         inputs(in),
-        contexts(ctx),
         summary(ComputeSummary(r)),
+        problems(FindProblems(r, ctx)),
         devices(DevicesOf(r)),
         overview(ComputeOverview(r)),
         train(ComputeTrain(r)),
@@ -233,7 +262,7 @@ struct SectionSpec {
 const SectionSpec kSections[] = {
     {"problems", "Problems", Place::kFirstScreen,
      [](const ReportData& d) {
-       auto p = ProblemsSection(FindProblems(d.runs, d.contexts));
+       auto p = ProblemsSection(d.problems);
        return p ? One(std::move(*p)) : std::vector<Section>{};
      }},
     {"findings", "Findings", Place::kFirstScreen,
@@ -313,8 +342,8 @@ Document FullReport(const MergedRuns& runs, const std::vector<std::string>& inpu
   d.title = "dlbench report";
   d.compact_markdown = true;
   const ReportData data(runs, inputs, contexts);
-  if (auto m = MachineLine(runs.context, data.devices.gpu); !m.empty())
-    d.notes.push_back("Machine: " + m + ".");
+  if (auto m = MachineLine(runs.context, data.devices.gpu, data.problems.mixed); !m.empty())
+    d.notes.push_back((data.problems.mixed.count("hosts") ? "Machines: " : "Machine: ") + m + ".");
   d.notes.push_back(CountsNote(data.summary));
   std::set<std::string> ids;
   for (const SectionSpec& spec : kSections) {

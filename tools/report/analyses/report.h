@@ -19,11 +19,18 @@ struct OverviewRow {
   std::string family, subject;  // subject: the network, else the workload
   bool network = false;
   std::string dt, config;
+  // dt and the config's keys as the name orders them, for a column per key that varies.
+  std::vector<std::pair<std::string, std::string>> keys;
   double bs = 0;  // 0: the workload has no batch size
   int cpu_layers = 0, gpu_layers = 0;
   double cpu_ns = 0, gpu_ns = 0, speedup = 0;     // NaN where a device has nothing
   double cpu_per_s = 0, gpu_per_s = 0;            // samples/s; NaN without a batch size
   double cpu_flop_per_s = 0, gpu_flop_per_s = 0;  // NaN unless every layer counts its FLOP
+  // The share of the peak (or roof) its FLOP/s reach, % (PeakShareOf each layer, weighted by its
+  // time: the time it would take at the peak over the time it takes); NaN unless every layer
+  // has one. The peak named: "spec bf16 1.07 PFLOP/s at max clock"; empty: no peak known.
+  double cpu_pct_peak = 0, gpu_pct_peak = 0;
+  std::string cpu_peak, gpu_peak;
   double busbw = 0, algbw = 0;  // bytes/s of a collective (one case on the GPU); NaN otherwise
   bool cpu_best = false, gpu_best = false;  // highest samples/s over bs, per device
   bool doubtful = false;  // a result it adds up was not verified or was mistrusted
@@ -40,6 +47,10 @@ bool OverviewByWorkload(const std::string& family);
 // Per family: a short table per network (and one for workloads without a network), speedup bars
 // at each row's best GPU batch size, throughput-over-batch-size curves per network.
 std::vector<Section> OverviewSections(const Overview& overview);
+
+// A row's % of peak on a device ("20.4%", "⚠ 103%") and the peak named; "-" and "no peak known"
+// where none is known; "-" and "-" without a row.
+std::pair<Cell, Cell> PeakCells(const OverviewRow* r, bool gpu);
 
 // For the findings: per network of layers (conv, GEMM; train has its epochs) the speedup at the
 // GPU's best batch size over its dtypes and configs, and each device's best batch size.
