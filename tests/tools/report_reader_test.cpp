@@ -36,6 +36,26 @@ std::string ErrorOf(const std::string& text) {
 
 // Google Benchmark's cv of a counter whose mean is 0 is NaN (Python's json reads it): the counter
 // has no value there, and the file is read; NaN in a time stays an error (the table above).
+// The merged context takes each key from the first file that gives it; a file that could not
+// ("not measured ...", "not loaded") leaves the gap to a later one.
+TEST(Reader, MergedContextTakesAMeasuredValueOverAnEarlierGap) {
+  FileData comm, gemm, other;
+  comm.context["gpu_peak_measured"] = "not measured (this family does no arithmetic)";
+  comm.context["cudnn_version"] = "not loaded";
+  comm.context["gpu_name"] = "NVIDIA H100";
+  gemm.context["gpu_peak_measured"] = "bf16 768.3 TFLOP/s (cuBLASLt ...)";
+  gemm.context["cudnn_version"] = "9.14.0";
+  gemm.context["gpu_name"] = "NVIDIA H200";
+  other.context["gpu_peak_measured"] = "f32 51.0 TFLOP/s (cuBLASLt ...)";
+  const MergedRuns m = Merge({comm, gemm, other});
+  EXPECT_EQ(m.context.at("gpu_peak_measured"), "bf16 768.3 TFLOP/s (cuBLASLt ...)");
+  EXPECT_EQ(m.context.at("cudnn_version"), "9.14.0");
+  EXPECT_EQ(m.context.at("gpu_name"), "NVIDIA H100");  // a value, kept: the first file's
+  // Only gaps: the first file's words stay.
+  EXPECT_EQ(Merge({comm}).context.at("gpu_peak_measured"),
+            "not measured (this family does no arithmetic)");
+}
+
 TEST(Reader, ANonFiniteCounterIsNoValueAndTheFileIsRead) {
   FileData f = ParseBenchmarkJson(Wrap(R"(
     {"name": "BM_a", "run_type": "iteration", "real_time": 1.5, "time_unit": "us",

@@ -62,12 +62,26 @@ std::vector<std::string> Bench::CounterNames() const {
   return out;
 }
 
+namespace {
+
+bool IsGap(const std::string& value) {
+  return value.empty() || value.rfind("not measured", 0) == 0 || value.rfind("not loaded", 0) == 0;
+}
+
+}  // namespace
+
 MergedRuns Merge(const std::vector<FileData>& files) {
   MergedRuns out;
   std::unordered_map<std::string, size_t> index;
   std::vector<char> any_measured;
   for (const FileData& f : files) {
-    for (const auto& [k, v] : f.context) out.context.emplace(k, v);
+    for (const auto& [k, v] : f.context) {
+      // A value a file could not give ("not measured (this family does no arithmetic)", "not
+      // loaded") is a gap that a later file fills: a collectives run first must not hide the
+      // GEMM run's measured peak.
+      auto [it, inserted] = out.context.emplace(k, v);
+      if (!inserted && IsGap(it->second) && !IsGap(v)) it->second = v;
+    }
     for (const Entry& e : f.entries) {
       auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
       if (inserted) {
