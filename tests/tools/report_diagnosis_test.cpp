@@ -557,6 +557,34 @@ TEST(Problems, Above100IsExplainedByOperandsInL2) {
   EXPECT_TRUE(said);
 }
 
+// Collectives whose timed spans read slower than a plain loop of the same calls (the harness's
+// cost, as 1 ms spans once added to a broadcast): named, the worst first; 1.1x and under is not.
+TEST(Problems, HarnessOverheadAgainstThePlainLoopIsNamed) {
+  const MergedRuns runs = CasesRuns(
+      {Case{"comm/gpu/nccl/broadcast.16777216/dt:bf16/gpus:4", 84, {{"vs_plain_loop", 1.18}}},
+       Case{"comm/gpu/nccl/all_to_all.16777216/dt:bf16/gpus:4", 70, {{"vs_plain_loop", 1.25}}},
+       Case{"comm/gpu/nccl/all_reduce.16777216/dt:bf16/gpus:4", 100, {{"vs_plain_loop", 1.02}}},
+       Case{"comm/gpu/nccl/all_gather.16777216/dt:bf16/gpus:4", 60, {{"vs_plain_loop", 1.1}}}});
+  const ProblemsFound p = FindProblems(runs, {});
+  EXPECT_EQ(p.overhead, (std::vector<std::string>{
+                            "comm/gpu/nccl/all_to_all.16777216/dt:bf16/gpus:4/manual_time",
+                            "comm/gpu/nccl/broadcast.16777216/dt:bf16/gpus:4/manual_time"}));
+  EXPECT_NEAR(p.overhead_max, 1.25, 1e-12);
+  const auto s = ProblemsSection(p);
+  ASSERT_TRUE(s.has_value());
+  bool said = false;
+  for (const std::string& n : s->notes)
+    said |= n.rfind("**Harness overhead**: 2 case(s) timed more than 1.1x slower than a plain loop",
+                    0) == 0 &&
+            n.find("up to 1.25x") != std::string::npos &&
+            n.find("all_to_all.16777216") < n.find("broadcast.16777216");
+  EXPECT_TRUE(said) << s->notes.front();
+  // Within 1.1x: nothing to say.
+  const MergedRuns sound =
+      CasesRuns({Case{"comm/gpu/nccl/all_reduce.8/dt:bf16/gpus:2", 10, {{"vs_plain_loop", 0.93}}}});
+  EXPECT_TRUE(FindProblems(sound, {}).overhead.empty());
+}
+
 // ---- history check ----
 
 TEST(HistoryDiagnosis, CheckShowsTheKernelDiffAndTheReproOfAFlaggedCase) {

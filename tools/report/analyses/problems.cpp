@@ -77,6 +77,7 @@ ProblemsFound FindProblems(const MergedRuns& runs,
                            const std::vector<std::map<std::string, std::string>>& contexts) {
   ProblemsFound p;
   std::set<std::string> reasons;
+  std::vector<std::pair<double, std::string>> overhead;  // ratio, case
   double max_clock = 0;
   if (auto it = runs.context.find(std::string(schema::kCtxGpuMaxSmClock)); it != runs.context.end())
     max_clock = std::atof(it->second.c_str());
@@ -100,6 +101,11 @@ ProblemsFound FindProblems(const MergedRuns& runs,
         if (std::isfinite(top)) max_clock = std::max(max_clock, top);
       }
     }
+    if (const double r = b.Counter(schema::kVsPlainLoop);
+        std::isfinite(r) && r > kHarnessOverhead) {
+      overhead.emplace_back(r, b.name);
+      p.overhead_max = std::max(p.overhead_max, r);
+    }
     for (std::string_view c : {schema::kPctPeak, schema::kPctRoofline}) {
       const double v = b.Counter(c);
       if (!std::isfinite(v) || v <= 100) continue;
@@ -112,6 +118,10 @@ ProblemsFound FindProblems(const MergedRuns& runs,
       }
     }
   }
+  std::sort(overhead.begin(), overhead.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (auto& [r, name] : overhead) p.overhead.push_back(std::move(name));
   p.throttle_reasons.assign(reasons.begin(), reasons.end());
   p.clock_max = max_clock;
   p.mixed = MixedInputs(contexts);
@@ -154,6 +164,17 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
                                                "read them from L2, faster than the DRAM-fed GEMMs "
                                                "the peak was measured on."
                                          : std::string()));
+  if (!p.overhead.empty())
+    s.notes.push_back(Prose({"**Harness overhead**: ", Cell::Count(int64_t(p.overhead.size())),
+                             " case(s) timed more than ", Cell::Number(kHarnessOverhead, 3),
+                             "x slower than a plain loop of the same calls (counter "
+                             "`vs_plain_loop`, up to ",
+                             Cell::Number(p.overhead_max, 3), "x): "}) +
+                      Names(p.overhead) +
+                      "; their spans hold something the same calls in a loop do not (the harness's "
+                      "timing, or noise "
+                      "larger than the difference at these sizes): re-run them before reading them "
+                      "as the library's speed.");
   if (!p.failed.empty())
     s.notes.push_back("**Failed**: " + std::to_string(p.failed.size()) +
                       " case(s): " + Names(p.failed) + " (table \"Not measured\").");

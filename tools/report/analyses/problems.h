@@ -1,6 +1,7 @@
 // The report's first section, Problems: what a reader must know before trusting a figure, and only
 // what applies. Throttled GPU cases (the clock against its maximum, the reasons, how many cases),
-// values above 100% of a peak or roof, failed and mistrusted cases by name, figures measured once,
+// values above 100% of a peak or roof, cases the harness's timing made slower than a plain loop
+// of the same calls, failed and mistrusted cases by name, figures measured once,
 // and inputs mixed across dates, revisions, hosts, tiers or library versions.
 #pragma once
 
@@ -24,16 +25,25 @@ struct ProblemsFound {
   int over_100_l2 = 0;  // of the values above 100%, those of cases whose operands fit in L2
   double over_100_max = 0;
   std::string over_100_case, over_100_counter;
+  // Cases timed more than kHarnessOverhead slower than a plain loop of the same calls (counter
+  // vs_plain_loop: the collectives), the worst first, and the worst ratio.
+  std::vector<std::string> overhead;
+  double overhead_max = 0;
   std::vector<std::string> failed, doubtful;  // case names
   int measured = 0, once = 0;                 // measured cases; of them, measured once
   // Context values that differ between the input files (MixedInputs).
   std::map<std::string, std::vector<std::string>> mixed;
 
   bool any() const {
-    return throttled > 0 || over_100 > 0 || !failed.empty() || !doubtful.empty() || once > 0 ||
-           !mixed.empty();
+    return throttled > 0 || over_100 > 0 || !overhead.empty() || !failed.empty() ||
+           !doubtful.empty() || once > 0 || !mixed.empty();
   }
 };
+
+// A case's time over a plain loop of the same calls above this is the harness's cost, not the
+// library's: the spans hold something the library does not (1.18 for a 16 MiB broadcast on 4 GPUs
+// when its spans were 1 ms; 0.9-1.1 is the spread of a sound harness).
+inline constexpr double kHarnessOverhead = 1.10;
 
 // The context values that differ between the input files (`contexts`, one per file): what they
 // are ("hosts", "CPU models", "CPU counts", "GPUs", "dates", "revisions", "tiers", drivers and
