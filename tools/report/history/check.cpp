@@ -140,6 +140,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   CheckResult r;
   Document& d = r.doc;
   d.title = "dlbench history check";
+  d.short_markdown_lines = true;  // read in CI logs
   std::vector<RunRow> newest = LastRuns(db, "", 1);
   if (newest.empty()) throw InputError(db.name(), "runs", "the database holds no runs");
   std::vector<RunRow> runs = LastRuns(db, newest.back().machine, opt.window + 1);

@@ -43,6 +43,7 @@ Document HistoryShow(const std::string& path, const ShowOptions& opt, const Hist
   RequireSchema(db);
   Document d;
   d.title = "dlbench history";
+  d.short_markdown_lines = true;
   std::vector<RunRow> runs = LastRuns(db, opt.machine, opt.last);
   Section rs;
   rs.title = "Runs";
