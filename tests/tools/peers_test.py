@@ -111,6 +111,12 @@ class Core(unittest.TestCase):
             with open(out) as f:
                 self.assertEqual(json.load(f)["benchmarks"], [{"name": "a"}])
 
+    def test_cudnn_version_as_dlbench_writes_it(self):
+        self.assertEqual(core.cudnn_version_text(91900), "9.19.0")
+        self.assertEqual(core.cudnn_version_text(91400), "9.14.0")
+        self.assertEqual(core.cudnn_version_text(8907), "8.9.7")
+        self.assertEqual(core.cudnn_version_text(None), "not loaded")
+
     def test_first_line(self):
         self.assertEqual(core.first_line(RuntimeError("one\ntwo")), "one")
         self.assertEqual(core.first_line(RuntimeError()), "RuntimeError")

@@ -532,6 +532,22 @@ TEST(Problems, TheMachineLineSaysWhatTheInputsSpan) {
             "Machines: 5 hosts (h1, h2, h3, h4, ...).");
 }
 
+// A file that loaded no cuDNN is no cuDNN version of its own, and PyTorch's integer version is
+// the same version as dlbench's dotted one: neither makes the inputs mixed.
+TEST(Problems, MixedInputsIgnoreGapsAndReadCudnnIntegersAsVersions) {
+  const MergedRuns runs = CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
+  std::vector<std::map<std::string, std::string>> contexts = {{{"cudnn_version", "9.19.0"}},
+                                                              {{"cudnn_version", "91900"}},
+                                                              {{"cudnn_version", "not loaded"}},
+                                                              {{"cudnn_version", ""}}};
+  EXPECT_TRUE(MixedInputs(contexts).empty());
+  contexts.push_back({{"cudnn_version", "9.14.0"}});
+  contexts.push_back({{"cudnn_version", "8907"}});
+  EXPECT_EQ(MixedInputs(contexts).at("cuDNN versions"),
+            (std::vector<std::string>{"8.9.7", "9.14.0", "9.19.0"}));
+  EXPECT_FALSE(FindProblems(runs, contexts).mixed.empty());
+}
+
 // A GEMM above 100% of its roof whose operands fit in L2 (counter l2_resident) is explained by it.
 TEST(Problems, Above100IsExplainedByOperandsInL2) {
   const MergedRuns runs = CasesRuns(

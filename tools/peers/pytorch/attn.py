@@ -168,5 +168,5 @@ def run(args):
     benchmarks = attn_benchmarks(args)
     ctx = core.context(executable=core.EXECUTABLE, num_cpus=os.cpu_count(),
                        gpu_name=torch.cuda.get_device_name(0),
-                       cudnn_version=str(torch.backends.cudnn.version()))
+                       cudnn_version=core.cudnn_version_text(torch.backends.cudnn.version()))
     core.write(args.out, ctx, benchmarks)

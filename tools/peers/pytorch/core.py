@@ -164,6 +164,18 @@ def context(**extra):
     return ctx
 
 
+def cudnn_version_text(v):
+    """torch.backends.cudnn.version()'s integer as dlbench writes a version: 91900 -> "9.19.0"
+    (cuDNN 9: major*10000 + minor*100 + patch), 8907 -> "8.9.7" (cuDNN 8: major*1000 + ...);
+    None (no cuDNN loaded) -> "not loaded"."""
+    if v is None:
+        return "not loaded"
+    v = int(v)
+    if v >= 90000:
+        return "%d.%d.%d" % (v // 10000, v % 10000 // 100, v % 100)
+    return "%d.%d.%d" % (v // 1000, v % 1000 // 100, v % 100)
+
+
 def write(out, ctx, benchmarks):
     """Writes the file whole or not at all: a run cut short leaves no half-written JSON."""
     tmp = out + ".tmp"

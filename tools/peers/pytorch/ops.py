@@ -63,7 +63,7 @@ def write(args, benchmarks, train):
         ctx["torchvision_version"] = sys.modules["torchvision"].__version__
     if args.device == "gpu":
         ctx["gpu_name"] = torch.cuda.get_device_name(0)
-        ctx["cudnn_version"] = str(torch.backends.cudnn.version())
+        ctx["cudnn_version"] = core.cudnn_version_text(torch.backends.cudnn.version())
     core.write(args.out, ctx, benchmarks)
 
 

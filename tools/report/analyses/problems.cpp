@@ -47,6 +47,17 @@ void ReasonsOf(const std::string& label, std::set<std::string>* out) {
   }
 }
 
+// cuDNN's version as its integer (91900, what PyTorch's torch.backends.cudnn.version() gives and
+// older peer files hold) written as dlbench writes it ("9.19.0"): one version, not two. cuDNN 9:
+// major*10000 + minor*100 + patch; before: major*1000 + minor*100 + patch.
+std::string DottedCudnnVersion(const std::string& v) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 9) return v;
+  const long n = std::stol(v);
+  const long major = n >= 90000 ? n / 10000 : n / 1000;
+  const long minor = n >= 90000 ? n % 10000 / 100 : n % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(n % 100);
+}
+
 std::string Names(const std::vector<std::string>& names, size_t shown = 8) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < shown; ++i)
@@ -65,8 +76,10 @@ std::map<std::string, std::vector<std::string>> MixedInputs(
     std::set<std::string> seen;
     for (const auto& ctx : contexts) {
       auto it = ctx.find(std::string(key));
-      if (it == ctx.end() || it->second.empty()) continue;
-      seen.insert(key == schema::kCtxDate ? it->second.substr(0, 10) : it->second);
+      if (it == ctx.end() || IsContextGap(it->second)) continue;
+      std::string v = key == schema::kCtxDate ? it->second.substr(0, 10) : it->second;
+      if (key == schema::kCtxCudnnVersion) v = DottedCudnnVersion(v);
+      seen.insert(std::move(v));
     }
     if (seen.size() > 1) mixed[std::string(what)].assign(seen.begin(), seen.end());
   }

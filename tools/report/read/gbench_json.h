@@ -73,6 +73,10 @@ struct MergedRuns {
 //    wins.
 MergedRuns Merge(const std::vector<FileData>& files);
 
+// A context value a file could not give ("", "not measured (...)", "not loaded"): a gap, not a
+// value (the merged context fills it from a later file; mixed inputs do not count it).
+bool IsContextGap(const std::string& value);
+
 // A context field as text (FileData::context, MergedRuns::context); empty when it is not there.
 std::string ContextValue(const std::map<std::string, std::string>& context, std::string_view key);
 

@@ -62,13 +62,9 @@ std::vector<std::string> Bench::CounterNames() const {
   return out;
 }
 
-namespace {
-
-bool IsGap(const std::string& value) {
+bool IsContextGap(const std::string& value) {
   return value.empty() || value.rfind("not measured", 0) == 0 || value.rfind("not loaded", 0) == 0;
 }
-
-}  // namespace
 
 MergedRuns Merge(const std::vector<FileData>& files) {
   MergedRuns out;
@@ -80,7 +76,7 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       // loaded") is a gap that a later file fills: a collectives run first must not hide the
       // GEMM run's measured peak.
       auto [it, inserted] = out.context.emplace(k, v);
-      if (!inserted && IsGap(it->second) && !IsGap(v)) it->second = v;
+      if (!inserted && IsContextGap(it->second) && !IsContextGap(v)) it->second = v;
     }
     for (const Entry& e : f.entries) {
       auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
