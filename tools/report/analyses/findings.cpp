@@ -38,7 +38,7 @@ std::string CurveName(const BenchName& n) {
 // `sizes`: the batch sizes measured on that curve; a "best" of one measured size says so.
 Cell BestBsCell(const std::optional<TrainCase>& c, size_t sizes) {
   if (!c || !(c->step_ns > 0)) return Cell("-");
-  const std::string only = sizes == 1 ? " (the only size measured)" : "";
+  const std::string only = sizes == 1 ? " (only size measured)" : "";
   if (std::isfinite(c->tokens_per_s) && c->tokens_per_s > 0)
     return Cell(
         Prose({BatchSizeLabel(c->bs), " · ", Cell::Rate(c->tokens_per_s, "tokens/s"), only}),
@@ -120,15 +120,17 @@ std::pair<Cell, Cell> StepPeakCells(const MergedRuns& runs, const std::optional<
 Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
   Table t;
   t.title =
-      "Training: one epoch per model at each device's best configuration; best batch size: the "
-      "most items/s (images, samples or tokens, as the model counts them)";
+      "Training: one epoch per model at each device's best batch size (the most items/s: "
+      "images, samples or tokens, as the model counts them)";
   t.columns = {{"model", "model"},
                {"CPU epoch", "cpu_epoch_s"},
                {"GPU epoch", "gpu_epoch_s"},
                {"speedup", "speedup"},
                {"CPU best batch size", "cpu_best_bs"},
                {"GPU best batch size", "gpu_best_bs"},
+               {"CPU % of peak", "cpu_pct_peak"},
                {"GPU % of peak", "gpu_pct_peak"},
+               {"CPU peak", "cpu_peak"},
                {"GPU peak", "gpu_peak"}};
   for (const TrainEpoch& e : train.epochs) {
     if (!e.cpu && !e.gpu) continue;
@@ -137,11 +139,27 @@ Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
                       SpeedupCell(e.speedup, doubtful),
                       BestBsCell(e.cpu, SizesMeasured(train, e.cpu)),
                       BestBsCell(e.gpu, SizesMeasured(train, e.gpu))});
-    auto [pct, peak] = StepPeakCells(runs, e.gpu);
-    t.rows.back().push_back(pct);
-    t.rows.back().push_back(peak);
+    auto [cpu_pct, cpu_peak] = StepPeakCells(runs, e.cpu);
+    auto [gpu_pct, gpu_peak] = StepPeakCells(runs, e.gpu);
+    for (Cell c : {cpu_pct, gpu_pct, cpu_peak, gpu_peak}) t.rows.back().push_back(std::move(c));
   }
   DropEmptyColumns(&t);
+  // A peak every row names alike is said once, in the title, and its column leaves the table.
+  for (const char* key : {"cpu_peak", "gpu_peak"}) {
+    auto col = std::find_if(t.columns.begin(), t.columns.end(),
+                            [&](const Column& c) { return c.key == key; });
+    if (col == t.columns.end() || t.rows.empty()) continue;
+    const size_t i = size_t(col - t.columns.begin());
+    const std::string first = CellText(t.rows.front()[i]);
+    const bool same = std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<Cell>& r) {
+      const std::string v = CellText(r[i]);
+      return v == first || v == "-";
+    });
+    if (!same) continue;
+    t.title += std::string("; ") + (key[0] == 'c' ? "CPU" : "GPU") + " peak: " + first;
+    t.columns.erase(col);
+    for (std::vector<Cell>& r : t.rows) r.erase(r.begin() + long(i));
+  }
   return t;
 }
 
