@@ -122,10 +122,13 @@ inline int CheckSmokeJson(const nlohmann::json& json, const std::string& family)
     EXPECT_GT(b.value("real_time", 0.0), 0.0) << name;
     EXPECT_GT(b.value("flop_per_s", 0.0), 0.0) << name;
     EXPECT_GE(b.value("count", 0.0), 1.0) << name;
-    // Some CPU time went into every timed loop, and no more than every CPU could give.
+    // Some CPU time went into every timed loop, and no more than every CPU could give. The
+    // process's CPU clock counts the other threads' runtime only to their last scheduler tick
+    // (4 ms at HZ=250), so a smoke loop of tens of milliseconds may read up to ~20% over: the
+    // bound catches a counter summed twice, not that.
     const double cpus = double(std::max(1u, std::thread::hardware_concurrency()));
     EXPECT_GT(b.value("cpu_util", 0.0), 0.0) << name;
-    EXPECT_LE(b.value("cpu_util", 0.0), cpus * 1.05 + 0.1) << name;
+    EXPECT_LE(b.value("cpu_util", 0.0), cpus * 1.25 + 0.1) << name;
     const std::string label = b.value("label", "");
     // The verification is structured: disposition, error and tolerance are fields, and the label
     // says the same. Mistrusted: checked, but faster than the machine's peak estimate allows.
