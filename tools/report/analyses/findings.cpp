@@ -145,9 +145,9 @@ Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
   }
   DropEmptyColumns(&t);
   // A peak every row names alike is said once, in the title, and its column leaves the table.
-  for (const char* key : {"cpu_peak", "gpu_peak"}) {
+  for (const auto& [key, device] : {std::pair{"cpu_peak", "CPU"}, std::pair{"gpu_peak", "GPU"}}) {
     auto col = std::find_if(t.columns.begin(), t.columns.end(),
-                            [&](const Column& c) { return c.key == key; });
+                            [&, key = key](const Column& c) { return c.key == key; });
     if (col == t.columns.end() || t.rows.empty()) continue;
     const size_t i = size_t(col - t.columns.begin());
     const std::string first = CellText(t.rows.front()[i]);
@@ -156,7 +156,7 @@ Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
       return v == first || v == "-";
     });
     if (!same) continue;
-    t.title += std::string("; ") + (key[0] == 'c' ? "CPU" : "GPU") + " peak: " + first;
+    t.title += std::string("; ") + device + " peak: " + first;
     t.columns.erase(col);
     for (std::vector<Cell>& r : t.rows) r.erase(r.begin() + long(i));
   }

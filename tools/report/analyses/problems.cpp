@@ -86,6 +86,12 @@ std::map<std::string, std::vector<std::string>> MixedInputs(
   return mixed;
 }
 
+std::string SpreadText(const std::string& what, const std::vector<std::string>& values) {
+  std::string out = std::to_string(values.size()) + " " + what + " (";
+  for (size_t i = 0; i < values.size() && i < 4; ++i) out += (i ? ", " : "") + values[i];
+  return out + (values.size() > 4 ? ", ...)" : ")");
+}
+
 ProblemsFound FindProblems(const MergedRuns& runs,
                            const std::vector<std::map<std::string, std::string>>& contexts) {
   ProblemsFound p;
@@ -205,10 +211,7 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
     std::string line = "**Mixed inputs**: the files span ";
     bool first = true;
     for (const auto& [what, values] : p.mixed) {
-      line += (first ? "" : "; ") + std::to_string(values.size()) + " " + what + " (";
-      for (size_t i = 0; i < values.size() && i < 4; ++i) line += (i ? ", " : "") + values[i];
-      if (values.size() > 4) line += ", ...";
-      line += ")";
+      line += (first ? "" : "; ") + SpreadText(what, values);
       first = false;
     }
     line +=

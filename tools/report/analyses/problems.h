@@ -51,6 +51,9 @@ inline constexpr double kHarnessOverhead = 1.10;
 std::map<std::string, std::vector<std::string>> MixedInputs(
     const std::vector<std::map<std::string, std::string>>& contexts);
 
+// "3 hosts (a, b, c)": how many values of a mixed input (MixedInputs), the first four named.
+std::string SpreadText(const std::string& what, const std::vector<std::string>& values);
+
 // `contexts`: each input file's context (empty: the runs' merged context only, no mix to find).
 ProblemsFound FindProblems(const MergedRuns& runs,
                            const std::vector<std::map<std::string, std::string>>& contexts);

@@ -37,14 +37,9 @@ constexpr size_t kFirstScreenCharts = 6;
 // none, once.
 std::string MachineLine(const std::map<std::string, std::string>& ctx, bool gpu,
                         const std::map<std::string, std::vector<std::string>>& mixed) {
-  // "3 hosts (a, b, c)": the first four values, then "...".
   auto spread = [&](const char* what) -> std::string {
     auto it = mixed.find(what);
-    if (it == mixed.end()) return "";
-    const std::vector<std::string>& v = it->second;
-    std::string out = std::to_string(v.size()) + " " + what + " (";
-    for (size_t i = 0; i < v.size() && i < 4; ++i) out += (i ? ", " : "") + v[i];
-    return out + (v.size() > 4 ? ", ...)" : ")");
+    return it == mixed.end() ? "" : SpreadText(what, it->second);
   };
   std::string cpu = spread("CPU models");
   if (cpu.empty()) {
