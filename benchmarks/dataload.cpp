@@ -20,25 +20,30 @@ void RegisterCases() {
   const std::vector<int> batches = BatchSizes(matrix::kBatches);
   const std::vector<int> workers = data::WorkerCounts(matrix::kTwoWorkers.Now());
   for (const Workload& w : TierWorkloads()) {
+    auto add = [&](const std::string& dir) {
+      if (w.format == "imagefolder" && WantDevice(true))
+        ForEachOp(GpuLoaders{}, [&](auto tag) {
+          using Op = typename decltype(tag)::type;
+          for (int b : batches)
+            for (DType dt : DTypes(matrix::kDTypes)) Add<Op>(w, dir, b, dt, matrix::kGpuReaders);
+        });
+      if (!WantDevice(false)) return;
+      for (int b : batches)
+        for (DType dt : DTypes(matrix::kDTypes))
+          for (int n : workers) {
+            // Beyond f32, only the largest worker count, unless --dlb_dtypes asks for the dtype.
+            if (dt != DType::kF32 && n != workers.back() && Opts().dtypes.empty()) continue;
+            if (w.format == "cifar10")
+              Add<data::CifarLoader>(w, dir, b, dt, n);
+            else
+              Add<data::TurboJpegLoader>(w, dir, b, dt, n);
+          }
+    };
+    // A workload's dataset is generated (or checked) only for a run that times one of its cases.
+    if (!AnySelected(NamesOf([&] { add(""); }))) continue;
     const std::string dir = OpenDatasetOrExit(w, "bench_dataload");
     datasets += (datasets.empty() ? "" : "; ") + Describe(w, dir);
-    if (w.format == "imagefolder" && WantDevice(true))
-      ForEachOp(GpuLoaders{}, [&](auto tag) {
-        using Op = typename decltype(tag)::type;
-        for (int b : batches)
-          for (DType dt : DTypes(matrix::kDTypes)) Add<Op>(w, dir, b, dt, matrix::kGpuReaders);
-      });
-    if (!WantDevice(false)) continue;
-    for (int b : batches)
-      for (DType dt : DTypes(matrix::kDTypes))
-        for (int n : workers) {
-          // Beyond f32, only the largest worker count, unless --dlb_dtypes asks for the dtype.
-          if (dt != DType::kF32 && n != workers.back() && Opts().dtypes.empty()) continue;
-          if (w.format == "cifar10")
-            Add<data::CifarLoader>(w, dir, b, dt, n);
-          else
-            Add<data::TurboJpegLoader>(w, dir, b, dt, n);
-        }
+    add(dir);
   }
   benchmark::AddCustomContext(std::string(schema::kCtxDatasets), datasets);
 }

@@ -36,31 +36,35 @@ void RegisterLoaderFedCases() {
   want.cache_dir = UserCacheDir();
   for (const Model& m : TierModels()) {
     if (std::find(models.begin(), models.end(), m.basics.name) == models.end()) continue;
-    const std::string dir = data::OpenDatasetOrExit(want, "bench_train");
     const Config c = AmpNhwcTrain(true);
     const int batch = m.basics.name == "resnet18" ? matrix::kLoaderFedResNet18Batch
                                                   : matrix::kLoaderFedOtherBatch;
-    for (int n : workers)
-      for (bool nvjpeg : {false, true}) {
-        if (nvjpeg && n != workers.back()) continue;
-        libtorch::LoaderFedShape s;
-        s.step = ShapeOf(m, batch, c);
-        s.loader.dir = dir;
-        s.loader.workers = nvjpeg ? 4 : n;
-        s.loader.side = int(m.shape.image);
-        s.loader.depth = data::RingDepth();
-        s.nvjpeg = nvjpeg;
-        const RunConfig cfg = RunConfigOf(c);
-        NameKeys keys = KeysOf(m, batch, c, true);
-        keys.push_back({key::kLoader, nvjpeg ? "nvjpeg" : "turbojpeg"});
-        keys.push_back({key::kWorkers, std::to_string(s.loader.workers)});
-        NoteEpochItems(
-            BuildName({"train", "gpu", libtorch::LoaderFedStepGpu::kBackend, m.basics.name, keys}),
-            m.epoch_items);
-        Register<libtorch::LoaderFedStepGpu, libtorch::LoaderFedShape>(
-            "train", m.basics, std::move(keys), s, cfg,
-            CaseInfo::Of(m.basics, DType::kBF16, batch, nullptr));
-      }
+    auto add = [&](const std::string& dir) {
+      for (int n : workers)
+        for (bool nvjpeg : {false, true}) {
+          if (nvjpeg && n != workers.back()) continue;
+          libtorch::LoaderFedShape s;
+          s.step = ShapeOf(m, batch, c);
+          s.loader.dir = dir;
+          s.loader.workers = nvjpeg ? 4 : n;
+          s.loader.side = int(m.shape.image);
+          s.loader.depth = data::RingDepth();
+          s.nvjpeg = nvjpeg;
+          const RunConfig cfg = RunConfigOf(c);
+          NameKeys keys = KeysOf(m, batch, c, true);
+          keys.push_back({key::kLoader, nvjpeg ? "nvjpeg" : "turbojpeg"});
+          keys.push_back({key::kWorkers, std::to_string(s.loader.workers)});
+          NoteEpochItems(BuildName({"train", "gpu", libtorch::LoaderFedStepGpu::kBackend,
+                                    m.basics.name, keys}),
+                         m.epoch_items);
+          Register<libtorch::LoaderFedStepGpu, libtorch::LoaderFedShape>(
+              "train", m.basics, std::move(keys), s, cfg,
+              CaseInfo::Of(m.basics, DType::kBF16, batch, nullptr));
+        }
+    };
+    // The dataset is generated (or checked) only for a run that times one of these cases.
+    if (!AnySelected(NamesOf([&] { add(""); }))) continue;
+    add(data::OpenDatasetOrExit(want, "bench_train"));
   }
 }
 

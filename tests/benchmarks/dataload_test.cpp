@@ -80,6 +80,20 @@ TEST_F(BenchDataload, SmokeTierGeneratesItsDatasetsOnceAndVerifiesEveryCase) {
   EXPECT_EQ(again.output.find("dataload: generating"), std::string::npos) << again.output;
 }
 
+// A run whose filter selects no case of a workload neither generates nor checks its dataset: a
+// filter for the CIFAR-10 cases on an empty cache generates no JPEG folder.
+TEST_F(BenchDataload, AWorkloadTheFilterSelectsNothingOfGetsNoDataset) {
+  Result r = Run("--dlb_tier=smoke --dlb_dataload_images=64 --benchmark_filter=cifar");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("JPEG images into"), std::string::npos) << r.output;
+  const std::string datasets = r.json["context"].value("dataload_datasets", "");
+  EXPECT_NE(datasets.find("cifar10.crop32"), std::string::npos) << datasets;
+  EXPECT_EQ(datasets.find("imagenet"), std::string::npos) << datasets;
+  ASSERT_FALSE(r.json["benchmarks"].empty());
+  for (const auto& b : r.json["benchmarks"])
+    EXPECT_NE(b["name"].get<std::string>().find("cifar10.crop32"), std::string::npos) << b["name"];
+}
+
 TEST_F(BenchDataload, AnEmptyOrMissingDataFolderIsOneLineAndExit2) {
   fs::create_directories(dir().path() / "empty");
   for (const fs::path& p : {dir().path() / "empty", dir().path() / "missing"}) {
