@@ -454,6 +454,38 @@ TEST(Repro, TheCommandReadsBackThroughAShellAsTheWordsMeant) {
             "/opt/dlbench/build/bench_gemm '--benchmark_filter=^a\\.b$' --dlb_seed=2");
 }
 
+// A run merged from several binaries' files: each case's repro runs its own family's binary with
+// that binary's recorded flags, not the first file's.
+TEST(Repro, AMergedRunGivesEachCaseItsOwnBinaryAndFlags) {
+  auto file = [](const std::string& binary, const std::string& flags, const std::string& name,
+                 const std::string& path) {
+    const std::string json =
+        R"({"context": {"executable": ")" + binary + R"(", "dlbench_command": ")" + binary + " " +
+        flags + R"("}, "benchmarks": [{"name": ")" + name + R"(", "run_name": ")" + name +
+        R"(", "run_type": "iteration", "iterations": 1, "real_time": 5,)"
+        R"( "cpu_time": 5, "time_unit": "us"}]})";
+    return ParseBenchmarkJson(json, path);
+  };
+  const std::string gemm = "gemm/gpu/cublaslt/square.64/dt:bf16/manual_time";
+  const std::string comm = "comm/gpu/nccl/all_reduce.8/dt:bf16/gpus:2/manual_time";
+  const MergedRuns runs = Merge({file("/b/bench_gemm", "--dlb_dtypes=bf16", gemm, "g.json"),
+                                 file("/b/bench_comm", "--dlb_comm_gpus=2", comm, "c.json")});
+  EXPECT_EQ(ReproCommand(runs.context, gemm),
+            "/b/bench_gemm " + ShellQuote("--benchmark_filter=" + AnchoredFilter(gemm)) +
+                " --dlb_dtypes=bf16");
+  EXPECT_EQ(ReproCommand(runs.context, comm),
+            "/b/bench_comm " + ShellQuote("--benchmark_filter=" + AnchoredFilter(comm)) +
+                " --dlb_comm_gpus=2");
+  // A context stored before Merge kept each family's command (one binary's only): the case's own
+  // binary beside it, with the flags that context has.
+  const std::map<std::string, std::string> old = {
+      {"executable", "/b/bench_gemm"}, {"dlbench_command", "/b/bench_gemm --dlb_seed=3"}};
+  EXPECT_EQ(ShellSplit(ReproCommand(old, comm)).front(), "/b/bench_comm");
+  EXPECT_EQ(ShellSplit(ReproCommand(old, gemm)).front(), "/b/bench_gemm");
+  // A name outside dlbench's scheme keeps the recorded binary.
+  EXPECT_EQ(ShellSplit(ReproCommand(old, "BM_Copy/64")).front(), "/b/bench_gemm");
+}
+
 // ---- Problems ----
 
 TEST(Problems, ThrottledAbove100MeasuredOnceAndMixedInputsAreSaidFirst) {

@@ -1,5 +1,9 @@
 #include "tools/report/analyses/repro.h"
 
+#include <filesystem>
+#include <optional>
+
+#include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/read/gbench_json.h"
 
@@ -82,17 +86,33 @@ std::vector<std::string> ReproFlags(const std::vector<std::string>& argv) {
 }
 
 std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name) {
+  // The case's own family's command and binary where the run merged several binaries' files.
+  const std::optional<BenchName> parsed = ParseName(name);
+  const std::string family = parsed ? parsed->family : "";
+  auto own = [&](std::string_view prefix, std::string_view key) {
+    if (!family.empty())
+      if (auto it = context.find(std::string(prefix) + family); it != context.end())
+        return it->second;
+    return ContextValue(context, key);
+  };
   std::vector<std::string> recorded;
-  if (auto it = context.find(std::string(schema::kCtxCommand)); it != context.end())
-    recorded = ShellSplit(it->second);
+  if (std::string command = own(kFamilyCommandKey, schema::kCtxCommand); !command.empty())
+    recorded = ShellSplit(command);
   // The recorded command's binary where it is absolute (the harness records it so), else Google
   // Benchmark's executable (argv[0] as typed).
   std::string binary;
   if (!recorded.empty() && !recorded.front().empty() && recorded.front()[0] == '/')
     binary = recorded.front();
-  if (binary.empty()) binary = ContextValue(context, schema::kCtxExecutable);
+  if (binary.empty()) binary = own(kFamilyExecutableKey, schema::kCtxExecutable);
   if (binary.empty() && !recorded.empty()) binary = recorded.front();
   if (binary.empty()) return {};
+  // A context that kept no command of this family (written before Merge kept them) names another
+  // family's binary: the case's own, bench_<family>, sits beside it.
+  const std::filesystem::path path(binary);
+  const std::string mine = "bench_" + family;
+  if (!family.empty() && path.filename().string().rfind("bench_", 0) == 0 &&
+      path.filename() != mine)
+    binary = (path.parent_path() / mine).string();
   std::string out =
       ShellQuote(binary) + " " + ShellQuote("--benchmark_filter=" + AnchoredFilter(name));
   for (const std::string& f : ReproFlags(recorded)) out += " " + ShellQuote(f);

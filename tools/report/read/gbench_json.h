@@ -62,6 +62,13 @@ struct MergedRuns {
   std::map<std::string, std::string> context;  // of the first file; later files fill gaps
 };
 
+// Files of several binaries merged into one run keep one context, whose command line is one
+// binary's. So that a case's repro runs its own binary with its own flags, Merge also keeps, for
+// each family of dlbench's names, the command line and executable of the first file holding one
+// of its cases, under these prefixes + the family ("dlbench_command@conv").
+inline constexpr std::string_view kFamilyCommandKey = "dlbench_command@";
+inline constexpr std::string_view kFamilyExecutableKey = "executable@";
+
 // Merge rule (also in the README of the tool):
 //  - entries are grouped by run_name across all files;
 //  - iteration entries are pooled as repetitions, in file order; so is an aggregate that names no

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses/stats.h"
 #include "tools/report/read/gbench_json.h"
 
@@ -90,6 +91,12 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       }
       Bench& b = out.benches[it->second];
       if (b.files.empty() || b.files.back() != f.path) b.files.push_back(f.path);
+      if (inserted && b.parsed) {  // a family's first case comes with its first file
+        for (auto [key, prefix] : {std::pair{schema::kCtxCommand, kFamilyCommandKey},
+                                   std::pair{schema::kCtxExecutable, kFamilyExecutableKey}})
+          if (auto v = f.context.find(std::string(key)); v != f.context.end() && !v->second.empty())
+            out.context.emplace(std::string(prefix) + b.family, v->second);
+      }
       if (!e.label.empty()) b.label = e.label;
       if (e.result) {
         const ResultFields& r = *e.result;

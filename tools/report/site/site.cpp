@@ -75,19 +75,6 @@ Side Describe(const CaseSeries& s, size_t from, size_t to, const std::vector<Run
   return d;
 }
 
-// A run made of several binaries' files keeps one merged context, whose executable is one of
-// them: the case's own family's binary (benchmarks/bench_<family>) sits beside it.
-std::map<std::string, std::string> FamilyContext(std::map<std::string, std::string> ctx,
-                                                 const std::string& family) {
-  auto exe = ctx.find(std::string(schema::kCtxExecutable));
-  if (exe == ctx.end() || family.empty()) return ctx;
-  std::filesystem::path p(exe->second);
-  const std::string own = "bench_" + family;
-  if (p.filename().string().rfind("bench_", 0) == 0 && p.filename() != own)
-    exe->second = (p.parent_path() / own).string();
-  return ctx;
-}
-
 std::string SeriesVerdict(const std::vector<ChangePoint>& cps, bool searched) {
   if (!searched) return "short";
   if (cps.empty()) return "none";
@@ -166,7 +153,7 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
           const RunInfo& first_after = runs[s.points[cp.at].run];
           v.date = first_after.row.date;
           v.context = ContextChanges(last_before, first_after);
-          v.repro = ReproCommand(FamilyContext(first_after.context, s.family), s.name);
+          v.repro = ReproCommand(first_after.context, s.name);
           v.bisect = cp.change > 0
                          ? StepBisect(last_before.row.commit, first_after.row.commit, s.name)
                          : "";
