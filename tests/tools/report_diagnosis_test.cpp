@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/temp_dir.h"
 #include "tests/tools/report_cases.h"
+#include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/analyses/problems.h"
@@ -571,6 +573,33 @@ TEST(Problems, Above100IsExplainedByOperandsInL2) {
                 "1 of them are of cases whose operands fit in the GPU's L2 (counter "
                 "`l2_resident`)") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// gpu_peak_measured's fp8 and int8 parts as an H100 run wrote them (kernels/cublas/peak.cpp).
+const std::string kFp8Peak =
+    R"(fp8 1372.0 TFLOP/s (cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (search )"
+    R"("shapes", 9.6 s): 8448x8192x8192 TN, best of 5 batches of 38; cublasLtMatmul search best )"
+    R"(of 8 heuristic results: #0 (algo 66 tile 128x160 stages 36 splitk 1 swizzle 0 cluster 3) )"
+    R"(compute 32F full accum workspace 32 MiB (needs 4 B) fp8 (e4m3 x e4m3 -> bf16); SM clock )"
+    R"(1305 MHz (median while timed)))";
+const std::string kInt8Peak =
+    R"(int8 1477.8 TOPS (cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (search )"
+    R"("shapes", 7.6 s): 8192x8192x8192 TN, best of 5 batches of 41; cublasLtMatmul search best )"
+    R"(of 8 heuristic results: #6 (algo 39 tile 128x128 stages 36 splitk 1 swizzle 0 cluster 12) )"
+    R"(compute 32I workspace 32 MiB (needs 7.00058 MiB) int8 (int8 x int8 -> int32); SM clock )"
+    R"(1455 MHz (median while timed)))";
+
+TEST(Problems, TheMeasuredPeaksClockIsReadPerDtype) {
+  const std::string measured = kFp8Peak + "; " + kInt8Peak;
+  EXPECT_EQ(MeasuredPeakPart(measured, "int8"), kInt8Peak);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "fp8"), 1305);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "fp8_e5m2"), 1305);  // fp8's peak
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "int8"), 1455);
+  // No part of the dtype, no clock in its part, or words the writer does not write: no clock.
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "bf16"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("fp8 1372.0 TFLOP/s (cuBLASLt ...)", "fp8"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("fp8 1 T (x; SM clock ? MHz (median while timed))", "fp8"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("not measured (no GPU)", "fp8"), 0);
 }
 
 // Collectives whose timed spans read slower than a plain loop of the same calls (the harness's
