@@ -602,6 +602,36 @@ TEST(Problems, TheMeasuredPeaksClockIsReadPerDtype) {
   EXPECT_EQ(MeasuredPeakClockMhz("not measured (no GPU)", "fp8"), 0);
 }
 
+// Above 100% at a median SM clock above its file's dtype's peak's: explained, both clocks named.
+TEST(Problems, Above100IsExplainedByAClockAboveThePeaksClock) {
+  auto runs = [](const std::string& measured) {
+    auto gemm = [](const std::string& dt, double pct, double mhz) {
+      return Case{"gemm/gpu/cublaslt/square.8192/dt:" + dt,
+                  781,
+                  {{"pct_roofline", pct}, {"l2_resident", 0}, {"sm_clock_median_mhz", mhz}}};
+    };
+    // int8 at its peak's own clock, bf16 of a dtype the peak names no clock for: no reason.
+    const std::vector<Case> cases = {gemm("fp8", 102.6, 1980), gemm("int8", 101, 1455),
+                                     gemm("bf16", 103, 1980)};
+    const std::string ctx = R"("gpu_peak_measured": )" + nlohmann::json(measured).dump();
+    return Merge({ParseBenchmarkJson(CasesJson(cases, "NVIDIA H100", ctx), "a.json")});
+  };
+  const ProblemsFound p = FindProblems(runs(kFp8Peak + "; " + kInt8Peak), {});
+  EXPECT_EQ(
+      std::make_tuple(p.over_100, p.over_100_clock, p.over_100_clock_case, p.over_100_clock_peak),
+      std::make_tuple(3, 1, 1980., 1305.));
+  const std::string line = ProblemsSection(p).value().notes.front();
+  EXPECT_EQ(line.rfind("**Above 100%**: 3 value(s)", 0), 0u) << line;
+  EXPECT_NE(line.find(" 1 of them ran at a higher SM clock than their dtype's measured peak was "
+                      "taken at (up to 1980 against 1305 MHz"),
+            std::string::npos)
+      << line;
+  // A context with no clock for the dtype explains nothing.
+  const ProblemsFound none = FindProblems(runs("fp8 1372.0 TFLOP/s (cuBLASLt ...)"), {});
+  EXPECT_EQ(std::make_pair(none.over_100, none.over_100_clock), std::make_pair(3, 0));
+  EXPECT_EQ(ProblemsSection(none).value().notes.front().find("SM clock"), std::string::npos);
+}
+
 // Collectives whose timed spans read slower than a plain loop of the same calls (the harness's
 // cost, as 1 ms spans once added to a broadcast): named, the worst first; 1.1x and under is not.
 TEST(Problems, HarnessOverheadAgainstThePlainLoopIsNamed) {
