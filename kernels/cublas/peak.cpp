@@ -120,6 +120,8 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
                 timed, timed == 1 ? "" : "s", candidates, Name(scope), took);
   run.method = buf + best_how;
   if (run.sm_clock_mhz > 0) {
+    // The report reads the clock back from these words (tools/report/analyses/common.h,
+    // MeasuredPeakClockMhz): a case that ran faster explains a rate above its roof by it.
     std::snprintf(buf, sizeof buf, "; SM clock %.0f MHz (median while timed)", run.sm_clock_mhz);
     run.method += buf;
   }

@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/temp_dir.h"
 #include "tests/tools/report_cases.h"
+#include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/analyses/problems.h"
@@ -603,6 +605,63 @@ TEST(Problems, Above100IsExplainedByOperandsInL2) {
                 "1 of them are of cases whose operands fit in the GPU's L2 (counter "
                 "`l2_resident`)") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// gpu_peak_measured's fp8 and int8 parts as an H100 run wrote them (kernels/cublas/peak.cpp).
+const std::string kFp8Peak =
+    R"(fp8 1372.0 TFLOP/s (cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (search )"
+    R"("shapes", 9.6 s): 8448x8192x8192 TN, best of 5 batches of 38; cublasLtMatmul search best )"
+    R"(of 8 heuristic results: #0 (algo 66 tile 128x160 stages 36 splitk 1 swizzle 0 cluster 3) )"
+    R"(compute 32F full accum workspace 32 MiB (needs 4 B) fp8 (e4m3 x e4m3 -> bf16); SM clock )"
+    R"(1305 MHz (median while timed)))";
+const std::string kInt8Peak =
+    R"(int8 1477.8 TOPS (cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (search )"
+    R"("shapes", 7.6 s): 8192x8192x8192 TN, best of 5 batches of 41; cublasLtMatmul search best )"
+    R"(of 8 heuristic results: #6 (algo 39 tile 128x128 stages 36 splitk 1 swizzle 0 cluster 12) )"
+    R"(compute 32I workspace 32 MiB (needs 7.00058 MiB) int8 (int8 x int8 -> int32); SM clock )"
+    R"(1455 MHz (median while timed)))";
+
+TEST(Problems, TheMeasuredPeaksClockIsReadPerDtype) {
+  const std::string measured = kFp8Peak + "; " + kInt8Peak;
+  EXPECT_EQ(MeasuredPeakPart(measured, "int8"), kInt8Peak);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "fp8"), 1305);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "fp8_e5m2"), 1305);  // fp8's peak
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "int8"), 1455);
+  // No part of the dtype, no clock in its part, or words the writer does not write: no clock.
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "bf16"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("fp8 1372.0 TFLOP/s (cuBLASLt ...)", "fp8"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("fp8 1 T (x; SM clock ? MHz (median while timed))", "fp8"), 0);
+  EXPECT_EQ(MeasuredPeakClockMhz("not measured (no GPU)", "fp8"), 0);
+}
+
+// Above 100% at a median SM clock above its file's dtype's peak's: explained, both clocks named.
+TEST(Problems, Above100IsExplainedByAClockAboveThePeaksClock) {
+  auto runs = [](const std::string& measured) {
+    auto gemm = [](const std::string& dt, double pct, double mhz) {
+      return Case{"gemm/gpu/cublaslt/square.8192/dt:" + dt,
+                  781,
+                  {{"pct_roofline", pct}, {"l2_resident", 0}, {"sm_clock_median_mhz", mhz}}};
+    };
+    // int8 at its peak's own clock, bf16 of a dtype the peak names no clock for: no reason.
+    const std::vector<Case> cases = {gemm("fp8", 102.6, 1980), gemm("int8", 101, 1455),
+                                     gemm("bf16", 103, 1980)};
+    const std::string ctx = R"("gpu_peak_measured": )" + nlohmann::json(measured).dump();
+    return Merge({ParseBenchmarkJson(CasesJson(cases, "NVIDIA H100", ctx), "a.json")});
+  };
+  const ProblemsFound p = FindProblems(runs(kFp8Peak + "; " + kInt8Peak), {});
+  EXPECT_EQ(
+      std::make_tuple(p.over_100, p.over_100_clock, p.over_100_clock_case, p.over_100_clock_peak),
+      std::make_tuple(3, 1, 1980., 1305.));
+  const std::string line = ProblemsSection(p).value().notes.front();
+  EXPECT_EQ(line.rfind("**Above 100%**: 3 value(s)", 0), 0u) << line;
+  EXPECT_NE(line.find(" 1 of them ran at a higher SM clock than their dtype's measured peak was "
+                      "taken at (up to 1980 against 1305 MHz"),
+            std::string::npos)
+      << line;
+  // A context with no clock for the dtype explains nothing.
+  const ProblemsFound none = FindProblems(runs("fp8 1372.0 TFLOP/s (cuBLASLt ...)"), {});
+  EXPECT_EQ(std::make_pair(none.over_100, none.over_100_clock), std::make_pair(3, 0));
+  EXPECT_EQ(ProblemsSection(none).value().notes.front().find("SM clock"), std::string::npos);
 }
 
 // Collectives whose timed spans read slower than a plain loop of the same calls (the harness's

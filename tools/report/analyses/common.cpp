@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 #include "fixtures/schema/schema.h"
 
@@ -183,28 +184,45 @@ std::string FlopUnit(const std::string& dtype) {
   return dtype.rfind("int", 0) == 0 ? "OP/s" : "FLOP/s";
 }
 
+std::string MeasuredPeakPart(const std::string& measured, std::string dtype) {
+  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
+  // "f32 50.7 TFLOP/s (how; more); bf16 769.3 TFLOP/s (...)": parts at parenthesis depth 0.
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= measured.size(); ++i) {
+    const bool end = i == measured.size() || (depth == 0 && measured.compare(i, 2, "; ") == 0);
+    if (!end) {
+      depth += measured[i] == '(' ? 1 : measured[i] == ')' ? -1 : 0;
+      continue;
+    }
+    std::string part = measured.substr(start, i - start);
+    start = i + 2;
+    if (part.rfind(dtype + " ", 0) == 0) return part;
+  }
+  return "";
+}
+
 std::string MeasuredPeakOf(const std::map<std::string, std::string>& context,
                            const std::string& device, std::string dtype) {
   auto it = context.find(
       std::string(device == "gpu" ? schema::kCtxGpuPeakMeasured : schema::kCtxCpuPeakMeasured));
   if (it == context.end()) return "";
-  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
-  // "f32 50.7 TFLOP/s (how; more); bf16 769.3 TFLOP/s (...)": parts at parenthesis depth 0.
-  const std::string& s = it->second;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    const bool end = i == s.size() || (depth == 0 && s.compare(i, 2, "; ") == 0);
-    if (!end) {
-      depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
-      continue;
-    }
-    const std::string part = s.substr(start, i - start);
-    start = i + 2;
-    if (part.rfind(dtype + " ", 0) != 0) continue;
-    return "measured " + part.substr(0, part.find(" ("));
-  }
-  return "";
+  const std::string part = MeasuredPeakPart(it->second, std::move(dtype));
+  return part.empty() ? "" : "measured " + part.substr(0, part.find(" ("));
+}
+
+double MeasuredPeakClockMhz(const std::string& measured, const std::string& dtype) {
+  // kernels/cublas/peak.cpp ends the method with "; SM clock %.0f MHz (median while timed)".
+  // fp8_e5m2 takes fp8's peak (fixtures/machine/peak.h).
+  const std::string part = MeasuredPeakPart(measured, dtype == "fp8_e5m2" ? "fp8" : dtype),
+                    key = "; SM clock ", tail = " MHz (median while timed)";
+  const size_t at = part.rfind(key);
+  if (at == std::string::npos) return 0;
+  const char* from = part.c_str() + at + key.size();
+  char* end = nullptr;
+  const double mhz = std::strtod(from, &end);
+  if (end == from || part.compare(end - part.c_str(), tail.size(), tail) != 0) return 0;
+  return std::isfinite(mhz) && mhz > 0 ? mhz : 0;
 }
 
 std::string InputsNote(const std::vector<std::string>& inputs) {

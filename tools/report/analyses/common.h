@@ -56,6 +56,14 @@ std::string FlopUnit(const std::string& dtype);
 // from the context's gpu_peak_measured / cpu_peak_measured; empty where the context has none.
 std::string MeasuredPeakOf(const std::map<std::string, std::string>& context,
                            const std::string& device, std::string dtype);
+// The part of a gpu_peak_measured / cpu_peak_measured value that is `dtype`'s ("amp_bf16" reads
+// bf16's), "fp8 1372.0 TFLOP/s (cuBLASLt ...; SM clock 1305 MHz (median while timed))"; empty where
+// the value names none.
+std::string MeasuredPeakPart(const std::string& measured, std::string dtype);
+// The SM clock the GPU's measured peak of `dtype` was timed at, in MHz, from its part's "SM clock
+// 1305 MHz (median while timed)" (kernels/cublas/peak.cpp writes it; fp8_e5m2 reads fp8's); 0
+// where it names none.
+double MeasuredPeakClockMhz(const std::string& measured, const std::string& dtype);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <set>
 
+#include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
 
 namespace dlb::report {
 
@@ -64,6 +66,25 @@ std::string Names(const std::vector<std::string>& names, size_t shown = 8) {
     out += (i ? ", " : "") + std::string("`") + names[i] + "`";
   if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
   return out;
+}
+
+// The SM clock a GPU case's dtype's measured peak was timed at, the highest over the
+// gpu_peak_measured of the files the case came from; 0 where one of them names none.
+double PeakClockOf(const MergedRuns& runs, const Bench& b) {
+  if (!b.parsed || b.parsed->device != "gpu") return 0;
+  const std::string dt = b.parsed->Get(key::kDType);
+  if (dt.empty() || b.files.empty()) return 0;
+  double high = 0;
+  for (const std::string& file : b.files) {
+    auto it = runs.file_contexts.find(file);
+    const double mhz =
+        it == runs.file_contexts.end()
+            ? 0
+            : MeasuredPeakClockMhz(ContextValue(it->second, schema::kCtxGpuPeakMeasured), dt);
+    if (!(mhz > 0)) return 0;
+    high = std::max(high, mhz);
+  }
+  return high;
 }
 
 }  // namespace
@@ -130,6 +151,16 @@ ProblemsFound FindProblems(const MergedRuns& runs,
       if (!std::isfinite(v) || v <= 100) continue;
       ++p.over_100;
       if (b.Counter(schema::kL2Resident) > 0) ++p.over_100_l2;
+      // A roof of the measured compute peak, timed at a lower clock than the case ran at.
+      if (c == schema::kPctRoofline && !(b.roofline && b.roofline->bound == schema::kBoundMemory))
+        if (const double peak = PeakClockOf(runs, b), clock = b.Counter(schema::kSmClockMedianMhz);
+            peak > 0 && clock > peak) {
+          ++p.over_100_clock;
+          if (clock / peak > p.over_100_clock_case / std::max(p.over_100_clock_peak, 1.0)) {
+            p.over_100_clock_case = clock;
+            p.over_100_clock_peak = peak;
+          }
+        }
       if (v > p.over_100_max) {
         p.over_100_max = v;
         p.over_100_case = b.name;
@@ -182,7 +213,17 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
                                                "GPU's L2 (counter `l2_resident`): their launches "
                                                "read them from L2, faster than the DRAM-fed GEMMs "
                                                "the peak was measured on."
-                                         : std::string()));
+                                         : std::string()) +
+                      (p.over_100_clock > 0
+                           ? Prose({" ", Cell::Count(p.over_100_clock),
+                                    " of them ran at a higher SM clock than their dtype's measured "
+                                    "peak was taken at (up to ",
+                                    Cell::Number(p.over_100_clock_case, 4), " against ",
+                                    Cell::Number(p.over_100_clock_peak, 4),
+                                    " MHz, counter `sm_clock_median_mhz`): the peak's search holds "
+                                    "the GPU at its power cap; a case's shorter timed spans run at "
+                                    "a higher clock."})
+                           : std::string()));
   if (!p.overhead.empty())
     s.notes.push_back(Prose({"**Harness overhead**: ", Cell::Count(int64_t(p.overhead.size())),
                              " case(s) timed more than ", Cell::Number(kHarnessOverhead, 3),

@@ -1,8 +1,9 @@
 // The report's first section, Problems: what a reader must know before trusting a figure, and only
 // what applies. Throttled GPU cases (the clock against its maximum, the reasons, how many cases),
-// values above 100% of a peak or roof, cases the harness's timing made slower than a plain loop
-// of the same calls, failed and mistrusted cases by name, figures measured once,
-// and inputs mixed across dates, revisions, hosts, tiers or library versions.
+// values above 100% of a peak or roof (and why: operands in L2, a clock above the peak's), cases
+// the harness's timing made slower than a plain loop of the same calls, failed and mistrusted
+// cases by name, figures measured once, and inputs mixed across dates, revisions, hosts, tiers or
+// library versions.
 #pragma once
 
 #include <map>
@@ -23,6 +24,11 @@ struct ProblemsFound {
   // Values of pct_peak / pct_roofline above 100.
   int over_100 = 0;
   int over_100_l2 = 0;  // of the values above 100%, those of cases whose operands fit in L2
+  // Of them, the pct_roofline values of GPU cases not memory-bound whose median SM clock is above
+  // the one their dtype's measured peak was timed at (their file's gpu_peak_measured); the case's
+  // and the peak's clock (MHz) of the widest such gap.
+  int over_100_clock = 0;
+  double over_100_clock_case = 0, over_100_clock_peak = 0;
   double over_100_max = 0;
   std::string over_100_case, over_100_counter;
   // Cases timed more than kHarnessOverhead slower than a plain loop of the same calls (counter

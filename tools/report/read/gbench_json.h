@@ -60,6 +60,8 @@ struct Bench {
 struct MergedRuns {
   std::vector<Bench> benches;                  // in first-seen order
   std::map<std::string, std::string> context;  // of the first file; later files fill gaps
+  // Each file's own context, by its path (Bench::files): what a case was measured against.
+  std::map<std::string, std::map<std::string, std::string>> file_contexts;
 };
 
 // Files of several binaries merged into one run keep one context, whose command line is one

@@ -72,6 +72,7 @@ MergedRuns Merge(const std::vector<FileData>& files) {
   std::unordered_map<std::string, size_t> index;
   std::vector<char> any_measured;
   for (const FileData& f : files) {
+    out.file_contexts.emplace(f.path, f.context);
     for (const auto& [k, v] : f.context) {
       // A value a file could not give ("not measured (this family does no arithmetic)", "not
       // loaded") is a gap that a later file fills: a collectives run first must not hide the
