@@ -106,6 +106,9 @@ TEST(Repro, AMergedRunGivesEachCaseItsOwnBinaryAndFlags) {
   EXPECT_EQ(ShellSplit(ReproCommand(old, gemm)).front(), "/b/bench_gemm");
   // A name outside dlbench's scheme keeps the recorded binary.
   EXPECT_EQ(ShellSplit(ReproCommand(old, "BM_Copy/64")).front(), "/b/bench_gemm");
+  // A file's own binary is kept whatever its name: one binary may hold every family.
+  const MergedRuns all = Merge({file("/b/bench_all", "--dlb_seed=1", comm, "a.json")});
+  EXPECT_EQ(ShellSplit(ReproCommand(all.context, comm)).front(), "/b/bench_all");
 }
 
 }  // namespace

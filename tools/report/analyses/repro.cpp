@@ -89,10 +89,13 @@ std::string ReproCommand(const std::map<std::string, std::string>& context, std:
   // The case's own family's command and binary where the run merged several binaries' files.
   const std::optional<BenchName> parsed = ParseName(name);
   const std::string family = parsed ? parsed->family : "";
+  bool family_known = false;
   auto own = [&](std::string_view prefix, std::string_view key) {
     if (!family.empty())
-      if (auto it = context.find(std::string(prefix) + family); it != context.end())
+      if (auto it = context.find(std::string(prefix) + family); it != context.end()) {
+        family_known = true;
         return it->second;
+      }
     return ContextValue(context, key);
   };
   std::vector<std::string> recorded;
@@ -106,11 +109,11 @@ std::string ReproCommand(const std::map<std::string, std::string>& context, std:
   if (binary.empty()) binary = own(kFamilyExecutableKey, schema::kCtxExecutable);
   if (binary.empty() && !recorded.empty()) binary = recorded.front();
   if (binary.empty()) return {};
-  // A context that kept no command of this family (written before Merge kept them) names another
-  // family's binary: the case's own, bench_<family>, sits beside it.
+  // A context that kept no command of this family (a history run stored before Merge kept them)
+  // may name another family's binary: the case's own, bench_<family>, sits beside it.
   const std::filesystem::path path(binary);
   const std::string mine = "bench_" + family;
-  if (!family.empty() && path.filename().string().rfind("bench_", 0) == 0 &&
+  if (!family_known && !family.empty() && path.filename().string().rfind("bench_", 0) == 0 &&
       path.filename() != mine)
     binary = (path.parent_path() / mine).string();
   std::string out =
