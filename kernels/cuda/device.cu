@@ -80,6 +80,20 @@ int DeviceCount() { return Devices().count; }
 
 std::string NoDeviceReason() { return Devices().reason; }
 
+std::string UuidText(const unsigned char (&bytes)[16]) {
+  bool any = false;
+  for (unsigned char b : bytes) any |= b != 0;
+  if (!any) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
 DeviceInfo QueryDevice(int device) {
   DeviceInfo info;
   cudaDeviceProp p{};
@@ -98,6 +112,9 @@ DeviceInfo QueryDevice(int device) {
   info.mem_clock_mhz = khz / 1000.0;
   DLB_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
   DLB_CHECK(cudaDriverGetVersion(&info.driver_api_version));
+  unsigned char uuid[16];
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(p.uuid.bytes[i]);
+  info.uuid = UuidText(uuid);
   char bus[32] = {};
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess)
     info.pci_bus_id = bus;

@@ -35,8 +35,12 @@ struct DeviceInfo {
   int runtime_version = 0;     // cudaRuntimeGetVersion
   int driver_api_version = 0;  // cudaDriverGetVersion
   std::string pci_bus_id;      // "0000:65:00.0": names the same GPU to NVML; "" if not reported
+  std::string uuid;            // "GPU-01bb73db-3082-f944-1802-9550f5cb8ecf" (UuidText)
 };
 DeviceInfo QueryDevice(int device = 0);
+// A GPU's 16-byte UUID as nvidia-smi and NVML print it: "GPU-" and the bytes in lower-case hex,
+// grouped 4-2-2-2-6; "" when every byte is zero (not reported).
+std::string UuidText(const unsigned char (&bytes)[16]);
 
 // Free and total device memory in bytes.
 void MemInfo(size_t* free_bytes, size_t* total_bytes);

@@ -473,6 +473,27 @@ TEST(Problems, TheMachineLineSaysWhatTheInputsSpan) {
 
 // A file that loaded no cuDNN is no cuDNN version of its own, and PyTorch's integer version is
 // the same version as dlbench's dotted one: neither makes the inputs mixed.
+// One host name, one GPU model, two cards (the runs' UUIDs differ): the machine line says so.
+TEST(Problems, TheMachineLineCountsCardsByUuid) {
+  const MergedRuns runs = Merge({ParseBenchmarkJson(
+      CasesJson({Case{"gemm/gpu/cublaslt/square.64/dt:bf16", 5}}, "NVIDIA H100 80GB HBM3"),
+      "a.json")});
+  auto ctx = [](const char* uuid) {
+    return std::map<std::string, std::string>{
+        {"host_name", "vm"}, {"gpu_name", "NVIDIA H100 80GB HBM3"}, {"gpu_uuid", uuid}};
+  };
+  const Document d = FullReport(runs, {"a.json", "b.json", "c.json"},
+                                {ctx("GPU-01bb"), ctx("GPU-8ddf"), ctx("not reported")});
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes[0].find("NVIDIA H100 80GB HBM3, 2 GPU UUIDs (GPU-01bb, GPU-8ddf)"),
+            std::string::npos)
+      << d.notes[0];
+  EXPECT_EQ(FullReport(runs, {"a.json", "b.json"}, {ctx("GPU-01bb"), ctx("GPU-01bb")})
+                .notes[0]
+                .find("UUID"),
+            std::string::npos);
+}
+
 TEST(Problems, MixedInputsIgnoreGapsAndReadCudnnIntegersAsVersions) {
   const MergedRuns runs = CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
   std::vector<std::map<std::string, std::string>> contexts = {{{"cudnn_version", "9.19.0"}},

@@ -22,6 +22,7 @@ constexpr std::pair<std::string_view, std::string_view> kMixKeys[] = {
     {schema::kCtxNumCpus, "CPU counts"},
     {schema::kCtxTier, "tiers"},
     {schema::kCtxGpuName, "GPUs"},
+    {schema::kCtxGpuUuid, "GPU UUIDs"},
     {schema::kCtxGpuDriver, "drivers"},
     {schema::kCtxCudnnVersion, "cuDNN versions"},
     {schema::kCtxCublasVersion, "cuBLAS versions"},

@@ -53,6 +53,9 @@ std::string MachineLine(const std::map<std::string, std::string>& ctx, bool gpu,
   if (gpu) {
     gpu_name = spread("GPUs");
     if (gpu_name.empty()) gpu_name = ContextValue(ctx, schema::kCtxGpuName);
+    // Cards alike by name but not the same card (the UUIDs differ): say how many.
+    if (std::string cards = spread("GPU UUIDs"); !cards.empty())
+      gpu_name = JoinNonEmpty({gpu_name, cards}, ", ");
   }
   std::string machine = JoinNonEmpty({cpu, gpu_name}, ", ");
   std::string host = spread("hosts");

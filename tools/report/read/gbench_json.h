@@ -82,8 +82,8 @@ inline constexpr std::string_view kFamilyExecutableKey = "executable@";
 //    wins.
 MergedRuns Merge(const std::vector<FileData>& files);
 
-// A context value a file could not give ("", "not measured (...)", "not loaded"): a gap, not a
-// value (the merged context fills it from a later file; mixed inputs do not count it).
+// A context value a file could not give ("", "not measured (...)", "not loaded", "not reported"): a
+// gap, not a value (the merged context fills it from a later file; mixed inputs do not count it).
 bool IsContextGap(const std::string& value);
 
 // A context field as text (FileData::context, MergedRuns::context); empty when it is not there.

@@ -64,7 +64,8 @@ std::vector<std::string> Bench::CounterNames() const {
 }
 
 bool IsContextGap(const std::string& value) {
-  return value.empty() || value.rfind("not measured", 0) == 0 || value.rfind("not loaded", 0) == 0;
+  return value.empty() || value.rfind("not measured", 0) == 0 ||
+         value.rfind("not loaded", 0) == 0 || value.rfind("not reported", 0) == 0;
 }
 
 MergedRuns Merge(const std::vector<FileData>& files) {
