@@ -86,34 +86,34 @@ std::vector<std::string> ReproFlags(const std::vector<std::string>& argv) {
 }
 
 std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name) {
-  // The case's own family's command and binary where the run merged several binaries' files.
+  // The case's own family's command and binary where the run merged several binaries' files
+  // (Merge keeps them per family), else the run's.
   const std::optional<BenchName> parsed = ParseName(name);
   const std::string family = parsed ? parsed->family : "";
-  bool family_known = false;
-  auto own = [&](std::string_view prefix, std::string_view key) {
-    if (!family.empty())
-      if (auto it = context.find(std::string(prefix) + family); it != context.end()) {
-        family_known = true;
-        return it->second;
-      }
-    return ContextValue(context, key);
+  auto own = [&](std::string_view prefix) {
+    return family.empty() ? std::string() : ContextValue(context, std::string(prefix) + family);
+  };
+  const std::string own_command = own(kFamilyCommandKey), own_binary = own(kFamilyExecutableKey);
+  const bool family_kept = !own_command.empty() || !own_binary.empty();
+  auto value = [&](const std::string& kept, std::string_view key) {
+    return kept.empty() ? ContextValue(context, key) : kept;
   };
   std::vector<std::string> recorded;
-  if (std::string command = own(kFamilyCommandKey, schema::kCtxCommand); !command.empty())
+  if (std::string command = value(own_command, schema::kCtxCommand); !command.empty())
     recorded = ShellSplit(command);
   // The recorded command's binary where it is absolute (the harness records it so), else Google
   // Benchmark's executable (argv[0] as typed).
   std::string binary;
   if (!recorded.empty() && !recorded.front().empty() && recorded.front()[0] == '/')
     binary = recorded.front();
-  if (binary.empty()) binary = own(kFamilyExecutableKey, schema::kCtxExecutable);
+  if (binary.empty()) binary = value(own_binary, schema::kCtxExecutable);
   if (binary.empty() && !recorded.empty()) binary = recorded.front();
   if (binary.empty()) return {};
   // A context that kept no command of this family (a history run stored before Merge kept them)
   // may name another family's binary: the case's own, bench_<family>, sits beside it.
   const std::filesystem::path path(binary);
   const std::string mine = "bench_" + family;
-  if (!family_known && !family.empty() && path.filename().string().rfind("bench_", 0) == 0 &&
+  if (!family_kept && !family.empty() && path.filename().string().rfind("bench_", 0) == 0 &&
       path.filename() != mine)
     binary = (path.parent_path() / mine).string();
   std::string out =
