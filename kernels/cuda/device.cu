@@ -357,17 +357,45 @@ autotune::Sample EventTimer::TimeLaunches(StreamRef stream, int runs,
 
 void Sync(StreamRef stream) { DLB_CHECK(cudaStreamSynchronize(stream)); }
 
+#ifdef DLBENCH_HAVE_NVML
+namespace {
+// NVML opened once for the process and left open: nvmlInit costs milliseconds or more, too much
+// to pay around every timed batch (it is reference-counted, so the device monitor's own
+// init and shutdown leave this one open).
+bool NvmlOpen() {
+  static const bool open = nvmlInit_v2() == NVML_SUCCESS;
+  return open;
+}
+
+// CUDA device `device`'s NVML handle: the PCI bus id names the same GPU to NVML whatever
+// CUDA_VISIBLE_DEVICES renumbers.
+bool NvmlHandle(int device, nvmlDevice_t* dev) {
+  char bus[32] = {};
+  const bool found = NvmlOpen() && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
+                     nvmlDeviceGetHandleByPciBusId_v2(bus, dev) == NVML_SUCCESS;
+  cudaGetLastError();
+  return found;
+}
+}  // namespace
+#endif
+
+double SmClockMhz(int device) {
+#ifdef DLBENCH_HAVE_NVML
+  nvmlDevice_t dev{};
+  unsigned clock = 0;
+  if (NvmlHandle(device, &dev) &&
+      nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &clock) == NVML_SUCCESS)
+    return clock;
+#else
+  (void)device;
+#endif
+  return 0;
+}
+
 double SyncSamplingSmClock(StreamRef stream, int device) {
   std::vector<double> mhz;
 #ifdef DLBENCH_HAVE_NVML
-  const bool nvml = nvmlInit_v2() == NVML_SUCCESS;
-  nvmlDevice_t dev{};
-  char bus[32] = {};
-  // The PCI bus id names the same GPU to NVML whatever CUDA_VISIBLE_DEVICES renumbers.
-  const bool found = nvml && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
-                     nvmlDeviceGetHandleByPciBusId_v2(bus, &dev) == NVML_SUCCESS;
-  cudaGetLastError();
-  if (found) {
+  if (nvmlDevice_t dev{}; NvmlHandle(device, &dev)) {
     while (cudaStreamQuery(stream) == cudaErrorNotReady) {
       unsigned clock = 0;
       if (nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &clock) == NVML_SUCCESS && clock > 0)
@@ -376,7 +404,6 @@ double SyncSamplingSmClock(StreamRef stream, int device) {
     }
     cudaGetLastError();  // a real error surfaces in the synchronisation below
   }
-  if (nvml) nvmlShutdown();
 #else
   (void)device;
 #endif

@@ -106,6 +106,8 @@ void Sync(StreamRef stream);
 // every millisecond meanwhile: the median of what it read, in MHz; 0 when nothing could be read
 // (no NVML in this build or on this machine, or work too short for one reading).
 double SyncSamplingSmClock(StreamRef stream, int device = 0);
+// The device's SM clock now (NVML), in MHz; 0 when it cannot be read.
+double SmClockMhz(int device = 0);
 
 // The memory bandwidth a device reaches: device-to-device cudaMemcpyAsync of a buffer far beyond
 // L2 (1 GiB, or 16 x L2 where that is more; halved while it does not fit), the best of 5 timed

@@ -547,6 +547,28 @@ const std::string kInt8Peak =
     R"(compute 32I workspace 32 MiB (needs 7.00058 MiB) int8 (int8 x int8 -> int32); SM clock )"
     R"(1455 MHz (median while timed)))";
 
+// The same for a search that also re-times its fastest shapes like a case (an H200 run): the
+// clock read is the peak's, the last one of the part, not the sustained rate's.
+const std::string kFp8PeakReTimed =
+    R"(fp8 1480.9 TFLOP/s (cuBLASLt best of 6 shapes x up to 32 heuristic algorithms (search )"
+    R"("shapes", 13.4 s), sustained: 4096x4096x4096 TN, best of 5 batches of 259; cublasLtMatmul )"
+    R"(search best of 8 heuristic results: #3 (algo 66 tile 256x64 stages 36 splitk 1 swizzle 0 )"
+    R"(cluster 5) compute 32F full accum workspace 32 MiB (needs 4 B) fp8 (e4m3 x e4m3 -> bf16); )"
+    R"(1345.5 TFLOP/s at 1755 MHz; re-timed like a case, the fastest 6: 12288x8192x8192 TN, as a )"
+    R"(case: best of 22 spans of 1 after 500 ms idle; cublasLtMatmul search best of 8 heuristic )"
+    R"(results: #0 (algo 66 tile 128x160 stages 36 splitk 1 swizzle 0 cluster 3) compute 32F full )"
+    R"(accum workspace 32 MiB (needs 4 B) fp8 (e4m3 x e4m3 -> bf16); 1480.9 TFLOP/s; the peak: )"
+    R"(the case-like rate; SM clock 1980 MHz (median while timed)))";
+
+TEST(Problems, TheReTimedPeaksClockIsTheOneItsRateWasTimedAt) {
+  const std::string measured = kInt8Peak + "; " + kFp8PeakReTimed;
+  EXPECT_EQ(MeasuredPeakPart(measured, "fp8"), kFp8PeakReTimed);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "fp8"), 1980);
+  EXPECT_EQ(MeasuredPeakClockMhz(measured, "int8"), 1455);
+  EXPECT_EQ(MeasuredPeakOf({{"gpu_peak_measured", measured}}, "gpu", "fp8"),
+            "measured fp8 1480.9 TFLOP/s");
+}
+
 TEST(Problems, TheMeasuredPeaksClockIsReadPerDtype) {
   const std::string measured = kFp8Peak + "; " + kInt8Peak;
   EXPECT_EQ(MeasuredPeakPart(measured, "int8"), kInt8Peak);

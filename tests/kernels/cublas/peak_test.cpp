@@ -15,6 +15,10 @@ TEST(GemmPeak, MeasuresARateBelowTheDatasheetAndAboveAFractionOfIt) {
     const GemmPeakRun run = MeasureGemmPeak(dt, PeakSearch::kOne);
     ASSERT_GT(run.flops, 0) << Name(dt) << ": " << run.method;
     EXPECT_NE(run.method.find("cuBLASLt"), std::string::npos) << run.method;
+    // Both timings ran, and the method says which rate is the peak.
+    EXPECT_NE(run.method.find("sustained: "), std::string::npos) << run.method;
+    EXPECT_NE(run.method.find("re-timed like a case"), std::string::npos) << run.method;
+    EXPECT_NE(run.method.find("; the peak: the "), std::string::npos) << run.method;
     // Dense FLOP per clock per SM of any GPU so far is at most 8192 (Hopper fp8): 2x that at the
     // max clock is beyond any GEMM, a 1000th of the f32 rate below any working one.
     const double ceiling = 2 * 8192.0 * d.sms * d.sm_clock_mhz * 1e6;
