@@ -157,8 +157,25 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
   }
   const int candidates = PeakSearchAlgorithms(scope);
   std::string why_not;
-  // The fastest shapes so far, fastest first, at most kFinalists (their GEMMs stay allocated).
+  // The fastest shapes so far, fastest first, at most kFinalists. Their GEMMs stay allocated while
+  // their operands take at most half the memory free now, the fastest first: on a small GPU the
+  // others are not re-timed rather than keep the next shapes from running.
   std::vector<Finalist> finalists;
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool known = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+  cudaGetLastError();  // unknown: every finalist keeps its GEMM, as a case would allocate anyway
+  const double keep_bytes = known ? 0.5 * double(free_bytes) : HUGE_VAL;
+  auto fit_memory = [&] {
+    double kept = 0;
+    for (Finalist& x : finalists) {
+      if (!x.gemm) continue;
+      kept += x.gemm->cost().bytes;
+      if (kept > keep_bytes) {
+        kept -= x.gemm->cost().bytes;
+        x.gemm.reset();
+      }
+    }
+  };
   int timed = 0;
   for (const PeakShape& p : shapes) {
     Finalist f{p, {}, nullptr};
@@ -182,6 +199,7 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
                                  [&](const Finalist& x) { return rate(x) < rate(f); });
     finalists.insert(at, std::move(f));
     if (finalists.size() > kFinalists) finalists.pop_back();
+    fit_memory();
   }
   if (timed == 0) {
     run.method = why_not;
@@ -194,7 +212,10 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
   run.sm_clock_mhz = best_sustained.sm_clock_mhz;
   Timed best_case;
   double case_flops = 0;
+  size_t retimed = 0;
   for (Finalist& f : finalists) {
+    if (!f.gemm) continue;
+    ++retimed;
     try {
       const Timed r = ReTimeLikeACase(*f.gemm, f.shape, f.sustained.seconds);
       if (const double flops = f.shape.Flops() / r.seconds; r.seconds > 0 && flops > case_flops) {
@@ -205,7 +226,7 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
       if (best_case.how.empty()) best_case.how = e.what();
     }
   }
-  const size_t retimed = finalists.size();
+  if (retimed == 0) best_case.how = "no shape's GEMM fit in half the GPU's free memory";
   finalists.clear();  // frees the operands before the caller's next allocation
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[200];
