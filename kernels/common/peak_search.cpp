@@ -63,4 +63,15 @@ std::vector<PeakShape> PeakSearchShapes(DType dt, PeakSearch scope, int sms) {
 
 int PeakSearchAlgorithms(PeakSearch scope) { return scope == PeakSearch::kOne ? 16 : 32; }
 
+std::vector<bool> PeakFinalistsKept(const std::vector<double>& bytes, double budget) {
+  std::vector<bool> kept(bytes.size(), false);
+  double used = 0;
+  for (size_t i = 0; i < bytes.size(); ++i)
+    if (used + bytes[i] <= budget) {
+      used += bytes[i];
+      kept[i] = true;
+    }
+  return kept;
+}
+
 }  // namespace dlb

@@ -38,4 +38,9 @@ std::vector<PeakShape> PeakSearchShapes(DType dt, PeakSearch scope, int sms);
 // How many of the library's heuristic algorithms are timed per shape (it may return fewer).
 int PeakSearchAlgorithms(PeakSearch scope);
 
+// The search's fastest shapes keep their GEMMs for the case-like re-timing (kernels/cublas/peak.h)
+// while their operands fit in `budget` bytes: given each finalist's bytes, fastest first, which
+// keep theirs. One too large for what is left is skipped and the next, smaller, may still fit.
+std::vector<bool> PeakFinalistsKept(const std::vector<double>& bytes, double budget);
+
 }  // namespace dlb

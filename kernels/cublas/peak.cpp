@@ -166,15 +166,11 @@ GemmPeakRun MeasureGemmPeak(DType dt, PeakSearch scope) {
   cudaGetLastError();  // unknown: every finalist keeps its GEMM, as a case would allocate anyway
   const double keep_bytes = known ? 0.5 * double(free_bytes) : HUGE_VAL;
   auto fit_memory = [&] {
-    double kept = 0;
-    for (Finalist& x : finalists) {
-      if (!x.gemm) continue;
-      kept += x.gemm->cost().bytes;
-      if (kept > keep_bytes) {
-        kept -= x.gemm->cost().bytes;
-        x.gemm.reset();
-      }
-    }
+    std::vector<double> bytes;
+    for (const Finalist& x : finalists) bytes.push_back(x.gemm ? x.gemm->cost().bytes : 0.0);
+    const std::vector<bool> kept = PeakFinalistsKept(bytes, keep_bytes);
+    for (size_t i = 0; i < finalists.size(); ++i)
+      if (!kept[i]) finalists[i].gemm.reset();
   };
   int timed = 0;
   for (const PeakShape& p : shapes) {

@@ -77,5 +77,16 @@ TEST(PeakSearch, WaveAlignedShapesFollowTheSmCount) {
     EXPECT_NE(s.m, 8448) << "no SM count, no wave-aligned shape";
 }
 
+TEST(PeakFinalistsKept, TheFastestKeepTheirGemmsWhileTheyFit) {
+  // Everything fits: every finalist is re-timed.
+  EXPECT_EQ(PeakFinalistsKept({1, 2, 3}, 10), (std::vector<bool>{true, true, true}));
+  // The fastest first; one too large for what is left is skipped, a smaller one after it fits.
+  EXPECT_EQ(PeakFinalistsKept({4, 5, 1, 3}, 6), (std::vector<bool>{true, false, true, false}));
+  // Exactly the budget fits; none fits a budget of 0 unless it holds nothing (a dropped GEMM).
+  EXPECT_EQ(PeakFinalistsKept({3, 3}, 6), (std::vector<bool>{true, true}));
+  EXPECT_EQ(PeakFinalistsKept({1, 0}, 0), (std::vector<bool>{false, true}));
+  EXPECT_TRUE(PeakFinalistsKept({}, 1).empty());
+}
+
 }  // namespace
 }  // namespace dlb
