@@ -5,6 +5,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
+#include "kernels/common/stats.h"
 
 namespace dlb {
 
@@ -82,27 +83,20 @@ Cost MlpStepCost(const TrainShape& shape) {
   return c;
 }
 
-namespace {
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-}  // namespace
-
 StepPhases StepPhases::FromSamples(std::vector<double> fwd, std::vector<double> bwd,
                                    std::vector<double> opt) {
   if (fwd.empty()) throw Error("step phases: no forward samples");
   StepPhases p;
   p.measured = true;
-  p.fwd_s = Median(std::move(fwd));
-  p.bwd_s = Median(std::move(bwd));
-  p.opt_s = Median(std::move(opt));
+  p.fwd_s = UpperMedian(std::move(fwd));
+  p.bwd_s = UpperMedian(std::move(bwd));
+  p.opt_s = UpperMedian(std::move(opt));
   return p;
 }
 
 std::vector<std::pair<std::string, double>> StepPhases::Counters(Pass pass) const {
-  // The names are fixtures/schema/schema.h's kFwdS, kBwdS and kOptS (kernels/ does not include fixtures/).
+  // The names are fixtures/schema/schema.h's kFwdS, kBwdS and kOptS (kernels/ does not include
+  // fixtures/).
   std::vector<std::pair<std::string, double>> out;
   if (!measured) return out;
   out.emplace_back("fwd_s", fwd_s);

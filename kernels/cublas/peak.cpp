@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/common/stats.h"
 #include "kernels/cublas/gemm.h"
 #include "kernels/cuda/device.h"
 
@@ -40,12 +41,6 @@ struct Finalist {
   Timed sustained;
   std::unique_ptr<CublasLtGemm> gemm;
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::string ShapeText(const PeakShape& p) {
   char buf[96];
@@ -88,7 +83,7 @@ void TimeSustained(Finalist* f, DType dt, int candidates, double warm_s) {
     if (mhz > 0) clocks.push_back(mhz);
     if (s > 0 && (r.seconds == 0 || s < r.seconds)) r.seconds = s;
   }
-  r.sm_clock_mhz = Median(clocks);
+  r.sm_clock_mhz = UpperMedian(clocks);
   char buf[96];
   std::snprintf(buf, sizeof buf, ", best of %d batches of %d", kBatches, per_batch);
   r.how = ShapeText(f->shape) + buf + "; " + gemm.label();
@@ -127,7 +122,7 @@ Timed ReTimeLikeACase(CublasLtGemm& gemm, const PeakShape& shape, double one_s) 
     if (s > 0 && (r.seconds == 0 || s < r.seconds)) r.seconds = s;
     if (++spans >= 10000) break;
   }
-  r.sm_clock_mhz = Median(clocks);
+  r.sm_clock_mhz = UpperMedian(clocks);
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s, as a case: best of %d spans of %d after %d ms idle",
                 ShapeText(shape).c_str(), spans, per_span, kIdleMs);

@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "kernels/common/fill.h"
+#include "kernels/common/stats.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
@@ -368,12 +371,21 @@ bool NvmlOpen() {
 }
 
 // CUDA device `device`'s NVML handle: the PCI bus id names the same GPU to NVML whatever
-// CUDA_VISIBLE_DEVICES renumbers.
+// CUDA_VISIBLE_DEVICES renumbers. Looked up once per device (a clock read between two timed spans
+// should not pay for the lookup again); the handle stays valid while NVML is open.
 bool NvmlHandle(int device, nvmlDevice_t* dev) {
+  static std::mutex mutex;
+  static std::map<int, nvmlDevice_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) {
+    *dev = it->second;
+    return true;
+  }
   char bus[32] = {};
   const bool found = NvmlOpen() && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
                      nvmlDeviceGetHandleByPciBusId_v2(bus, dev) == NVML_SUCCESS;
   cudaGetLastError();
+  if (found) known[device] = *dev;
   return found;
 }
 }  // namespace
@@ -408,9 +420,7 @@ double SyncSamplingSmClock(StreamRef stream, int device) {
   (void)device;
 #endif
   Sync(stream);
-  if (mhz.empty()) return 0;
-  std::nth_element(mhz.begin(), mhz.begin() + mhz.size() / 2, mhz.end());
-  return mhz[mhz.size() / 2];
+  return UpperMedian(std::move(mhz));
 }
 
 CopyBandwidth MeasureCopyBandwidth(int device) {
