@@ -148,11 +148,12 @@ inline int CheckSmokeJson(const nlohmann::json& json, const std::string& family)
 }
 
 // How far above 100 a CPU case's pct_peak may read before the measured peak counts as wrong.
-// The peak is measured when the binary starts (each thread's best of four 20 ms trials); a case
-// is timed later, for some milliseconds, and the clock the cores run at (turbo) moves in between
-// with temperature, power and what the rest of the machine (or a VM's host) does: a few percent,
-// on the 2-core CI VM up to 8% from one minute to the next; the case's timer adds its own spread.
-// 10 points cover that and still catch a wrong peak: the nominal model was 1.5-1.65x too low.
+// The peak is measured when the binary starts (rounds of each thread's best of four 20 ms trials,
+// until two rounds agree); a case is timed later, for some milliseconds, and the clock the cores
+// run at (turbo) moves in between with temperature, power and what the rest of the machine (or a
+// VM's host) does: a few percent, on the 2-core CI VM up to 8% from one minute to the next; the
+// case's timer adds its own spread. 10 points cover that and still catch a wrong peak: the nominal
+// model was 1.5-1.65x too low.
 inline constexpr double kPctPeakNoise = 10.0;
 
 // Runs `binary` with `args` under a peak cache of its own (XDG_CACHE_HOME in a fresh folder,
