@@ -97,6 +97,37 @@ std::string UuidText(const unsigned char (&bytes)[16]) {
   return out;
 }
 
+#ifdef DLBENCH_HAVE_NVML
+namespace {
+// NVML opened once for the process and left open: nvmlInit costs milliseconds or more, too much
+// to pay around every timed batch (it is reference-counted, so the device monitor's own
+// init and shutdown leave this one open).
+bool NvmlOpen() {
+  static const bool open = nvmlInit_v2() == NVML_SUCCESS;
+  return open;
+}
+
+// CUDA device `device`'s NVML handle: the PCI bus id names the same GPU to NVML whatever
+// CUDA_VISIBLE_DEVICES renumbers. Looked up once per device (a clock read between two timed spans
+// should not pay for the lookup again); the handle stays valid while NVML is open.
+bool NvmlHandle(int device, nvmlDevice_t* dev) {
+  static std::mutex mutex;
+  static std::map<int, nvmlDevice_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) {
+    *dev = it->second;
+    return true;
+  }
+  char bus[32] = {};
+  const bool found = NvmlOpen() && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
+                     nvmlDeviceGetHandleByPciBusId_v2(bus, dev) == NVML_SUCCESS;
+  cudaGetLastError();
+  if (found) known[device] = *dev;
+  return found;
+}
+}  // namespace
+#endif
+
 DeviceInfo QueryDevice(int device) {
   DeviceInfo info;
   cudaDeviceProp p{};
@@ -126,18 +157,17 @@ DeviceInfo QueryDevice(int device) {
   info.driver = std::to_string(info.driver_api_version / 1000) + "." +
                 std::to_string(info.driver_api_version % 1000 / 10) + " (driver API)";
 #ifdef DLBENCH_HAVE_NVML
-  if (nvmlInit_v2() == NVML_SUCCESS) {
+  if (NvmlOpen()) {
     char buf[96] = {};
     if (nvmlSystemGetDriverVersion(buf, sizeof buf) == NVML_SUCCESS) info.driver = buf;
-    nvmlDevice_t dev;
-    if (nvmlDeviceGetHandleByIndex_v2(static_cast<unsigned>(device), &dev) == NVML_SUCCESS) {
-      unsigned mhz = 0;
-      if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS && mhz)
-        info.sm_clock_mhz = mhz;
-      if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS && mhz)
-        info.mem_clock_mhz = mhz;
-    }
-    nvmlShutdown();
+  }
+  // The card's own handle (by PCI bus id): NVML's index ignores CUDA_VISIBLE_DEVICES.
+  if (nvmlDevice_t dev{}; NvmlHandle(device, &dev)) {
+    unsigned mhz = 0;
+    if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS && mhz)
+      info.sm_clock_mhz = mhz;
+    if (nvmlDeviceGetMaxClockInfo(dev, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS && mhz)
+      info.mem_clock_mhz = mhz;
   }
 #endif
   return info;
@@ -360,37 +390,6 @@ autotune::Sample EventTimer::TimeLaunches(StreamRef stream, int runs,
 
 void Sync(StreamRef stream) { DLB_CHECK(cudaStreamSynchronize(stream)); }
 
-#ifdef DLBENCH_HAVE_NVML
-namespace {
-// NVML opened once for the process and left open: nvmlInit costs milliseconds or more, too much
-// to pay around every timed batch (it is reference-counted, so the device monitor's own
-// init and shutdown leave this one open).
-bool NvmlOpen() {
-  static const bool open = nvmlInit_v2() == NVML_SUCCESS;
-  return open;
-}
-
-// CUDA device `device`'s NVML handle: the PCI bus id names the same GPU to NVML whatever
-// CUDA_VISIBLE_DEVICES renumbers. Looked up once per device (a clock read between two timed spans
-// should not pay for the lookup again); the handle stays valid while NVML is open.
-bool NvmlHandle(int device, nvmlDevice_t* dev) {
-  static std::mutex mutex;
-  static std::map<int, nvmlDevice_t> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = known.find(device); it != known.end()) {
-    *dev = it->second;
-    return true;
-  }
-  char bus[32] = {};
-  const bool found = NvmlOpen() && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
-                     nvmlDeviceGetHandleByPciBusId_v2(bus, dev) == NVML_SUCCESS;
-  cudaGetLastError();
-  if (found) known[device] = *dev;
-  return found;
-}
-}  // namespace
-#endif
-
 double SmClockMhz(int device) {
 #ifdef DLBENCH_HAVE_NVML
   nvmlDevice_t dev{};
@@ -409,9 +408,7 @@ double SyncSamplingSmClock(StreamRef stream, int device) {
 #ifdef DLBENCH_HAVE_NVML
   if (nvmlDevice_t dev{}; NvmlHandle(device, &dev)) {
     while (cudaStreamQuery(stream) == cudaErrorNotReady) {
-      unsigned clock = 0;
-      if (nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &clock) == NVML_SUCCESS && clock > 0)
-        mhz.push_back(clock);
+      if (const double clock = SmClockMhz(device); clock > 0) mhz.push_back(clock);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     cudaGetLastError();  // a real error surfaces in the synchronisation below
