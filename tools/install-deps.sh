@@ -32,10 +32,11 @@ esac
 # libjpeg-turbo's CMake config names libjpeg.a, which only that package installs (without it the
 # config fails to load); python3-skimage ships the photographs the generator starts from (without
 # them it makes procedural images). libopenmpi-dev + openmpi-bin: the collectives family's one
-# process per GPU (mpirun also runs its two-process tests).
+# process per GPU (mpirun also runs its two-process tests). zlib1g-dev: dlbench-report reads
+# gzip-compressed JSON (libpng-dev pulls it in too, but the report needs it on its own).
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
           libbenchmark-dev googletest libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev
-          libpq-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers libtorch-dev
+          zlib1g-dev libpq-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers libtorch-dev
           libturbojpeg0-dev libjpeg-dev libpng-dev python3-skimage libopenmpi-dev openmpi-bin)
 if [[ "$mode" != "--build" ]]; then
   # The PostgreSQL history tests start a private server of their own (initdb, pg_ctl).

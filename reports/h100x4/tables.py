@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Prints this folder's collectives table (Markdown) from the files beside it: every row of
-comm_<G>gpu_<launch>_r<N>.json beside the same row of nccltests_<G>gpu_<launch>_r<N>.txt.
+comm_<G>gpu_<launch>_r<N>.json.gz beside the same row of nccltests_<G>gpu_<launch>_r<N>.txt.
 Per row, the best (lowest) time of each side over the rounds; a row passes when dlbench's time is
 within 5% of nccl-tests' or, from 64 MiB up, its busbw is at least 0.98x nccl-tests'.
 Arguments, if any, are the rounds to read (`tables.py 3`: round 3 alone); else every round."""
-import glob, json, os, re, sys
+import glob, gzip, json, os, re, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLL = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
@@ -15,7 +15,7 @@ ROUNDS = set(sys.argv[1:])
 
 def nccl_tests():
     rows = {}
-    for p in glob.glob(os.path.join(HERE, "nccltests_*.txt")):
+    for p in sorted(glob.glob(os.path.join(HERE, "nccltests_*.txt"))):
         g, launch, rnd = re.match(r"nccltests_(\d)gpu_(one|mpi)_r(\d)\.txt", os.path.basename(p)).groups()
         if ROUNDS and rnd not in ROUNDS:
             continue
@@ -42,11 +42,12 @@ def nccl_tests():
 
 def dlbench():
     rows = {}
-    for p in glob.glob(os.path.join(HERE, "comm_*gpu_*_r*.json")):
-        g, launch, rnd = re.match(r"comm_(\d)gpu_(one|mpi)_r(\d)\.json", os.path.basename(p)).groups()
+    for p in sorted(glob.glob(os.path.join(HERE, "comm_*gpu_*_r*.json.gz"))):
+        g, launch, rnd = re.match(r"comm_(\d)gpu_(one|mpi)_r(\d)\.json\.gz",
+                                  os.path.basename(p)).groups()
         if ROUNDS and rnd not in ROUNDS:
             continue
-        for e in json.load(open(p))["benchmarks"]:
+        for e in json.load(gzip.open(p))["benchmarks"]:
             m = re.search(r"nccl/(\w+)\.(\d+)/dt:(\w+)/gpus:\d+(/inplace:1)?", e["name"])
             if not m or e.get("error_occurred"):
                 continue

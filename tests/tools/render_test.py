@@ -14,6 +14,7 @@ OP/s headline with its % and the peak it is of named.
 
 CPU_DIR: a CPU-only run (the smoke tier's JSON); GPU_DIR...: a run with a GPU (the H100 results).
 Exits 77 (CTest's SKIP_RETURN_CODE) with one line when Chromium is not installed."""
+import gzip
 import html.parser
 import json
 import os
@@ -40,6 +41,19 @@ def check(ok, what):
     if not ok:
         failures.append(what)
         print("FAIL: " + what)
+
+
+def load_json(path):
+    """A run's JSON, plain or gzip-compressed (reports/ keeps its evidence as .json.gz)."""
+    data = pathlib.Path(path).read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+
+
+def runs_in(folder):
+    """A folder's *.json and *.json.gz files that hold benchmarks, as dlbench-report takes them."""
+    folder = pathlib.Path(folder)
+    paths = sorted(list(folder.glob("*.json")) + list(folder.glob("*.json.gz")))
+    return [str(p) for p in paths if load_json(p).get("benchmarks")]
 
 
 def chromium(exe, profile, args):
@@ -81,7 +95,7 @@ def best_epochs(files):
     repetition of a name, across files."""
     samples, model_of = {}, {}
     for f in files:
-        for b in json.loads(pathlib.Path(f).read_text())["benchmarks"]:
+        for b in load_json(f)["benchmarks"]:
             name = b["name"]
             parts = name.split("/")
             if parts[0] != "train" or b.get("run_type") == "aggregate" or parts[2] == "pytorch":
@@ -393,7 +407,7 @@ def problems_in(files):
     want, failed, measured = set(), set(), set()
     revisions, days, tiers = set(), set(), set()
     for f in files:
-        doc = json.loads(pathlib.Path(f).read_text())
+        doc = load_json(f)
         context = doc.get("context", {})
         revisions.add(context.get("dlbench_git_revision"))
         days.add(str(context.get("date", ""))[:10])
@@ -443,8 +457,7 @@ def check_folder(report, exe, folder, out):
     page = Screen()
     page.feed(dom.stdout.decode("utf-8", "replace"))
     check(page.viewport > 0, "%s: the page measured no window width" % label)
-    files = [str(p) for p in sorted(folder.glob("*.json"))
-             if json.loads(p.read_text()).get("benchmarks")]
+    files = runs_in(folder)
     present = problems_in(files)
     lead = page.h2[1:2] if page.h2[:1] == ["Problems"] else page.h2[:1]
     check(lead == ["Findings"], "%s: the first sections are %r" % (label, page.h2[:2]))
@@ -505,8 +518,7 @@ def main():
 
     def files(dirs):
         # Files of a run that timed no case (a context only: the measured peaks) are no input.
-        return sorted(str(p) for d in dirs for p in pathlib.Path(d).glob("*.json")
-                      if json.loads(p.read_text()).get("benchmarks"))
+        return sorted(f for d in dirs for f in runs_in(d))
 
     with tempfile.TemporaryDirectory(prefix="dlb-render-") as tmp:
         out = pathlib.Path(keep) if keep else pathlib.Path(tmp)

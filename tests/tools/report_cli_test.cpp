@@ -197,7 +197,8 @@ TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
   fs::remove(folder / "gemm.json");
   Result none = Run("report " + folder.string());
   EXPECT_EQ(none.rc, 1);
-  EXPECT_NE(none.err.find("no *.json file of the folder holds a case"), std::string::npos)
+  EXPECT_NE(none.err.find("no *.json or *.json.gz file of the folder holds a case"),
+            std::string::npos)
       << none.err;
 }
 

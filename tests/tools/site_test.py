@@ -15,6 +15,7 @@ recorded ones with 1% seeded noise, and from commit c030 on the gemm cases 30% s
 slowdown); then 24 runs of GPU_DIR's two recorded conv runs (cuDNN heuristic, then autotuned
 search, whose kernels differ), the second dozen with a newer driver in the context.
 Exits 77 (CTest's SKIP_RETURN_CODE) with one line when Chromium is not installed."""
+import gzip
 import json
 import os
 import pathlib
@@ -190,7 +191,9 @@ def build_history(report, cpu_dir, gpu_dir, work):
                 d["context"]["dlbench_tier"] = "default"
         add(docs, ("d%03d" if default else "c%03d") % n,
             "2026-10-%02dT%02d:00:00+00:00" % (1 + i // 24, i % 24), "cpu-2core")
-    gpu = [json.loads((pathlib.Path(gpu_dir) / ("kernels_conv_resnet18_%s.json" % k)).read_text())
+    # reports/ keeps its evidence gzip-compressed.
+    gpu = [json.loads(gzip.decompress(
+               (pathlib.Path(gpu_dir) / ("kernels_conv_resnet18_%s.json.gz" % k)).read_bytes()))
            for k in ("heuristic", "search")]
     for i in range(24):
         doc = scaled(gpu[i // 12], lambda name: 1 + 0.005 * rng.gauss(0, 1))

@@ -20,6 +20,7 @@
 #include "tools/report/analyses/train.h"
 #include "tools/report/history/history.h"
 #include "tools/report/history/store.h"
+#include "tools/report/read/file_text.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/read/trace.h"
 #include "tools/report/render/document.h"
@@ -49,10 +50,11 @@ void Emit(const Document& d, const OutputOpts& o) {
   WriteOutput(o.out, Render(d, ResolveFormat(o)));
 }
 
-// A folder stands for the *.json files in it, sorted: a suite run leaves one file per binary.
-// Folders replaced by their *.json files, in name order; `from_folder` (when given) collects the
-// files that came from a folder: report, summary, speedup, sweep and train skip those that hold
-// no case (ReadInputs), where a file named on its own is bad input.
+// A folder stands for the *.json and *.json.gz files in it, sorted: a suite run leaves one file
+// per binary, and kept evidence is compressed. Folders replaced by those files, in name order;
+// `from_folder` (when given) collects the files that came from a folder: report, summary, speedup,
+// sweep and train skip those that hold no case (ReadInputs), where a file named on its own is bad
+// input.
 std::vector<std::string> Expand(const std::vector<std::string>& paths,
                                 std::set<std::string>* from_folder = nullptr) {
   std::vector<std::string> out;
@@ -64,8 +66,8 @@ std::vector<std::string> Expand(const std::vector<std::string>& paths,
     }
     std::vector<std::string> found;
     for (const auto& e : std::filesystem::directory_iterator(p, ec))
-      if (e.path().extension() == ".json") found.push_back(e.path().string());
-    if (found.empty()) throw InputError(p, "", "a folder without *.json files");
+      if (IsJsonFileName(e.path().filename().string())) found.push_back(e.path().string());
+    if (found.empty()) throw InputError(p, "", "a folder without *.json or *.json.gz files");
     std::sort(found.begin(), found.end());
     if (from_folder) from_folder->insert(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
@@ -135,8 +137,9 @@ std::vector<FileData> ReadInputs(Args& a) {
     }
   }
   if (out.empty())
-    throw InputError(std::filesystem::path(*a.from_folder.begin()).parent_path().string(), "",
-                     "no *.json file of the folder holds a case (" + a.skipped.front() + ")");
+    throw InputError(
+        std::filesystem::path(*a.from_folder.begin()).parent_path().string(), "",
+        "no *.json or *.json.gz file of the folder holds a case (" + a.skipped.front() + ")");
   a.files = kept;
   return out;
 }

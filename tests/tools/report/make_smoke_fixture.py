@@ -5,7 +5,7 @@
 # "verification" from the label those runs wrote ("verified rel-L2 E <= T at C of N positions").
 # The report tests and the example report use it; the numbers are measurements, one repetition.
 #   tests/tools/report/make_smoke_fixture.py   (from anywhere; paths are the repository's)
-import csv, json, os, re
+import csv, gzip, json, os, re
 
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 workloads = os.path.join(root, "fixtures", "workloads")
@@ -25,8 +25,8 @@ VERIFIED = re.compile(r"verified rel-L2 ([0-9.e+-]+) <= ([0-9.e+-]+) at (\d+) of
 KEEP_BS = {"conv": {"16", "32"}, "gemm": {"16", "64"}}
 
 out, context = [], None
-for fam, path in (("gemm", "gemm_default.json"), ("conv", "conv_default.json")):
-    with open(os.path.join(root, "reports", "h100", path)) as fh:
+for fam, path in (("gemm", "gemm_default.json.gz"), ("conv", "conv_default.json.gz")):
+    with gzip.open(os.path.join(root, "reports", "h100", path)) as fh:
         d = json.load(fh)
     context = context or d["context"]
     for b in d["benchmarks"]:

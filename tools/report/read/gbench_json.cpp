@@ -1,13 +1,9 @@
 #include "tools/report/read/gbench_json.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <future>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,6 +11,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/read/fields.h"
+#include "tools/report/read/file_text.h"
 #include "tools/report/read/result_objects.h"
 
 namespace dlb::report {
@@ -607,27 +604,7 @@ FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
 }
 
 FileData ReadBenchmarkFile(const std::string& path) {
-  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  std::string text;
-  struct stat st {};
-  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    text.reserve(static_cast<size_t>(st.st_size) + 1);
-  // Read straight into the string's storage: no regrowth copies for 100 MB files.
-  size_t used = 0;
-  while (true) {
-    if (text.size() == used)
-      text.resize(std::max<size_t>(used * 2, std::max<size_t>(text.capacity(), 1 << 16)));
-    size_t n = std::fread(text.data() + used, 1, text.size() - used, f);
-    used += n;
-    if (n == 0) break;
-  }
-  text.resize(used);
-  bool bad = std::ferror(f);
-  int err = errno;
-  if (f != stdin) std::fclose(f);
-  if (bad) throw InputError(path, "", std::string("cannot read: ") + std::strerror(err));
-  return ParseBenchmarkJson(text, path);
+  return ParseBenchmarkJson(ReadFileText(path), path);
 }
 
 std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths) {

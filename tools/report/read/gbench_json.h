@@ -13,7 +13,8 @@ namespace dlb::report {
 
 // Parses JSON text; `path` only names the input in errors. Throws InputError.
 FileData ParseBenchmarkJson(std::string_view text, const std::string& path);
-// Reads and parses a file ("-" is stdin). Throws InputError.
+// Reads and parses a file ("-" is stdin), plain or gzip-compressed (ReadFileText). Throws
+// InputError.
 FileData ReadBenchmarkFile(const std::string& path);
 // Reads several files, two at a time (the machine has two cores); results in argument order.
 std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths);

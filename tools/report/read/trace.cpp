@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/read/file_text.h"
 #include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
@@ -130,18 +129,6 @@ Trace ParseTrace(std::string_view text, const std::string& path) {
   return trace;
 }
 
-Trace ReadTrace(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool bad = std::ferror(f);
-  const int err = errno;
-  std::fclose(f);
-  if (bad) throw InputError(path, "", std::string("cannot read: ") + std::strerror(err));
-  return ParseTrace(text, path);
-}
+Trace ReadTrace(const std::string& path) { return ParseTrace(ReadFileText(path), path); }
 
 }  // namespace dlb::report

@@ -25,7 +25,7 @@ struct Trace {
 
 // Parses trace CSV; `path` names the input in errors. Throws InputError naming the line.
 Trace ParseTrace(std::string_view text, const std::string& path);
-// Reads and parses a file. Throws InputError.
+// Reads and parses a file, plain or gzip-compressed (ReadFileText). Throws InputError.
 Trace ReadTrace(const std::string& path);
 
 }  // namespace dlb::report
