@@ -3,6 +3,7 @@
 // libraries), environment changes named instead of bisected, and series by branch and machine.
 #include "tests/tools/report_history_fixture.h"
 #include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/repro.h"
 
 namespace dlb::report {
 namespace {
@@ -198,6 +199,28 @@ TYPED_TEST(Setup, ANewestRunOnAnotherFlagIsNamedNotFailed) {
   CheckOptions strict;
   strict.fail_on_env_change = true;
   EXPECT_EQ(HistoryCheck(this->db_, strict).exit_code, 3);
+}
+
+// Runs added file by file, the GEMM binary's first: the attention case flagged by the newest run
+// is re-run by its own binary with its own flags, not by the run's first file's.
+TYPED_TEST(Setup, AFlaggedCaseIsReproducedByItsOwnBinary) {
+  auto command = [](const std::string& cmd) { return R"(, "dlbench_command": ")" + cmd + "\""; };
+  for (int i = 0; i < 6; ++i) {
+    const RunMeta meta{"c" + std::to_string(i), "main", "", ""};
+    HistoryAdd(this->db_, {BinaryFile("gemm.json", i, {kGemm}, 100, command("/b/bench_gemm"))},
+               meta);
+    HistoryAdd(this->db_,
+               {BinaryFile("attn.json", i, {kAttn}, i == 5 ? 260 : 200,
+                           command("/b/bench_attn --dlb_cold=1"))},
+               meta);
+  }
+  CheckResult r = HistoryCheck(this->db_, {});
+  ASSERT_EQ(r.regressions, 1);
+  const Table& t = r.doc.sections.at(0).tables.at(0);
+  ASSERT_EQ(t.rows.at(0)[0].text, kAttn);  // the flagged case first
+  EXPECT_EQ(Column(t, t.rows[0], "repro"),
+            "/b/bench_attn " + ShellQuote("--benchmark_filter=" + AnchoredFilter(kAttn)) +
+                " --dlb_cold=1");
 }
 
 // Main is 10.7% slower from m12 on; a feature branch, faster, runs beside it. Main's series never

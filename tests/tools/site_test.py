@@ -4,7 +4,8 @@ Chromium (driven over the DevTools protocol on a pipe) and checks it as a person
 machines' index, a machine's index with its filters ("only regressed"), a case page with its change
 point (click the marker: both sides, U test, repro and bisect commands), a GPU case page whose
 change point shows its kernel diff and is named as the driver upgrade it lines up with (no bisect
-command), the machine page, and that no request leaves the site's folder. Prints the first contentful paint of each page (never asserted).
+command), the machine page, and that no request leaves the site's folder. Prints the first
+contentful paint of each page (never asserted).
 
   site_test.py DLBENCH_REPORT CPU_DIR GPU_DIR [--keep DIR]
   site_test.py --paint PAGE.html        the first contentful paint of a page, in ms

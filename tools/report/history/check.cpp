@@ -127,8 +127,7 @@ std::string LibrariesNote(Store& db, const std::vector<RunRow>& runs) {
 
 class Diagnoser {
  public:
-  Diagnoser(Store& db, const std::vector<RunRow>& runs)
-      : runs_(runs), context_(RunContext(db, runs.back().id)) {
+  Diagnoser(Store& db, const std::vector<RunRow>& runs) : runs_(runs) {
     if (db.HasTable("kernels"))
       kernels_ = db.Prepare("SELECT run_id, kernels FROM kernels WHERE name = ? AND run_id IN (" +
                                 RunIdList(runs, &col_) + ")",
@@ -136,9 +135,11 @@ class Diagnoser {
   }
 
   // medians: the case's median per run (runs_' order), the newest last.
-  Diagnosis Of(const std::string& name, const std::vector<double>& medians, const char* verdict) {
+  // context: the newest run's context of the file that measured the case (its own binary).
+  Diagnosis Of(const std::string& name, const std::vector<double>& medians, const char* verdict,
+               const Context& context) {
     Diagnosis d;
-    d.repro = ReproCommand(context_, name);
+    d.repro = ReproCommand(context, name);
     if (!kernels_) return d;
     std::vector<std::string> text(runs_.size());
     kernels_->Bind(1, name);
@@ -164,7 +165,6 @@ class Diagnoser {
 
  private:
   const std::vector<RunRow>& runs_;
-  std::map<std::string, std::string> context_;
   std::unique_ptr<Query> kernels_;
   std::unordered_map<int64_t, size_t> col_;
 };
@@ -281,7 +281,8 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     Diagnosis dx;
     if (verdict == "slower" || verdict == "faster" || step_regresses)
       dx = diagnoser.Of(name, v,
-                        step_regresses && verdict != "slower" ? "slower step" : verdict.c_str());
+                        step_regresses && verdict != "slower" ? "slower step" : verdict.c_str(),
+                        *ws.points.back().context);
     dx.environment = env;
     any_kernels |= !dx.kernels.empty();
     any_repro |= !dx.repro.empty();
