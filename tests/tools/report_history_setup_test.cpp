@@ -334,9 +334,9 @@ TEST_F(SqliteSetup, TheToolAddsFileByFileAndChecksASeries) {
   ASSERT_EQ(tool(add + "'" + (dir_ / "gemm.json") + "'"), 0);
   EXPECT_NE(said().find("added the run to"), std::string::npos) << said();
   ASSERT_EQ(tool(add + "'" + (dir_ / "attn.json") + "'"), 0);
-  EXPECT_NE(said().find("added 1 cases to the run already in"), std::string::npos) << said();
+  EXPECT_NE(said().find("added 1 case to the run already in"), std::string::npos) << said();
   ASSERT_EQ(tool(add + "'" + (dir_ / "attn.json") + "'"), 0);
-  EXPECT_NE(said().find("with these 1 cases; nothing added"), std::string::npos) << said();
+  EXPECT_NE(said().find("with the same 1 case; nothing added"), std::string::npos) << said();
   EXPECT_EQ(tool(add + "'" + (dir_ / "attn-other.json") + "'"), 1);
   const std::string refused = said();
   EXPECT_EQ(std::count(refused.begin(), refused.end(), '\n'), 1) << refused;

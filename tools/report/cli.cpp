@@ -457,13 +457,15 @@ int RunReport(Args& a) {
 int RunHistory(const Commands& c, Args& a) {
   if (c.hadd->parsed()) {
     AddResult r = HistoryAdd(a.db, ReadBenchmarkFiles(a.files), a.meta, a.hopt);
-    const std::string where = RedactUrl(a.db), cases = std::to_string(r.added) + " cases";
+    auto count = [](int64_t n) { return std::to_string(n) + (n == 1 ? " case" : " cases"); };
+    const std::string where = RedactUrl(a.db);
     const std::string present =
-        r.present ? " (" + std::to_string(r.present) + " it held already)" : std::string();
-    std::string said = r.new_run ? "added the run to " + where + ": " + cases
-                       : r.added ? "added " + cases + " to the run already in " + where + present
-                                 : "the run is already in " + where + " with these " +
-                                       std::to_string(r.present) + " cases; nothing added";
+        r.present ? " (" + count(r.present) + " it held already)" : std::string();
+    std::string said = r.new_run ? "added the run to " + where + ": " + count(r.added)
+                       : r.added
+                           ? "added " + count(r.added) + " to the run already in " + where + present
+                           : "the run is already in " + where + " with the same " +
+                                 count(r.present) + "; nothing added";
     std::fprintf(stderr, "dlbench-report: %s\n", said.c_str());
   } else if (c.hshow->parsed()) {
     Emit(HistoryShow(a.db, a.sopt, a.hopt), a.out);
