@@ -199,6 +199,22 @@ TYPED_TEST(Setup, ANewestRunOnAnotherFlagIsNamedNotFailed) {
   CheckOptions strict;
   strict.fail_on_env_change = true;
   EXPECT_EQ(HistoryCheck(this->db_, strict).exit_code, 3);
+
+  // The flag changed eight runs before the newest, whose window is mostly on the new setting: its
+  // slowdown is the code's.
+  const std::string later = this->dir_ / "later.sqlite";
+  for (int i = 0; i < 12; ++i) {
+    const std::string command = std::string(R"(, "dlbench_command": "/b/bench_gemm )") +
+                                "--dlb_gemm_fp8_accum=" + (i >= 3 ? "fast" : "full") + "\"";
+    HistoryAdd(
+        later,
+        {BinaryFile("gemm.json", i, {kGemm}, i == 11 ? 130 : 100, Libraries(kCublas) + command)},
+        {"c" + std::to_string(i), "main", "", ""});
+  }
+  CheckResult code = HistoryCheck(later, {});
+  EXPECT_EQ(code.regressions, 1);
+  EXPECT_EQ(code.environment_changes, 0);
+  EXPECT_EQ(code.exit_code, 3);
 }
 
 // Runs added file by file, the GEMM binary's first: the attention case flagged by the newest run

@@ -99,16 +99,22 @@ std::vector<double> WindowMedians(const CaseSeries& s, size_t runs) {
   return v;
 }
 
-// Where the newest point's environment is not that of an earlier point of the window: what
-// changed, at the first run after the latest such point. "" when the window shares it.
+// Where the window's median was measured mostly in another environment than the newest point
+// (at least half its points differ): what changed, at the first run after the latest point that
+// differs. "" otherwise: an environment change long enough ago leaves the newest run's verdict to
+// the code.
 std::string NewestEnvironment(const CaseSeries& s) {
   const Point& now = s.points.back();
+  size_t differ = 0;
+  std::string latest;
   for (size_t i = s.points.size() - 1; i-- > 0;) {
     std::vector<std::string> changes =
         EnvironmentChanges(*s.points[i].context, *now.context, s.family);
-    if (!changes.empty()) return EnvironmentNote(changes, s.points[i + 1].run + 1);
+    if (changes.empty()) continue;
+    ++differ;
+    if (latest.empty()) latest = EnvironmentNote(changes, s.points[i + 1].run + 1);
   }
-  return "";
+  return 2 * differ >= s.points.size() - 1 ? latest : "";
 }
 
 // Across a change point: what changed in the case's own environment ("" when nothing did).
