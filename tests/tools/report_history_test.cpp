@@ -22,7 +22,7 @@ TYPED_TEST(History, AddIsIdempotentForTheSameRun) {
   EXPECT_EQ(this->Count("results"), 5);
   EXPECT_TRUE(HistoryAdd(db, {MakeRun(5, 1, 1, Date(1))}, meta));  // another date: another run
   EXPECT_EQ(this->Count("runs"), 2);
-  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "3");
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "4");
 }
 
 TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
@@ -340,15 +340,25 @@ TYPED_TEST(History, AddTakesCommitAndBranchFromTheHarnessContext) {
   // --commit and --branch still win over the context.
   ASSERT_TRUE(
       HistoryAdd(db, {run("2026-11-22T10:00:00+00:00", harness)}, {"given", "release", "", ""}));
-  Document d = HistoryShow(db, {});
-  const Table& runs = d.sections.at(0).tables.at(0);  // #, date, commit, branch, machine
-  ASSERT_EQ(runs.rows.size(), 3u);
-  EXPECT_EQ(runs.rows[0][2].text, "0123abcd");
-  EXPECT_EQ(runs.rows[0][3].text, "feature");
-  EXPECT_EQ(runs.rows[0][4].text, "gpu-host");
-  EXPECT_EQ(runs.rows[1][2].text, "unknown");
-  EXPECT_EQ(runs.rows[2][2].text, "given");
-  EXPECT_EQ(runs.rows[2][3].text, "release");
+  // Each branch is its own series: show reads one, by default the newest run's.
+  auto runs = [&](std::optional<std::string> branch) {
+    ShowOptions o;
+    o.branch = std::move(branch);
+    Document d = HistoryShow(db, o);
+    return d.sections.at(0).tables.at(0).rows;  // #, date, commit, branch, machine
+  };
+  auto feature = runs("feature");
+  ASSERT_EQ(feature.size(), 1u);
+  EXPECT_EQ(feature[0][2].text, "0123abcd");
+  EXPECT_EQ(feature[0][3].text, "feature");
+  EXPECT_EQ(feature[0][4].text, "gpu-host");
+  auto none = runs("");
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0][2].text, "unknown");
+  auto newest = runs(std::nullopt);
+  ASSERT_EQ(newest.size(), 1u);
+  EXPECT_EQ(newest[0][2].text, "given");
+  EXPECT_EQ(newest[0][3].text, "release");
 }
 
 // A store from before the version table (version 1) is read as it is and upgraded by the next
@@ -356,16 +366,24 @@ TYPED_TEST(History, AddTakesCommitAndBranchFromTheHarnessContext) {
 TYPED_TEST(History, AnOldStoreIsUpgradedInOneTransactionAndAFutureOneRefused) {
   const std::string& db = this->db_;
   ASSERT_EQ(this->store_->Exec(TypeParam::kVersion1), "");
+  // Read as it is (its results against their runs' contexts), by every reader.
   EXPECT_EQ(HistoryShow(db, {}).sections.at(0).tables.at(0).rows.size(), 1u);
+  EXPECT_EQ(HistoryCheck(db, {}).doc.sections.at(0).tables.at(0).rows.size(), 1u);
+  SiteOptions so;
+  so.out_dir = this->dir_ / "site";
+  EXPECT_EQ(WriteSite(db, so).cases, 1);
   EXPECT_THROW(HistoryAdd(db, {MakeRun(2, 1, 0, Date(0))}, {"x"}, {},
                           [] { throw InputError("db", "test", "abort"); }),
                InputError);
   EXPECT_EQ(this->Count("dlbench_schema"), 0);  // the upgrade went with the failed add
   EXPECT_TRUE(HistoryAdd(db, {MakeRun(2, 1, 0, Date(0))}, {"new"}));
   EXPECT_EQ(this->Count("dlbench_schema"), 1);
-  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "3");
+  EXPECT_EQ(this->store_->Query("SELECT max(version) FROM dlbench_schema"), "4");
   EXPECT_EQ(this->Count("runs"), 2);
   EXPECT_EQ(HistoryShow(db, {}).sections.at(1).tables.at(0).rows.size(), 2u);
+  // The old run's result has no file; the new run's names its own.
+  EXPECT_EQ(this->store_->Query("SELECT count(*) FROM results WHERE file_id IS NULL"), "1");
+  EXPECT_EQ(this->Count("files"), 1);
 
   ASSERT_EQ(this->store_->Exec("UPDATE dlbench_schema SET version = 99"), "");
   for (auto f : {+[](const std::string& u) { HistoryAdd(u, {MakeRun(2, 1, 1, Date(1))}, {}); },

@@ -3,8 +3,9 @@
 Chromium (driven over the DevTools protocol on a pipe) and checks it as a person would use it: the
 machines' index, a machine's index with its filters ("only regressed"), a case page with its change
 point (click the marker: both sides, U test, repro and bisect commands), a GPU case page whose
-change point shows its kernel diff and lines up with a driver upgrade, the machine page, and that no
-request leaves the site's folder. Prints the first contentful paint of each page (never asserted).
+change point shows its kernel diff and is named as the driver upgrade it lines up with (no bisect
+command), the machine page, and that no request leaves the site's folder. Prints the first
+contentful paint of each page (never asserted).
 
   site_test.py DLBENCH_REPORT CPU_DIR GPU_DIR [--keep DIR]
   site_test.py --paint PAGE.html        the first contentful paint of a page, in ms
@@ -243,7 +244,7 @@ def main():
         check(r.returncode in (0, 3), "history check: exit %d: %s" % (r.returncode, r.stderr))
         rows = json.loads(r.stdout)["sections"][1]["tables"][0]["rows"] if r.stdout else []
         from_check = sorted((row["name"], row["step_commit"]) for row in rows
-                            if row["step"] in ("slower", "faster"))
+                            if row["step"].split(" ")[0] in ("slower", "faster"))
         from_site = sorted((c["case"], c["commit"]) for c in changes if c["machine"] == "h100")
         check(from_check and from_check == from_site,
               "check and site disagree: %s vs %s" % (from_check, from_site))
@@ -311,6 +312,8 @@ def main():
             sec = browser.eval("document.querySelector('section.cp').textContent")
             check("lines up with gpu_driver 580.159.04 → 580.170.01" in sec,
                   "driver upgrade: %s" % sec[:400])
+            check("Environment change: " in sec and "driver 580.159.04 → 580.170.01" in sec
+                  and "Bisect:" not in sec, "driver upgrade not named as one: %s" % sec[:600])
             check("Kernels: run #12 → run #13" in sec, "kernel diff: %s" % sec[:600])
         visit(gpu_index.parent / "machine.html")
         check(browser.eval("document.querySelectorAll('td.chg').length") >= 1,

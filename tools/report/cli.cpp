@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -231,9 +232,22 @@ void AddAnalyses(CLI::App* app, Args* a, Commands* c) {
   AddOutput(report, &a->out);
 }
 
+// --machine and --branch of show, check and site: which runs are one series.
+void AddSeriesOptions(CLI::App* sub, std::optional<std::string>* machine,
+                      std::optional<std::string>* branch) {
+  sub->add_option_function<std::string>(
+      "--machine", [machine](const std::string& v) { *machine = v; },
+      "runs of this machine (default: the newest run's)");
+  sub->add_option_function<std::string>(
+      "--branch", [branch](const std::string& v) { *branch = v; },
+      "runs of this branch (default: the newest run's, of --machine where given)");
+}
+
 void AddHistoryAddShow(CLI::App* history, Args* a, Commands* c) {
-  auto* hadd = c->hadd =
-      history->add_subcommand("add", "add one run (idempotent for the same run)");
+  auto* hadd = c->hadd = history->add_subcommand(
+      "add",
+      "add files' cases to their run (commit, machine, date): a new run or one other files "
+      "were added to; adding a file again adds nothing");
   hadd->add_option("files", a->files, "Google Benchmark JSON files of the run")->required();
   hadd->add_option("--db", a->db, kDbHelp)->required();
   auto from_context = [](std::string_view key) {
@@ -248,7 +262,7 @@ void AddHistoryAddShow(CLI::App* history, Args* a, Commands* c) {
   hshow->add_option("--db", a->db, kDbHelp)->required();
   hshow->add_option("--last", a->sopt.last, "runs to show (10)");
   hshow->add_option("--filter", a->sopt.filter, "substring of benchmark names");
-  hshow->add_option("--machine", a->sopt.machine, "only runs of this machine");
+  AddSeriesOptions(hshow, &a->sopt.machine, &a->sopt.branch);
   hshow->add_option("--max-charts", a->sopt.max_charts, "HTML charts at most (40)");
   hshow->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
   AddOutput(hshow, &a->out);
@@ -275,7 +289,8 @@ void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c)
       "check",
       "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
   hcheck->add_option("--db", a->db, kDbHelp)->required();
-  hcheck->add_option("--window", a->kopt.window, "previous runs on the same machine (10)");
+  AddSeriesOptions(hcheck, &a->kopt.machine, &a->kopt.branch);
+  hcheck->add_option("--window", a->kopt.window, "previous runs of that machine and branch (10)");
   hcheck->add_option("--threshold,-t", a->check_threshold, "relative change that matters (5%)");
   hcheck->add_option("--mads", a->kopt.k, "and more than this many scaled MADs (3)");
   AddChangePointOptions(hcheck, &a->kopt.changes, &a->change_threshold, &a->detector);
@@ -287,6 +302,9 @@ void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c)
       ->add_option("--steps", a->steps,
                    "fail: a lasting slower step fails the check (default); report: shown only")
       ->check(CLI::IsMember({"fail", "report"}));
+  hcheck->add_flag("--fail-on-env-change", a->kopt.fail_on_env_change,
+                   "a slowdown where the case's own libraries, driver or measuring flags changed "
+                   "fails too (default: named, not failed)");
   hcheck->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
   AddOutput(hcheck, &a->out);
   auto* hexport = c->hexport = history->add_subcommand(
@@ -312,6 +330,12 @@ void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c)
       ->required();
   site->add_option("--last", a->site.last, "the newest runs per machine (0: all; default 0)")
       ->check(CLI::NonNegativeNumber);
+  site->add_option_function<std::string>(
+      "--machine", [a](const std::string& v) { a->site.machine = v; },
+      "this machine only (default: every machine)");
+  site->add_option_function<std::string>(
+      "--branch", [a](const std::string& v) { a->site.branch = v; },
+      "runs of this branch (default: the newest run's, of --machine where given)");
   AddChangePointOptions(site, &a->site.changes, &a->change_threshold, &a->detector);
   site->add_option("--busy-timeout-ms", a->hopt.busy_timeout_ms, "wait for a locked database");
   for (auto* sub : {c->hadd, c->hshow, hcheck, hexport, himport, site}) {
@@ -435,11 +459,17 @@ int RunReport(Args& a) {
 
 int RunHistory(const Commands& c, Args& a) {
   if (c.hadd->parsed()) {
-    bool added = HistoryAdd(a.db, ReadBenchmarkFiles(a.files), a.meta, a.hopt);
-    std::string where = RedactUrl(a.db);
-    std::fprintf(stderr, "dlbench-report: %s\n",
-                 added ? ("added the run to " + where).c_str()
-                       : ("the run is already in " + where + "; nothing added").c_str());
+    AddResult r = HistoryAdd(a.db, ReadBenchmarkFiles(a.files), a.meta, a.hopt);
+    auto count = [](int64_t n) { return std::to_string(n) + (n == 1 ? " case" : " cases"); };
+    const std::string where = RedactUrl(a.db);
+    const std::string present =
+        r.present ? " (" + count(r.present) + " it held already)" : std::string();
+    std::string said = r.new_run ? "added the run to " + where + ": " + count(r.added)
+                       : r.added
+                           ? "added " + count(r.added) + " to the run already in " + where + present
+                           : "the run is already in " + where + " with the same " +
+                                 count(r.present) + "; nothing added";
+    std::fprintf(stderr, "dlbench-report: %s\n", said.c_str());
   } else if (c.hshow->parsed()) {
     Emit(HistoryShow(a.db, a.sopt, a.hopt), a.out);
   } else if (c.hcheck->parsed()) {

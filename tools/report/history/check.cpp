@@ -1,12 +1,14 @@
-// history check: the newest run of a machine against its window of earlier runs (median and MAD),
-// the change points of each case over the machine's longer history (FindChangePoints over the runs
-// of the newest run's build, as the site finds them), and, under a flagged case, the command that
-// re-runs it and its kernels' changes.
+// history check: the newest run of a machine and branch against its window of earlier runs
+// (median and MAD), the change points of each case over the longer history (FindChangePoints over
+// each case's series of its newest build, as the site finds them), each named as an environment
+// change where the case's own libraries, driver or flags changed across it (environment.h), and,
+// under a flagged case, the command that re-runs it and its kernels' changes.
 #include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "tools/report/analyses/bisect.h"
@@ -14,6 +16,7 @@
 #include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
+#include "tools/report/history/environment.h"
 #include "tools/report/history/history.h"
 #include "tools/report/history/series.h"
 #include "tools/report/history/store.h"
@@ -60,23 +63,65 @@ std::vector<Cell> StepRow(const std::string& name, const std::string& verdict, c
 // that recorded a table.
 struct Diagnosis {
   std::string kernels, repro;
+  std::string environment;  // the change of the case's environment its verdict or step meets
   std::optional<Table> table;
 };
 
-// A run's context as stored: its text fields.
+// A run's context as stored.
 Context RunContext(Store& db, int64_t id) {
   Context context;
   auto q = db.Prepare("SELECT context FROM runs WHERE id = ?", "runs");
   q->Bind(1, id);
-  if (q->Step()) {
-    nlohmann::json ctx = nlohmann::json::parse(q->Text(0), nullptr, false);
-    if (ctx.is_object())
-      for (const auto& [k, v] : ctx.items())
-        if (v.is_string()) context[k] = v.get<std::string>();
-  }
+  if (q->Step()) context = ParseContext(q->Text(0));
   while (q->Step()) {
   }
   return context;
+}
+
+// Per case of the newest run, its series (ReadSeries) over `runs` that holds the newest run: the
+// build it was measured in now, never another tier's or build's.
+std::map<std::string, CaseSeries> NewestSeries(Store& db, const std::vector<RunInfo>& runs,
+                                               int* others) {
+  std::map<std::string, CaseSeries> out;
+  for (CaseSeries& cs : ReadSeries(db, runs)) {
+    if (cs.points.back().run + 1 == runs.size())
+      out[cs.name] = std::move(cs);
+    else if (others)
+      ++*others;
+  }
+  return out;
+}
+
+// The case's medians per run of the window (NaN where its series has none), the newest last.
+std::vector<double> WindowMedians(const CaseSeries& s, size_t runs) {
+  std::vector<double> v(runs, NAN);
+  for (const Point& p : s.points) v[p.run] = p.median_ns;
+  return v;
+}
+
+// Where the window's median was measured mostly in another environment than the newest point
+// (at least half its points differ): what changed, at the first run after the latest point that
+// differs. "" otherwise: an environment change long enough ago leaves the newest run's verdict to
+// the code.
+std::string NewestEnvironment(const CaseSeries& s) {
+  const Point& now = s.points.back();
+  size_t differ = 0;
+  std::string latest;
+  for (size_t i = s.points.size() - 1; i-- > 0;) {
+    std::vector<std::string> changes =
+        EnvironmentChanges(*s.points[i].context, *now.context, s.family);
+    if (changes.empty()) continue;
+    ++differ;
+    if (latest.empty()) latest = EnvironmentNote(changes, s.points[i + 1].run + 1);
+  }
+  return 2 * differ >= s.points.size() - 1 ? latest : "";
+}
+
+// Across a change point: what changed in the case's own environment ("" when nothing did).
+std::string StepEnvironment(const CaseSeries& s, const ChangePoint& c) {
+  return EnvironmentNote(
+      EnvironmentChanges(*s.points[c.at - 1].context, *s.points[c.at].context, s.family),
+      s.points[c.at].run + 1);
 }
 
 // The note when runs of the window loaded other library versions than the newest run.
@@ -88,8 +133,7 @@ std::string LibrariesNote(Store& db, const std::vector<RunRow>& runs) {
 
 class Diagnoser {
  public:
-  Diagnoser(Store& db, const std::vector<RunRow>& runs)
-      : runs_(runs), context_(RunContext(db, runs.back().id)) {
+  Diagnoser(Store& db, const std::vector<RunRow>& runs) : runs_(runs) {
     if (db.HasTable("kernels"))
       kernels_ = db.Prepare("SELECT run_id, kernels FROM kernels WHERE name = ? AND run_id IN (" +
                                 RunIdList(runs, &col_) + ")",
@@ -97,9 +141,11 @@ class Diagnoser {
   }
 
   // medians: the case's median per run (runs_' order), the newest last.
-  Diagnosis Of(const std::string& name, const std::vector<double>& medians, const char* verdict) {
+  // context: the newest run's context of the file that measured the case (its own binary).
+  Diagnosis Of(const std::string& name, const std::vector<double>& medians, const char* verdict,
+               const Context& context) {
     Diagnosis d;
-    d.repro = ReproCommand(context_, name);
+    d.repro = ReproCommand(context, name);
     if (!kernels_) return d;
     std::vector<std::string> text(runs_.size());
     kernels_->Bind(1, name);
@@ -125,7 +171,6 @@ class Diagnoser {
 
  private:
   const std::vector<RunRow>& runs_;
-  std::map<std::string, std::string> context_;
   std::unique_ptr<Query> kernels_;
   std::unordered_map<int64_t, size_t> col_;
 };
@@ -141,12 +186,12 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   Document& d = r.doc;
   d.title = "dlbench history check";
   d.short_markdown_lines = true;  // read in CI logs
-  std::vector<RunRow> newest = LastRuns(db, "", 1);
-  if (newest.empty()) throw InputError(db.name(), "runs", "the database holds no runs");
-  std::vector<RunRow> runs = LastRuns(db, newest.back().machine, opt.window + 1);
+  const RunFilter filter = NewestRunFilter(db, {opt.machine, opt.branch});
+  const std::vector<RunInfo> window_runs = FilteredRuns(db, filter, opt.window + 1);
+  std::vector<RunRow> runs;
+  for (const RunInfo& w : window_runs) runs.push_back(w.row);
   const RunRow& now = runs.back();
-  std::vector<std::string> names;
-  auto results = Medians(db, runs, "", &names);
+  std::map<std::string, CaseSeries> window = NewestSeries(db, window_runs, nullptr);
   Table t;
   t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},   {"window median", "median_ns"},
                {"MAD", "mad_ns"},     {"change", "change"},   {"z (MAD)", "z"},
@@ -168,25 +213,20 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   std::vector<std::vector<Cell>> step_slower, step_other;
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
   Diagnoser diagnoser(db, runs);
-  bool any_kernels = false, any_repro = false;
+  bool any_kernels = false, any_repro = false, any_env = false, any_step_env = false;
   std::map<std::string, int> verdicts;  // how many benchmarks got each verdict
   int steps_found = 0, steps_missed = 0, other_builds = 0;
-  // The change points: every run of the machine in the longer history, each case's series of the
-  // newest run's build.
-  std::vector<RunInfo> long_runs = MachineRuns(db, now.machine, std::max(opt.history, 1));
-  const std::string build = long_runs.back().build;
-  std::map<std::string, CaseSeries> series;
-  for (CaseSeries& cs : ReadSeries(db, long_runs)) {
-    if (cs.build == build)
-      series[cs.name] = std::move(cs);
-    else
-      ++other_builds;
-  }
+  // The change points: every run of the machine and branch in the longer history, each case's
+  // series of the build it was measured in by the newest run.
+  std::vector<RunInfo> long_runs = FilteredRuns(db, filter, std::max(opt.history, 1));
+  std::map<std::string, CaseSeries> series = NewestSeries(db, long_runs, &other_builds);
+  std::set<std::string> builds;
+  for (const auto& [name, cs] : series) builds.insert(cs.build);
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
   KernelTables kernel_tables(db, long_runs);
   std::vector<Table> across;  // the kernel diffs across the slower last change points
-  for (const auto& name : names) {
-    const auto& v = results[name];
+  for (const auto& [name, ws] : window) {
+    const std::vector<double> v = WindowMedians(ws, runs.size());
     double x = v.back();
     if (!std::isfinite(x)) continue;
     std::vector<double> prev;
@@ -207,12 +247,30 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       bool beyond = std::fabs(ch) >= opt.threshold && std::fabs(z) > opt.k;
       verdict = !beyond ? "same" : ch > 0 ? "slower" : "faster";
     }
+    // A change the case's own environment explains is named, not counted as the code's.
+    std::string env;
+    if (verdict == "slower" || verdict == "faster") env = NewestEnvironment(ws);
+    if (!env.empty()) {
+      r.environment_changes += verdict == "slower";
+      verdict += " (environment)";
+    }
     ++verdicts[verdict];
     const CaseSeries& cs = series[name];
     const bool searched = cs.points.size() >= min_points;
     std::vector<ChangePoint> cps =
         searched ? FindChangePoints(cs.Medians(), opt.changes) : std::vector<ChangePoint>{};
-    const std::string step = StepVerdict(cps, searched);
+    std::vector<std::string> step_env;
+    for (const ChangePoint& c : cps) {
+      step_env.push_back(StepEnvironment(cs, c));
+      any_step_env |= !step_env.back().empty();
+    }
+    std::string step = StepVerdict(cps, searched);
+    if (!cps.empty() && !step_env.back().empty()) {
+      r.environment_changes += step == "slower" && env.empty();
+      step += " (environment)";
+      if (env.empty()) env = step_env.back();
+    }
+    any_env |= !env.empty();
     bool step_regresses = step == "slower";
     steps_found += static_cast<int>(cps.size());
     r.step_regressions += step_regresses;
@@ -229,7 +287,9 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     Diagnosis dx;
     if (verdict == "slower" || verdict == "faster" || step_regresses)
       dx = diagnoser.Of(name, v,
-                        step_regresses && verdict != "slower" ? "slower step" : verdict.c_str());
+                        step_regresses && verdict != "slower" ? "slower step" : verdict.c_str(),
+                        *ws.points.back().context);
+    dx.environment = env;
     any_kernels |= !dx.kernels.empty();
     any_repro |= !dx.repro.empty();
     (verdict == "slower" || step_regresses ? slower : other)
@@ -237,16 +297,23 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     if (cps.empty()) {
       step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
       step_other.back().emplace_back("-");
+      step_other.back().emplace_back("-");
     }
-    for (const ChangePoint& c : cps) {
-      const bool slower = c.change > 0;
-      std::vector<Cell> step_row = StepRow(name, slower ? "slower" : "faster", &c, cs, long_runs);
-      // The runs on both sides of a slower change name the revisions to bisect.
-      step_row.emplace_back(slower ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
-                                                long_runs[cs.points[c.at].run].row.commit, name)
-                                   : "-");
+    for (size_t i = 0; i < cps.size(); ++i) {
+      const ChangePoint& c = cps[i];
+      const bool slower = c.change > 0, environment = !step_env[i].empty();
+      std::vector<Cell> step_row = StepRow(
+          name, std::string(slower ? "slower" : "faster") + (environment ? " (environment)" : ""),
+          &c, cs, long_runs);
+      // The runs on both sides of a slower change name the revisions to bisect, unless the case's
+      // environment changed there: then the code is not what to search.
+      step_row.emplace_back(slower && !environment
+                                ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
+                                             long_runs[cs.points[c.at].run].row.commit, name)
+                                : "-");
       // Across the change point that fails the check: which kernels changed there.
-      const bool fails = step_regresses && &c == &cps.back();
+      const bool fails = i + 1 == cps.size() && slower &&
+                         (step_regresses || (environment && opt.fail_on_env_change));
       if (fails) {
         KernelsAcross ka = KernelDiffAcross(cs, c, kernel_tables.Of(name));
         step_row.emplace_back(ka.summary);
@@ -254,15 +321,19 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       } else {
         step_row.emplace_back("-");
       }
+      step_row.emplace_back(environment ? step_env[i] : std::string("-"));
       (fails ? step_slower : step_other).push_back(std::move(step_row));
     }
   }
   r.regressions = verdicts["slower"];
-  bool fail = r.regressions || (opt.steps_fail && r.step_regressions);
+  bool fail = r.regressions || (opt.steps_fail && r.step_regressions) ||
+              (opt.fail_on_env_change && r.environment_changes);
   r.exit_code = fail ? 3 : 0;
   d.notes.push_back("Newest run: " + now.date + ", commit " + now.commit + ", machine " +
-                    now.machine + "; window: the " + std::to_string(runs.size() - 1) +
-                    " runs before it on that machine.");
+                    now.machine + ", branch " + (now.branch.empty() ? "(none)" : now.branch) +
+                    "; window: the " + std::to_string(runs.size() - 1) +
+                    " runs before it of that machine and branch (--machine, --branch choose "
+                    "another; other branches' and machines' runs are never part of it).");
   d.notes.push_back(std::string(fail ? "**REGRESSION**: " : "**OK**: ") +
                     std::to_string(verdicts["slower"]) + " slower, " +
                     std::to_string(verdicts["faster"]) + " faster, " +
@@ -272,6 +343,14 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                     FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
                     " scaled MADs (1.4826 x MAD) from the window's median.");
   if (std::string libs = LibrariesNote(db, runs); !libs.empty()) d.notes.push_back(libs);
+  if (r.environment_changes || any_env)
+    d.notes.push_back(
+        std::to_string(r.environment_changes) +
+        " cases slower where their own libraries, driver or measuring --dlb_* flags changed "
+        "(verdict or step \"(environment)\", the environment column names the change): not a "
+        "change of the code, so no bisect command; " +
+        (opt.fail_on_env_change ? "they fail the check (--fail-on-env-change)."
+                                : "they do not fail the check (--fail-on-env-change makes them)."));
   d.notes.push_back("Change points: " + std::to_string(steps_found) + " confirmed, " +
                     std::to_string(r.step_regressions) + " cases slower since their last (" +
                     std::to_string(steps_missed) + " of them missed by the newest-run test)" +
@@ -280,6 +359,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                          : "; shown only (--steps report), the exit code ignores them."));
   Section s;
   s.title = "Newest run against the window";
+  if (any_env) t.columns.push_back({"environment", "environment"});
   if (any_kernels) t.columns.push_back({"kernels", "kernels"});
   if (any_repro) t.columns.push_back({"repro", "repro"});
   Section ks;
@@ -291,6 +371,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       "a share of the case's change in median time between those two runs.");
   for (auto* rows : {&slower, &other})
     for (auto& [row, dx] : *rows) {
+      if (any_env) row.emplace_back(dx.environment.empty() ? std::string("-") : dx.environment);
       if (any_kernels) row.emplace_back(dx.kernels.empty() ? std::string("-") : dx.kernels);
       if (any_repro) row.emplace_back(dx.repro);
       if (dx.table) ks.tables.push_back(std::move(*dx.table));
@@ -300,11 +381,13 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   d.sections.push_back(std::move(s));
   Section ss;
   ss.title = "Change points";
+  std::string build_list;
+  for (const std::string& b : builds) build_list += (build_list.empty() ? "" : "; ") + b;
   ss.notes.push_back("Per benchmark, every confirmed change point in its medians over the newest " +
                      std::to_string(long_runs.size()) +
-                     " runs of this machine (oldest first; #1 the oldest) of "
-                     "the newest run's build (" +
-                     build + "): proposed by " + DetectorName(opt.changes.detector) +
+                     " runs of this machine and branch (oldest first; #1 the oldest) of "
+                     "the build the newest run measured it in (" +
+                     build_list + "): proposed by " + DetectorName(opt.changes.detector) +
                      " and kept where the U test between the runs on either side gives p < " +
                      FormatNumber(opt.changes.alpha, 3) + " and their medians differ by at least " +
                      FormatPercent(opt.changes.threshold) + ", at least " +
@@ -317,9 +400,15 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                        "they are never one series with this build's.");
   ss.notes.push_back(
       "bisect: for a slower change point, the command that finds the commit between the last run "
-      "before it and the first after (dlbench-report bisect, run in the repository).");
-  for (auto& row : step_slower) steps.rows.push_back(std::move(row));
-  for (auto& row : step_other) steps.rows.push_back(std::move(row));
+      "before it and the first after (dlbench-report bisect, run in the repository); none where "
+      "the case's own libraries, driver or measuring flags changed across it (environment).");
+  // The environment column only where a change point met a change of one.
+  if (any_step_env) steps.columns.push_back({"environment", "step_environment"});
+  for (auto* rows : {&step_slower, &step_other})
+    for (auto& row : *rows) {
+      if (!any_step_env) row.pop_back();
+      steps.rows.push_back(std::move(row));
+    }
   ss.tables.push_back(std::move(steps));
   d.sections.push_back(std::move(ss));
   if (!across.empty())

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,24 +22,38 @@ struct RunMeta {
 // How long the commands wait for their store: the store's own options.
 using HistoryOptions = StoreOptions;
 
-// Adds one run made of `files` (merged). Returns true when added, false when that run (same
-// commit, machine and date) is already there. `before_commit` runs inside the transaction (tests
-// use it to kill the process half-way). Throws InputError naming the database.
-bool HistoryAdd(const std::string& db, const std::vector<FileData>& files, RunMeta meta,
-                const HistoryOptions& options = {},
-                const std::function<void()>& before_commit = {});
+struct AddResult {
+  bool new_run = false;  // the run (commit, machine, date) was not in the store
+  int64_t added = 0;     // cases written
+  int64_t present = 0;   // cases the run held already with the same figures: left as they are
+  explicit operator bool() const { return added > 0; }
+};
+
+// Adds the cases of `files` (merged) to the run their commit, machine and date name: a new run, or
+// one that other files (other binaries of the same run) were added to before. Each file's own
+// context is stored with the cases it measured. A case the run holds already with the same
+// figures is left as it is (adding a file twice adds nothing); with other figures it is an
+// InputError and nothing is added. `before_commit` runs inside the transaction (tests use it to
+// kill the process half-way). Throws InputError naming the database.
+AddResult HistoryAdd(const std::string& db, const std::vector<FileData>& files, RunMeta meta,
+                     const HistoryOptions& options = {},
+                     const std::function<void()>& before_commit = {});
 
 struct ShowOptions {
   int last = 10;        // runs in the trend
   std::string filter;   // substring of benchmark names
   int max_charts = 40;  // HTML charts, one per benchmark
-  std::string machine;  // empty: every machine
+  // The runs of one machine and branch; what is unset is the newest run's (of what is set).
+  std::optional<std::string> machine, branch;
 };
 Document HistoryShow(const std::string& db, const ShowOptions& options,
                      const HistoryOptions& hopt = {});
 
 struct CheckOptions {
-  int window = 10;          // previous runs on the same machine
+  // The series judged: one machine's runs on one branch; what is unset is the newest run's (of
+  // what is set), so a check judges the machine and branch of the run just added.
+  std::optional<std::string> machine, branch;
+  int window = 10;          // previous runs on the same machine and branch
   double threshold = 0.05;  // relative change that matters
   double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
   int min_history = 3;      // fewer previous values: no verdict
@@ -47,11 +62,17 @@ struct CheckOptions {
   int history = 100;
   ChangePointOptions changes;
   bool steps_fail = true;
+  // A slowdown where the case's own libraries, driver or measuring flags changed (environment.h)
+  // is named and, unless this is set, does not fail the check.
+  bool fail_on_env_change = false;
 };
 struct CheckResult {
   Document doc;
   int regressions = 0;       // the newest run against the window's median
   int step_regressions = 0;  // cases whose last change point is slower (some also counted above)
+  // Cases slower (the newest run, or their last change point) where their environment changed:
+  // not counted above.
+  int environment_changes = 0;
   int exit_code = 0;
 };
 CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,

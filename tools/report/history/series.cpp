@@ -7,20 +7,13 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/libraries.h"
 
 namespace dlb::report::history {
 
 std::string BuildKey(const std::map<std::string, std::string>& ctx) {
-  static const std::pair<std::string_view, const char*> kParts[] = {
-      {schema::kCtxTier, "tier "},
-      {schema::kCtxBuildType, ""},
-      {schema::kCtxOnednnVersion, "oneDNN "},
-      {schema::kCtxCudaRuntime, "CUDA "},
-      {schema::kCtxCublasVersion, "cuBLAS "},
-      {schema::kCtxCudnnVersion, "cuDNN "},
-      {schema::kCtxTorchVersion, "LibTorch "},
-      {schema::kCtxTurboJpegVersion, "TurboJPEG "},
-      {schema::kCtxNcclVersion, "NCCL "}};
+  static const std::pair<std::string_view, const char*> kParts[] = {{schema::kCtxTier, "tier "},
+                                                                    {schema::kCtxBuildType, ""}};
   std::string key;
   for (const auto& [k, label] : kParts) {
     auto it = ctx.find(std::string(k));
@@ -37,23 +30,16 @@ std::vector<std::string> Machines(Store& db) {
   return out;
 }
 
-std::vector<RunInfo> MachineRuns(Store& db, const std::string& machine, int n) {
-  std::string sql =
-      "SELECT id, commit_id, branch, machine, date, context FROM runs WHERE machine = ? "
-      "ORDER BY date DESC, id DESC";
+std::vector<RunInfo> FilteredRuns(Store& db, const RunFilter& filter, int n) {
+  std::string sql = "SELECT id, commit_id, branch, machine, date, context FROM runs" +
+                    RunWhere(filter) + " ORDER BY date DESC, id DESC";
   if (n > 0) sql += " LIMIT " + std::to_string(n);
   auto q = db.Prepare(sql, "runs");
-  q->Bind(1, machine);
+  BindRunFilter(*q, filter, 1);
   std::vector<RunInfo> out;
-  while (q->Step()) {
-    RunInfo r{{q->Int(0), q->Text(1), q->Text(2), q->Text(3), q->Text(4)}, {}, {}};
-    nlohmann::json ctx = nlohmann::json::parse(q->Text(5), nullptr, false);
-    if (ctx.is_object())
-      for (const auto& [k, v] : ctx.items())
-        if (v.is_string()) r.context[k] = v.get<std::string>();
-    r.build = BuildKey(r.context);
-    out.push_back(std::move(r));
-  }
+  while (q->Step())
+    out.push_back(
+        {{q->Int(0), q->Text(1), q->Text(2), q->Text(3), q->Text(4)}, ParseContext(q->Text(5))});
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -71,25 +57,45 @@ std::vector<CaseSeries> ReadSeries(Store& db, const std::vector<RunInfo>& runs) 
   std::vector<RunRow> rows;
   for (const RunInfo& r : runs) rows.push_back(r.row);
   std::unordered_map<int64_t, size_t> col;
-  auto q = db.Prepare(
-      "SELECT run_id, name, family, median_ns, cv, reps FROM results WHERE run_id "
-      "IN (" +
-          RunIdList(rows, &col) + ")",
-      "results");
+  const std::string ids = RunIdList(rows, &col);
+  using Shared = std::shared_ptr<const Context>;
+  struct Read {
+    Shared context;
+    std::string build;
+  };
+  std::vector<Read> run_contexts;
+  for (const RunInfo& r : runs) run_contexts.push_back({std::make_shared<Context>(r.context), {}});
+  for (Read& r : run_contexts) r.build = BuildKey(*r.context);
+  std::unordered_map<int64_t, Read> files;
+  const bool with_files = HasFileContexts(db);
+  if (with_files) {
+    auto f = db.Prepare("SELECT id, context FROM files WHERE run_id IN (" + ids + ")", "files");
+    while (f->Step()) {
+      auto c = std::make_shared<Context>(ParseContext(f->Text(1)));
+      std::string build = BuildKey(*c);
+      files[f->Int(0)] = {std::move(c), std::move(build)};
+    }
+  }
+  auto q = db.Prepare(std::string("SELECT run_id, name, family, median_ns, cv, reps, ") +
+                          (with_files ? "file_id" : "NULL") + " FROM results WHERE run_id IN (" +
+                          ids + ")",
+                      "results");
   std::map<std::pair<std::string, std::string>, CaseSeries> by;
   std::map<std::pair<std::string, std::string>, size_t> first;  // the build's first run
   while (q->Step()) {
     double median = q->Real(3);
     if (!std::isfinite(median) || median <= 0) continue;
     size_t run = col[q->Int(0)];
-    std::pair<std::string, std::string> key{q->Text(1), runs[run].build};
+    auto file = files.find(q->Int(6));
+    const Read& from = file == files.end() ? run_contexts[run] : file->second;
+    std::pair<std::string, std::string> key{q->Text(1), from.build};
     CaseSeries& s = by[key];
     if (s.name.empty()) {
       s.name = key.first;
       s.family = q->Text(2);
       s.build = key.second;
     }
-    s.points.push_back({run, median, q->Real(4), q->Int(5)});
+    s.points.push_back({run, median, q->Real(4), q->Int(5), from.context});
   }
   for (auto& [key, s] : by) {
     std::sort(s.points.begin(), s.points.end(),

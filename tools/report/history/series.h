@@ -1,7 +1,9 @@
-// A machine's history as series a detector may read: every run of the machine (oldest first) with
-// its context, and per case its run medians split by build — the tier and the library versions
-// and build type the run's context names — so that runs of another tier or library build are
-// never one series. history check and the site read the history through this.
+// A machine's history on one branch as series a detector may read: the runs (oldest first) with
+// their contexts, and per case its run medians split by build — the tier and build type of the
+// context of the file that measured the case — so that runs of another tier or build are never one
+// series. Each point keeps its file's context: a change of the case's own libraries, driver or
+// measuring flags stays inside the series and is named where it meets a change point
+// (environment.h). history check and the site read the history through this.
 #pragma once
 
 #include <cstdint>
@@ -21,25 +23,25 @@ namespace dlb::report::history {
 
 struct RunInfo {
   RunRow row;
-  std::map<std::string, std::string> context;  // the string values of the run's context
-  std::string build;                           // BuildKey(context)
+  std::map<std::string, std::string> context;  // the run's (its first file's) context
 };
 
-// "tier smoke, Release, oneDNN 2.6.0, cuDNN 9.14.0, ...": the context's tier, build type and
-// library versions (oneDNN, CUDA runtime, cuBLAS, cuDNN, LibTorch, TurboJPEG, NCCL), those it has.
-// The driver and the clocks are not in it: a change point that lines up with a driver upgrade is
-// what the site shows, not a reason to split.
+// "tier smoke, Release": the context's tier and build type, those it has. Library versions, the
+// driver and the clocks are not in it: a change point that lines up with one of them is named as
+// an environment change (environment.h), not a reason to split.
 std::string BuildKey(const std::map<std::string, std::string>& context);
 
 // The machines of the store, sorted.
 std::vector<std::string> Machines(Store& db);
-// The newest `n` runs of `machine` (n <= 0: all), oldest first, with their contexts.
-std::vector<RunInfo> MachineRuns(Store& db, const std::string& machine, int n);
+// The newest `n` runs that `filter` selects (n <= 0: all), oldest first, with their contexts.
+std::vector<RunInfo> FilteredRuns(Store& db, const RunFilter& filter, int n);
 
 struct Point {
   size_t run = 0;  // index into the runs read
   double median_ns = 0, cv = 0;
   int64_t reps = 0;
+  // The context of the file that measured it (its run's for a result stored before version 4).
+  std::shared_ptr<const std::map<std::string, std::string>> context;
 };
 
 struct CaseSeries {

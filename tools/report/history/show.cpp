@@ -1,5 +1,5 @@
-// history show: the newest runs and, per benchmark, its median over them (a sparkline and a chart
-// each).
+// history show: the newest runs of a machine and branch and, per benchmark, its median over them
+// (a sparkline and a chart each).
 #include <algorithm>
 #include <cmath>
 
@@ -44,7 +44,15 @@ Document HistoryShow(const std::string& path, const ShowOptions& opt, const Hist
   Document d;
   d.title = "dlbench history";
   d.short_markdown_lines = true;
-  std::vector<RunRow> runs = LastRuns(db, opt.machine, opt.last);
+  // An empty store shows that it is empty; else the newest run names what is not chosen.
+  RunFilter filter{opt.machine, opt.branch};
+  if (!LastRuns(db, {}, 1).empty()) {
+    filter = NewestRunFilter(db, filter);
+    d.notes.push_back("Runs of machine " + *filter.machine + ", branch " +
+                      (filter.branch->empty() ? "(none)" : *filter.branch) +
+                      " (--machine and --branch choose another).");
+  }
+  std::vector<RunRow> runs = LastRuns(db, filter, opt.last);
   Section rs;
   rs.title = "Runs";
   Table rt;

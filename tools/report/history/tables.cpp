@@ -17,7 +17,11 @@ namespace {
 // Version 3: the kernels table, a case's kernel table (the "kernels" object of its dlbench fields,
 // as JSON) per run that recorded one. Created by the next write; readers of a version 2 store
 // find no kernels.
-constexpr int64_t kSchemaVersion = 3;
+// Version 4: the files table, each benchmark file's own context (a run of several binaries keeps
+// each binary's libraries and command line), and results.file_id naming the file a result came
+// from. Results of older runs have none: their run's context is theirs. The next write adds both;
+// readers of an older store read every result against its run's context.
+constexpr int64_t kSchemaVersion = 4;
 
 // The tables, written once; the identity column, the float type and SQLite's WITHOUT ROWID
 // differ per dialect ({id}, {real}, {options}).
@@ -27,10 +31,14 @@ constexpr const char* kTables =
     " commit_id TEXT NOT NULL, branch TEXT NOT NULL, machine TEXT NOT NULL, date TEXT NOT NULL,"
     " added TEXT NOT NULL, context TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS runs_machine_date ON runs(machine, date, id);"
+    "CREATE TABLE IF NOT EXISTS files("
+    " id {id}, run_id BIGINT NOT NULL REFERENCES runs(id), context TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS files_run ON files(run_id);"
     "CREATE TABLE IF NOT EXISTS results("
     " run_id BIGINT NOT NULL REFERENCES runs(id), name TEXT NOT NULL, family TEXT NOT NULL,"
     " median_ns {real}, cv {real}, reps INTEGER NOT NULL, status TEXT NOT NULL,"
-    " message TEXT NOT NULL, counters TEXT NOT NULL, PRIMARY KEY(run_id, name)){options};"
+    " message TEXT NOT NULL, counters TEXT NOT NULL, file_id BIGINT REFERENCES files(id),"
+    " PRIMARY KEY(run_id, name)){options};"
     "CREATE INDEX IF NOT EXISTS results_name ON results(name, run_id);"
     "CREATE TABLE IF NOT EXISTS dlbench_schema(version INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS kernels("
@@ -91,6 +99,9 @@ void EnsureSchema(Store& db) {
   RefuseNewer(db, v);
   if (v == kSchemaVersion) return;
   db.Exec(SchemaSql(db.dialect()), "schema");
+  // CREATE TABLE IF NOT EXISTS leaves an older results table as it was.
+  if (v >= 1 && v < 4)
+    db.Exec("ALTER TABLE results ADD COLUMN file_id BIGINT REFERENCES files(id)", "schema");
   auto q = db.Prepare("INSERT INTO dlbench_schema(version) VALUES (?)", "schema");
   q->Bind(1, kSchemaVersion);
   q->Step();
@@ -120,7 +131,7 @@ void InsertResults(Store& db, int64_t run_id, const std::vector<ResultRow>& rows
   constexpr size_t kBatch = 100;
   const std::string head =
       "INSERT INTO results(run_id, name, family, median_ns, cv, reps, status, message, "
-      "counters) VALUES ";
+      "counters, file_id) VALUES ";
   std::unique_ptr<Query> full;
   for (size_t at = 0; at < rows.size(); at += kBatch) {
     size_t n = std::min(kBatch, rows.size() - at);
@@ -130,16 +141,21 @@ void InsertResults(Store& db, int64_t run_id, const std::vector<ResultRow>& rows
       q = full.get();
     } else {
       std::string sql = head;
-      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+      for (size_t i = 0; i < n; ++i) sql += i ? ",(?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?)";
       (n == kBatch ? full : part) = db.Prepare(sql, "insert result");
       q = n == kBatch ? full.get() : part.get();
     }
     for (size_t i = 0; i < n; ++i) {
       const ResultRow& r = rows[at + i];
-      int p = static_cast<int>(9 * i);
+      int p = static_cast<int>(10 * i);
       q->Bind(p + 1, run_id).Bind(p + 2, r.name).Bind(p + 3, r.family);
       q->Bind(p + 4, r.median_ns).Bind(p + 5, r.cv).Bind(p + 6, r.reps);
       q->Bind(p + 7, r.status).Bind(p + 8, r.message).Bind(p + 9, r.counters);
+      // No file (a result copied from a store older than version 4): NULL, as a NaN binds.
+      if (r.file_id > 0)
+        q->Bind(p + 10, r.file_id);
+      else
+        q->Bind(p + 10, static_cast<double>(NAN));
     }
     q->Step();
     q->Reset();
@@ -195,12 +211,77 @@ std::string RunIdList(const std::vector<RunRow>& runs,
   return ids;
 }
 
-std::vector<RunRow> LastRuns(Store& db, const std::string& machine, int n) {
-  std::string sql = "SELECT id, commit_id, branch, machine, date FROM runs";
-  if (!machine.empty()) sql += " WHERE machine = ?";
+int64_t RunIdOf(Store& db, const std::string& run_key) {
+  auto q = db.Prepare("SELECT id FROM runs WHERE run_key = ?", "runs");
+  q->Bind(1, run_key);
+  if (!q->Step()) throw InputError(db.name(), "runs", "the run vanished while it was added to");
+  int64_t id = q->Int(0);
+  while (q->Step()) {
+  }
+  return id;
+}
+
+int64_t FileId(Store& db, int64_t run_id, const std::string& context) {
+  // Contexts are long texts (no unique index can hold them in PostgreSQL): compared here.
+  auto q = db.Prepare("SELECT id, context FROM files WHERE run_id = ? ORDER BY id", "files");
+  q->Bind(1, run_id);
+  std::optional<int64_t> found;
+  while (q->Step())
+    if (!found && q->Text(1) == context) found = q->Int(0);
+  if (found) return *found;
+  auto insert =
+      db.Prepare("INSERT INTO files(run_id, context) VALUES (?,?) RETURNING id", "insert file");
+  insert->Bind(1, run_id).Bind(2, context);
+  std::optional<int64_t> id = InsertedId(*insert);
+  if (!id) throw InputError(db.name(), "insert file", "no id returned");
+  return *id;
+}
+
+bool HasFileContexts(Store& db) { return db.HasTable("files"); }
+
+std::map<std::string, std::string> ParseContext(const std::string& text) {
+  std::map<std::string, std::string> out;
+  nlohmann::json ctx = nlohmann::json::parse(text, nullptr, false);
+  if (!ctx.is_object()) return out;
+  for (const auto& [k, v] : ctx.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  return out;
+}
+
+std::string RunWhere(const RunFilter& filter) {
+  std::string where;
+  if (filter.machine) where += " WHERE machine = ?";
+  if (filter.branch) where += where.empty() ? " WHERE branch = ?" : " AND branch = ?";
+  return where;
+}
+
+int BindRunFilter(Query& q, const RunFilter& filter, int first) {
+  if (filter.machine) q.Bind(first++, *filter.machine);
+  if (filter.branch) q.Bind(first++, *filter.branch);
+  return first;
+}
+
+RunFilter NewestRunFilter(Store& db, const RunFilter& given) {
+  std::vector<RunRow> newest = LastRuns(db, given, 1);
+  if (newest.empty()) {
+    if (!given.machine && !given.branch)
+      throw InputError(db.name(), "runs", "the database holds no runs");
+    std::string what;
+    if (given.machine) what += "machine '" + *given.machine + "'";
+    if (given.branch)
+      what += std::string(what.empty() ? "" : " and ") + "branch '" + *given.branch + "'";
+    throw InputError(db.name(), "runs", "no run of " + what);
+  }
+  RunFilter out = given;
+  if (!out.machine) out.machine = newest.back().machine;
+  if (!out.branch) out.branch = newest.back().branch;
+  return out;
+}
+
+std::vector<RunRow> LastRuns(Store& db, const RunFilter& filter, int n) {
+  std::string sql = "SELECT id, commit_id, branch, machine, date FROM runs" + RunWhere(filter);
   sql += " ORDER BY date DESC, id DESC LIMIT " + std::to_string(std::max(n, 1));
   auto s = db.Prepare(sql, "runs");
-  if (!machine.empty()) s->Bind(1, machine);
+  BindRunFilter(*s, filter, 1);
   std::vector<RunRow> out;
   while (s->Step()) out.push_back({s->Int(0), s->Text(1), s->Text(2), s->Text(3), s->Text(4)});
   std::reverse(out.begin(), out.end());  // oldest first

@@ -37,12 +37,24 @@ struct ResultRow {
   double median_ns, cv;
   int64_t reps;
   std::string status, message, counters;
+  int64_t file_id = 0;  // the files row of its context; 0: none (its run's context)
 };
 
 // The INSERT of a run, RETURNING its id; a run that is there already (same run_key) returns no row.
 std::unique_ptr<Query> PrepareInsertRun(Store& db);
 // Steps an INSERT ... RETURNING id: the new row's id, or nullopt when nothing was inserted.
 std::optional<int64_t> InsertedId(Query& insert);
+// The id of the run stored under `run_key`.
+int64_t RunIdOf(Store& db, const std::string& run_key);
+
+// A benchmark file's context (as JSON text) in a run: the id of the row holding that text, added
+// when the run has none (a file added twice keeps one row).
+int64_t FileId(Store& db, int64_t run_id, const std::string& context);
+// Whether the store keeps files' contexts (version 4 on); older ones read the runs' contexts.
+bool HasFileContexts(Store& db);
+
+// A context as stored: its text fields (numbers and booleans as the JSON writes them).
+std::map<std::string, std::string> ParseContext(const std::string& text);
 
 void InsertResults(Store& db, int64_t run_id, const std::vector<ResultRow>& rows);
 // (case name, kernel table as JSON) per case of the run that recorded one.
@@ -58,8 +70,21 @@ std::optional<KernelTable> ParseKernels(const std::string& text, std::string* ig
 std::string RunIdList(const std::vector<RunRow>& runs,
                       std::unordered_map<int64_t, size_t>* column = nullptr);
 
-// The newest `n` runs (of `machine`, empty: of any), oldest first.
-std::vector<RunRow> LastRuns(Store& db, const std::string& machine, int n);
+// Which runs a command reads: those of one machine and one branch (each unset: any).
+struct RunFilter {
+  std::optional<std::string> machine, branch;
+};
+// The filter with what it leaves unset taken from the newest run that matches what it sets: by
+// default a command reads the newest run's machine and branch. Throws InputError when no run
+// matches.
+RunFilter NewestRunFilter(Store& db, const RunFilter& given);
+// The WHERE clause of `filter` over the runs table ("" when it sets nothing), and its binding from
+// parameter `first` on (the next free parameter is returned).
+std::string RunWhere(const RunFilter& filter);
+int BindRunFilter(Query& q, const RunFilter& filter, int first);
+
+// The newest `n` runs that `filter` selects, oldest first.
+std::vector<RunRow> LastRuns(Store& db, const RunFilter& filter, int n);
 // name -> median per run (NaN where not measured), for the given runs; names holding `filter`
 // (empty: every name). `order`, where given, gets the names sorted.
 std::map<std::string, std::vector<double>> Medians(Store& db, const std::vector<RunRow>& runs,

@@ -175,6 +175,10 @@ std::string ChangeSection(const ChangeView& c) {
        SideRow("before", c.before) + SideRow("after", c.after) + "</tbody></table>";
   s +=
       "<p>Mann-Whitney U test between the two sides' run medians: p = " + H(FormatP(c.p)) + ".</p>";
+  if (!c.environment.empty())
+    s += "<p><strong>Environment change:</strong> " + H(c.environment) +
+         ". The case's own libraries, driver or measuring flags changed here, not only the code: "
+         "named, not sent to bisect.</p>";
   s += "<p>Machine context across it: " +
        (c.context.empty() ? std::string("unchanged (driver, clocks, CPU, compiler)")
                           : "<strong>lines up with</strong> " + H([&] {
@@ -355,7 +359,7 @@ std::string MachineHtml(const MachinePage& page) {
   return Page(page.name + " — machine context", b);
 }
 
-std::string SiteIndexHtml(const std::vector<MachineSummary>& machines,
+std::string SiteIndexHtml(const std::vector<MachineSummary>& machines, const std::string& branch,
                           const ChangePointOptions& o) {
   std::string b = "<h1>dlbench history</h1><p class=muted>Change points: " +
                   std::string(DetectorName(o.detector)) +
@@ -363,7 +367,11 @@ std::string SiteIndexHtml(const std::vector<MachineSummary>& machines,
                   "between its two sides (p &lt; " +
                   H(FormatNumber(o.alpha, 3)) + ") and a change of at least " +
                   H(FormatPercent(o.threshold)) + ", at least " + std::to_string(o.min_segment) +
-                  " runs a side; tiers and library builds are separate series.</p>"
+                  " runs a side; tiers and build types are separate series, and a change point "
+                  "where a case's own libraries, driver or measuring flags changed is named as "
+                  "such. Runs of branch " +
+                  H(branch.empty() ? "(none)" : branch) +
+                  " only (site --branch chooses another).</p>"
                   "<table><thead><tr><th>machine</th><th>runs</th><th>from</th><th>to</th>"
                   "<th>series</th><th>slower</th><th>faster</th><th>families</th><th></th></tr>"
                   "</thead><tbody>";

@@ -33,8 +33,11 @@ struct ChangeView {
   Side before, after;
   std::string date;                  // of the first run after it
   std::vector<std::string> context;  // the machine's context that changed across it
-  std::string repro, bisect;         // bisect: slower changes only
-  std::string kernels;               // the kernel diff's summary, or why there is none
+  // The case's own libraries, driver or measuring flags that changed across it
+  // ("cuDNN 9.14.0 → 9.19.0 at #17", environment.h); then no bisect.
+  std::string environment;
+  std::string repro, bisect;  // bisect: slower changes only
+  std::string kernels;        // the kernel diff's summary, or why there is none
   std::optional<Table> kernel_table;
 };
 
@@ -86,7 +89,8 @@ struct MachinePage {
 std::string CaseHtml(const CasePage& page);
 std::string MachineIndexHtml(const MachineSummary& machine, const std::vector<IndexRow>& rows);
 std::string MachineHtml(const MachinePage& page);
-std::string SiteIndexHtml(const std::vector<MachineSummary>& machines,
+// `branch`: the one branch whose runs the site shows.
+std::string SiteIndexHtml(const std::vector<MachineSummary>& machines, const std::string& branch,
                           const ChangePointOptions& options);
 
 }  // namespace dlb::report::site

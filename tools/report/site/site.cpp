@@ -16,6 +16,7 @@
 #include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
+#include "tools/report/history/environment.h"
 #include "tools/report/history/series.h"
 #include "tools/report/history/tables.h"
 #include "tools/report/read/gbench_json.h"
@@ -47,11 +48,12 @@ std::string Get(const RunInfo& r, std::string_view key) {
   return it == r.context.end() ? std::string() : it->second;
 }
 
-// What changed in the machine's context between two runs: "gpu_driver 550.54 → 560.28".
-std::vector<std::string> ContextChanges(const RunInfo& a, const RunInfo& b) {
+// What changed in the machine's context between two points of a case, as the files that measured
+// them recorded it: "gpu_driver 550.54 → 560.28".
+std::vector<std::string> ContextChanges(const Context& a, const Context& b) {
   std::vector<std::string> out;
   for (std::string_view k : kMachineKeys) {
-    std::string x = Get(a, k), y = Get(b, k);
+    std::string x = ContextValue(a, k), y = ContextValue(b, k);
     if (x != y)
       out.push_back(std::string(k) + " " + (x.empty() ? "-" : x) + " → " + (y.empty() ? "-" : y));
   }
@@ -99,8 +101,11 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
   std::vector<MachineSummary> machines;
   nlohmann::json changes = nlohmann::json::array();
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
-  for (const std::string& machine : Machines(db)) {
-    std::vector<RunInfo> runs = MachineRuns(db, machine, opt.last);
+  const RunFilter chosen = NewestRunFilter(db, {opt.machine, opt.branch});
+  std::vector<std::string> machine_list = Machines(db);
+  if (opt.machine) machine_list = {*opt.machine};
+  for (const std::string& machine : machine_list) {
+    std::vector<RunInfo> runs = FilteredRuns(db, {machine, chosen.branch}, opt.last);
     if (runs.empty()) continue;
     MachineSummary ms;
     ms.name = machine;
@@ -151,10 +156,14 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
           v.after = Describe(s, cp.at, cp.to, runs);
           const RunInfo& last_before = runs[s.points[cp.at - 1].run];
           const RunInfo& first_after = runs[s.points[cp.at].run];
+          const Context& before_ctx = *s.points[cp.at - 1].context;
+          const Context& after_ctx = *s.points[cp.at].context;
           v.date = first_after.row.date;
-          v.context = ContextChanges(last_before, first_after);
-          v.repro = ReproCommand(first_after.context, s.name);
-          v.bisect = cp.change > 0
+          v.context = ContextChanges(before_ctx, after_ctx);
+          v.environment = EnvironmentNote(EnvironmentChanges(before_ctx, after_ctx, s.family),
+                                          s.points[cp.at].run + 1);
+          v.repro = ReproCommand(after_ctx, s.name);
+          v.bisect = cp.change > 0 && v.environment.empty()
                          ? StepBisect(last_before.row.commit, first_after.row.commit, s.name)
                          : "";
           KernelsAcross ka = KernelDiffAcross(s, cp, ktables);
@@ -169,7 +178,8 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
                              {"before_ns", cp.before},
                              {"after_ns", cp.after},
                              {"change", cp.change},
-                             {"p", cp.p}});
+                             {"p", cp.p},
+                             {"environment", v.environment}});
           sv.changes.push_back(std::move(v));
         }
         result.change_points += static_cast<int>(cps.size());
@@ -228,7 +238,7 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
   if (machines.empty()) throw InputError(db.name(), "runs", "the database holds no runs");
   result.machines = static_cast<int>(machines.size());
   WriteOutput((out / "changes.json").string(), JsonText(changes) + "\n");
-  WriteOutput((out / "index.html").string(), SiteIndexHtml(machines, opt.changes));
+  WriteOutput((out / "index.html").string(), SiteIndexHtml(machines, *chosen.branch, opt.changes));
   return result;
 }
 

@@ -7,6 +7,7 @@
 // history check's (changepoints.h over series.h), so the two never disagree.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "tools/report/history/changepoints.h"
@@ -17,6 +18,9 @@ namespace dlb::report {
 struct SiteOptions {
   std::string out_dir;
   int last = 0;  // the newest runs per machine; 0: every run
+  // One branch's runs (unset: the newest run's, of `machine` where set): a feature branch's runs
+  // are never part of main's series. `machine`: that machine only (unset: every machine).
+  std::optional<std::string> machine, branch;
   ChangePointOptions changes;
 };
 
