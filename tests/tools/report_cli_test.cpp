@@ -177,6 +177,24 @@ TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
             std::string::npos);
 }
 
+// history check's counts of runs out of range (--window 0 would judge nothing and call every case
+// new): one short line naming the flag, exit 1, no database touched.
+TEST_F(Cli, HistoryCheckRunCountsOutOfRangeAreOneShortLine) {
+  const std::string db = (dir_ / "none.sqlite").string();
+  for (const std::string flag :
+       {"--window 0", "--window 20000", "--hold 0", "--confirm-repetitions 2"}) {
+    Result r = Run("history check --db " + db + " " + flag);
+    EXPECT_EQ(r.rc, 1) << flag;
+    EXPECT_EQ(r.err.rfind("dlbench-report: usage: " + flag + ": expects ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_LT(r.err.size(), 80u) << r.err;
+  }
+  Result both = Run("history check --db " + db + " --confirm --hold 3");
+  EXPECT_EQ(both.rc, 1);
+  EXPECT_NE(both.err.find("--confirm"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(db));
+}
+
 // A folder's files that hold no case (a peaks file, another tool's JSON) are skipped and named;
 // the report of the rest is written. A file named on its own still fails.
 TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {

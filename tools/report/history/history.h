@@ -38,19 +38,30 @@ Document HistoryShow(const std::string& db, const ShowOptions& options,
                      const HistoryOptions& hopt = {});
 
 struct CheckOptions {
-  int window = 10;          // previous runs on the same machine
+  int window = 10;          // runs on the same machine before the judged ones
   double threshold = 0.05;  // relative change that matters
-  double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
+  double k = 3;             // and more than k times the run-to-run noise (gate.h)
   int min_history = 3;      // fewer previous values: no verdict
   // Change points (FindChangePoints, as the site finds them) over the newest `history` runs of the
   // machine of the newest run's build, and whether a slower last change point fails the check.
   int history = 100;
   ChangePointOptions changes;
   bool steps_fail = true;
+  // The gate (analyses/gate.h): a newest-run slowdown fails once it holds for the newest `hold`
+  // runs, each against the `window` runs before them. With `rerun` set (--confirm), the newest
+  // run alone is judged and each slower case is re-run instead: `rerun` runs the case's repro
+  // command and returns its repetitions' times in ns (empty, with `why`, when it could not), and
+  // the U test against the window decides (at `confirm_alpha`, adjusted across the re-runs).
+  int hold = 2;
+  std::function<std::vector<double>(const std::string& name, const std::string& repro,
+                                    std::string* why)>
+      rerun;
+  double confirm_alpha = 0.05;
 };
 struct CheckResult {
   Document doc;
-  int regressions = 0;       // the newest run against the window's median
+  int regressions = 0;       // confirmed newest-run slowdowns (against the window's median)
+  int unconfirmed = 0;       // newest-run slowdowns not confirmed: reported, not failed
   int step_regressions = 0;  // cases whose last change point is slower (some also counted above)
   int exit_code = 0;
 };
