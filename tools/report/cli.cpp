@@ -281,7 +281,7 @@ void AddChangePointOptions(CLI::App* sub, ChangePointOptions* o, std::string* th
 void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c) {
   auto* hcheck = c->hcheck = history->add_subcommand(
       "check",
-      "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
+      "newest runs against the recent window and change points; exit 3 on a confirmed regression");
   hcheck->add_option("--db", a->db, kDbHelp)->required();
   hcheck->add_option("--window", a->kopt.window,
                      "runs on the same machine before the judged ones: the reference (10)");
