@@ -58,7 +58,7 @@ TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
   Document d = HistoryShow(db, {});
   ASSERT_EQ(d.sections.size(), 2u);
   EXPECT_EQ(d.sections[0].tables[0].rows.size(), 10u);  // last 10 runs: all 10
-  EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);  // one row per benchmark
+  EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);   // one row per benchmark
   EXPECT_EQ(d.sections[1].charts.size(), 4u);
   ShowOptions filtered;
   filtered.filter = "w1/";
@@ -299,7 +299,8 @@ TYPED_TEST(History, ConfirmFailsOnlyWhatTheReRunReproduces) {
   EXPECT_EQ(r.regressions, 1);
   EXPECT_EQ(r.unconfirmed, 2);
   ASSERT_EQ(commands.size(), 3u);
-  EXPECT_EQ(commands[0], "./bench_gemm '--benchmark_filter=^gemm/cpu/onednn/w0/dt:f32/manual_time$'");
+  EXPECT_EQ(commands[0],
+            "./bench_gemm '--benchmark_filter=^gemm/cpu/onednn/w0/dt:f32/manual_time$'");
   const std::string md = Render(r.doc, Format::kMarkdown);
   EXPECT_NE(md.find("re-run (10 repetitions): +20."), std::string::npos) << md;
   EXPECT_NE(md.find("not reproduced"), std::string::npos) << md;
