@@ -161,9 +161,9 @@ TEST_F(Cli, CompareOfRunsWithNoCaseInCommonIsBadInput) {
 
 // A malformed number is one line that names its flag (not "stod").
 TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
-  for (const std::string sub : {"compare " + Data("compare_base.json") + " " +
-                                    Data("compare_new.json"),
-                                std::string("history check --db x.sqlite")}) {
+  for (const std::string sub :
+       {"compare " + Data("compare_base.json") + " " + Data("compare_new.json"),
+        std::string("history check --db x.sqlite")}) {
     Result r = Run(sub + " --threshold abc");
     EXPECT_EQ(r.rc, 1) << sub;
     EXPECT_EQ(r.err,
@@ -177,6 +177,57 @@ TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
             std::string::npos);
 }
 
+// history check's counts of runs out of range (--window 0 would judge nothing and call every case
+// new): one short line naming the flag, exit 1, no database touched.
+TEST_F(Cli, HistoryCheckRunCountsOutOfRangeAreOneShortLine) {
+  const std::string db = (dir_ / "none.sqlite").string();
+  for (const std::string flag :
+       {"--window 0", "--window 20000", "--hold 0", "--confirm-repetitions 2"}) {
+    Result r = Run("history check --db " + db + " " + flag);
+    EXPECT_EQ(r.rc, 1) << flag;
+    EXPECT_EQ(r.err.rfind("dlbench-report: usage: " + flag + ": expects ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_LT(r.err.size(), 80u) << r.err;
+  }
+  Result both = Run("history check --db " + db + " --confirm --hold 3");
+  EXPECT_EQ(both.rc, 1);
+  EXPECT_NE(both.err.find("--confirm"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+// history check --confirm runs the flagged case's repro command (here a stand-in bench_gemm that
+// writes as many 130 us repetitions as asked) and fails on the slowdown the re-run reproduces;
+// without it, the one slow run is unconfirmed.
+TEST_F(Cli, HistoryCheckConfirmReRunsTheFlaggedCase) {
+  const std::string bench = (dir_ / "bench_gemm").string();
+  const std::string name = "gemm/cpu/onednn/square.64/dt:f32/manual_time";
+  auto entry = [&](double us, int rep) {
+    return R"({"name": ")" + name + R"(", "run_name": ")" + name +
+           R"(", "run_type": "iteration", "repetition_index": )" + std::to_string(rep) +
+           R"(, "real_time": )" + std::to_string(us) + R"(, "time_unit": "us"})";
+  };
+  Write("bench_gemm",
+        "#!/bin/sh\nreps=1; out=\nfor a in \"$@\"; do case \"$a\" in\n"
+        "  --benchmark_repetitions=*) reps=${a#*=} ;;\n"
+        "  --benchmark_out=*) out=${a#*=} ;;\nesac; done\n"
+        "{ echo '{\"context\": {}, \"benchmarks\": ['; i=0\n"
+        "while [ $i -lt $reps ]; do [ $i -gt 0 ] && echo ,; echo '" +
+            entry(130, 0) + "'; i=$((i + 1)); done; echo ']}'; } > \"$out\"\n");
+  fs::permissions(bench, fs::perms::owner_all);
+  const std::string db = (dir_ / "h.sqlite").string();
+  for (int i = 0; i < 9; ++i) {
+    Write("run.json", R"({"context": {"date": "2026-01-0)" + std::to_string(i + 1) +
+                          R"(T00:00:00Z", "host_name": "box", "executable": ")" + bench +
+                          R"("}, "benchmarks": [)" + entry(i == 8 ? 130 : 100 + i % 2, 0) + "]}");
+    ASSERT_EQ(Run("history add --db " + db + " " + (dir_ / "run.json").string()).rc, 0);
+  }
+  EXPECT_EQ(Run("history check --db " + db).rc, 0);
+  Result r = Run("history check --db " + db + " --confirm --confirm-repetitions 5");
+  EXPECT_EQ(r.rc, 3) << r.err << r.out;
+  EXPECT_NE(r.out.find("re-run (5 repetitions): +29."), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("re-running " + name), std::string::npos) << r.err;
+}
+
 // A folder's files that hold no case (a peaks file, another tool's JSON) are skipped and named;
 // the report of the rest is written. A file named on its own still fails.
 TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
@@ -187,10 +238,8 @@ TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
   std::ofstream(folder / "notes.json") << R"({"what": "not a run"})";
   Result r = Run("report " + folder.string() + " --format md");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("2 file(s) of the folder skipped"), std::string::npos);
   EXPECT_NE(r.out.find("gemm"), std::string::npos);
   EXPECT_EQ(Run("report " + (folder / "peaks.json").string()).rc, 1);

@@ -31,21 +31,40 @@ TYPED_TEST(History, CheckFindsARegressionAndShowsTheTrend) {
     HistoryAdd(db, {MakeRun(4, 1, i, Date(i))}, {"c" + std::to_string(i)});
   CheckResult ok = HistoryCheck(db, {});
   EXPECT_EQ(ok.exit_code, 0);
-  // The newest run: benchmark w0..w3 all 20% slower.
+  // The newest run: benchmark w0..w3 all 20% slower. One slow run is unconfirmed: reported in
+  // every format, it fails nothing (--hold 1 fails it).
   HistoryAdd(db, {MakeRun(4, 1.2, 8, Date(8))}, {"c8"});
+  CheckResult once = HistoryCheck(db, {});
+  EXPECT_EQ(once.exit_code, 0);
+  EXPECT_EQ(once.regressions, 0);
+  EXPECT_EQ(once.unconfirmed, 4);
+  const std::string md = Render(once.doc, Format::kMarkdown);
+  EXPECT_NE(md.find("0 slower, 4 unconfirmed"), std::string::npos) << md;
+  EXPECT_NE(md.find("held 1 of 2 runs"), std::string::npos) << md;
+  auto json = nlohmann::json::parse(Render(once.doc, Format::kJson));
+  EXPECT_EQ(json["sections"][0]["tables"][0]["rows"][0]["verdict"], "unconfirmed");
+  EXPECT_EQ(json["sections"][0]["tables"][0]["rows"][0]["confirmation"], "held 1 of 2 runs");
+  EXPECT_NE(Render(once.doc, Format::kHtml).find("unconfirmed"), std::string::npos);
+  CheckOptions single;
+  single.hold = 1;
+  EXPECT_EQ(HistoryCheck(db, single).exit_code, 3);
+  // The second slow run confirms it.
+  HistoryAdd(db, {MakeRun(4, 1.2, 9, Date(9))}, {"c9"});
   CheckResult bad = HistoryCheck(db, {});
   EXPECT_EQ(bad.exit_code, 3);
   EXPECT_EQ(bad.regressions, 4);
+  EXPECT_EQ(bad.unconfirmed, 0);
+  EXPECT_NE(Render(bad.doc, Format::kMarkdown).find("held 2 of 2 runs"), std::string::npos);
   Document d = HistoryShow(db, {});
   ASSERT_EQ(d.sections.size(), 2u);
-  EXPECT_EQ(d.sections[0].tables[0].rows.size(), 9u);  // last 10 runs: all 9
-  EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);  // one row per benchmark
+  EXPECT_EQ(d.sections[0].tables[0].rows.size(), 10u);  // last 10 runs: all 10
+  EXPECT_EQ(d.sections[1].tables[0].rows.size(), 4u);   // one row per benchmark
   EXPECT_EQ(d.sections[1].charts.size(), 4u);
   ShowOptions filtered;
   filtered.filter = "w1/";
   EXPECT_EQ(HistoryShow(db, filtered).sections[1].tables[0].rows.size(), 1u);
   // A benchmark only in an older run still has its row.
-  HistoryAdd(db, {MakeRun(5, 1, 9, Date(9))}, {"c9"});
+  HistoryAdd(db, {MakeRun(5, 1, 10, Date(10))}, {"c10"});
   EXPECT_EQ(HistoryShow(db, {}).sections[1].tables[0].rows.size(), 5u);
 }
 
@@ -147,7 +166,7 @@ TYPED_TEST(History, CheckDiffsTheKernelTablesOfAFlaggedCase) {
   }
   EXPECT_EQ(this->Count("kernels"), 5);
   CheckResult r = HistoryCheck(this->db_, {});
-  ASSERT_EQ(r.regressions, 1);
+  ASSERT_EQ(r.unconfirmed, 1);  // one slow run: flagged with its diagnosis, not failed
   const std::string md = Render(r.doc, Format::kMarkdown);
   EXPECT_NE(
       md.find("vs run #4: +winograd 325%, -implicit_gemm -225% (kernels: 100% of the change)"),
@@ -251,6 +270,44 @@ TYPED_TEST(History, ASlowerChangePointCarriesItsKernelDiff) {
   ASSERT_EQ(r.doc.sections.size(), 3u);
   EXPECT_NE(r.doc.sections[2].tables.back().title.find("kernels across the change point"),
             std::string::npos);
+}
+
+// --confirm: each case whose newest run is slower is re-run through its repro command (here a
+// stand-in that returns the re-run's repetitions), and only a slowdown the re-run reproduces
+// fails; one it does not, or that could not be re-run, is unconfirmed.
+TYPED_TEST(History, ConfirmFailsOnlyWhatTheReRunReproduces) {
+  for (int i = 0; i < 9; ++i) {
+    FileData f = MakeRun(3, i == 8 ? 1.2 : 1, i, Date(i));
+    f.context[std::string(schema::kCtxExecutable)] = "./bench_gemm";
+    HistoryAdd(this->db_, {f}, {"c" + std::to_string(i)});
+  }
+  std::vector<std::string> commands;
+  CheckOptions o;
+  o.rerun = [&](const std::string& name, const std::string& repro, std::string* why) {
+    commands.push_back(repro);
+    std::vector<double> reps;
+    const double base = name.find("/w0/") != std::string::npos ? 120e3 : 101e3;
+    if (name.find("/w2/") != std::string::npos) {
+      *why = "the re-run failed (exit 2): out of memory";
+      return reps;
+    }
+    for (int k = 0; k < 10; ++k) reps.push_back(base * (1 + 0.001 * k));
+    return reps;
+  };
+  CheckResult r = HistoryCheck(this->db_, o);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.regressions, 1);
+  EXPECT_EQ(r.unconfirmed, 2);
+  ASSERT_EQ(commands.size(), 3u);
+  EXPECT_EQ(commands[0],
+            "./bench_gemm '--benchmark_filter=^gemm/cpu/onednn/w0/dt:f32/manual_time$'");
+  const std::string md = Render(r.doc, Format::kMarkdown);
+  EXPECT_NE(md.find("re-run (10 repetitions): +20."), std::string::npos) << md;
+  EXPECT_NE(md.find("not reproduced"), std::string::npos) << md;
+  EXPECT_NE(md.find("not re-run: the re-run failed (exit 2): out of memory"), std::string::npos)
+      << md;
+  // Without --confirm the same run is one slow run: unconfirmed, nothing fails.
+  EXPECT_EQ(HistoryCheck(this->db_, {}).exit_code, 0);
 }
 
 // A flat history with one slow run in the middle: the step test finds nothing.

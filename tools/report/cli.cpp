@@ -14,6 +14,7 @@
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/report.h"
+#include "tools/report/analyses/rerun.h"
 #include "tools/report/analyses/speedup.h"
 #include "tools/report/analyses/summary.h"
 #include "tools/report/analyses/sweep.h"
@@ -93,6 +94,14 @@ double ParseThreshold(const std::string& flag, const std::string& s) {
   return v >= 1 ? v / 100 : v;
 }
 
+// history check's counts of runs: outside [lo, hi] is one line naming the flag (0 runs of window
+// would judge nothing and mark every case new).
+void RequireRuns(const std::string& flag, int v, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw std::invalid_argument(flag + " " + std::to_string(v) + ": expects " + std::to_string(lo) +
+                                " to " + std::to_string(hi));
+}
+
 constexpr const char* kDbHelp =
     "SQLite file, or postgresql://user@host:port/dbname (libpq URL; PG* variables fill the rest)";
 
@@ -112,6 +121,8 @@ struct Args {
   ShowOptions sopt;
   CheckOptions kopt;
   std::string check_threshold = "5%", steps = "fail";
+  bool confirm = false;
+  int confirm_repetitions = 10;
   std::string change_threshold = "2%", detector = "pelt";  // check and site
   SiteOptions site;
   BisectOptions bopt;  // bisect
@@ -287,12 +298,25 @@ void AddChangePointOptions(CLI::App* sub, ChangePointOptions* o, std::string* th
 void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c) {
   auto* hcheck = c->hcheck = history->add_subcommand(
       "check",
-      "newest run against the recent window (median, MAD) and steps in it; exit 3 on a regression");
+      "newest runs against the recent window and change points; exit 3 on a confirmed regression");
   hcheck->add_option("--db", a->db, kDbHelp)->required();
   AddSeriesOptions(hcheck, &a->kopt.machine, &a->kopt.branch);
-  hcheck->add_option("--window", a->kopt.window, "previous runs of that machine and branch (10)");
+  hcheck->add_option("--window", a->kopt.window,
+                     "runs of that machine and branch before the judged ones: the reference (10)");
+  auto* hold = hcheck->add_option(
+      "--hold", a->kopt.hold,
+      "a slowdown fails once it holds for the newest N runs (2; 1: the newest run alone)");
+  hcheck
+      ->add_flag(
+          "--confirm", a->confirm,
+          "re-run each case whose newest run is slower (its repro command, in the current "
+          "folder) and fail only where the U test confirms it, instead of waiting for --hold")
+      ->excludes(hold);
+  hcheck->add_option("--confirm-repetitions", a->confirm_repetitions,
+                     "--confirm: repetitions of each re-run (10)");
   hcheck->add_option("--threshold,-t", a->check_threshold, "relative change that matters (5%)");
-  hcheck->add_option("--mads", a->kopt.k, "and more than this many scaled MADs (3)");
+  hcheck->add_option("--mads", a->kopt.k,
+                     "and more than this many times the case's run-to-run noise (3)");
   AddChangePointOptions(hcheck, &a->kopt.changes, &a->change_threshold, &a->detector);
   hcheck
       ->add_option("--history", a->kopt.history,
@@ -474,6 +498,14 @@ int RunHistory(const Commands& c, Args& a) {
     Emit(HistoryShow(a.db, a.sopt, a.hopt), a.out);
   } else if (c.hcheck->parsed()) {
     a.kopt.threshold = ParseThreshold("--threshold", a.check_threshold);
+    RequireRuns("--window", a.kopt.window, 1, 10000);
+    RequireRuns("--hold", a.kopt.hold, 1, 100);
+    RequireRuns("--confirm-repetitions", a.confirm_repetitions, 3, 1000);
+    if (a.confirm)
+      a.kopt.rerun = [&a](const std::string& name, const std::string& repro, std::string* why) {
+        std::fprintf(stderr, "dlbench-report: history check: re-running %s\n", name.c_str());
+        return RerunCase(name, repro, a.confirm_repetitions, why);
+      };
     a.kopt.steps_fail = a.steps == "fail";
     a.kopt.changes.threshold = ParseThreshold("--change-threshold", a.change_threshold);
     a.kopt.changes.detector = ParseDetector(a.detector);

@@ -1,27 +1,19 @@
 // Bisect's git and processes: a temporary worktree of the repository, `git bisect` driven one
 // step at a time in it, the build and the case's run as child processes in their own process
 // groups (a signal to dlbench-report is passed on to them, then the worktree is removed).
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/process.h"
 #include "tools/report/analyses/repro.h"
-
-extern char** environ;
 
 namespace dlb::report {
 
@@ -29,115 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-volatile sig_atomic_t g_signal = 0;
-void OnSignal(int s) { g_signal = s; }
-
-// Catches SIGINT, SIGTERM and SIGHUP while it lives (no SA_RESTART, so a wait is interrupted).
-class SignalGuard {
- public:
-  SignalGuard() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kCount; ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~SignalGuard() {
-    for (size_t i = 0; i < kCount; ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-  static constexpr size_t kCount = std::size(kSignals);
-  struct sigaction old_[kCount];
-};
-
 void CheckInterrupt() {
-  if (g_signal)
-    throw BisectInterrupted("interrupted (signal " + std::to_string(g_signal) +
+  if (CaughtSignal())
+    throw BisectInterrupted("interrupted (signal " + std::to_string(CaughtSignal()) +
                             "); the worktree and temporary files were removed");
-}
-
-// Runs argv in cwd: stdin /dev/null, stdout and stderr into `log`, `env` added to the
-// environment, in a process group of its own. When a signal reaches us meanwhile and `forward`,
-// the group gets SIGTERM, and SIGKILL 3 s later. Returns the exit status, 128 + the signal that
-// ended it, or 127 when it could not be started.
-int RunProcess(const std::vector<std::string>& argv, const std::string& cwd, const std::string& log,
-               const std::map<std::string, std::string>& env, bool forward = true) {
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (!env.count(kv.substr(0, kv.find('=')))) env_text.push_back(kv);
-  }
-  for (const auto& [k, v] : env) env_text.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_text) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-  fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return 127;
-  if (pid == 0) {
-    setpgid(0, 0);
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0 || chdir(cwd.c_str()) != 0) _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execvpe(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  int status = 0;
-  bool sent = false;
-  auto since = std::chrono::steady_clock::now();
-  for (;;) {
-    pid_t r = waitpid(pid, &status, sent ? WNOHANG : 0);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return 127;
-    if (g_signal && forward && !sent) {
-      kill(-pid, SIGTERM);
-      sent = true;
-      since = std::chrono::steady_clock::now();
-    }
-    if (sent) {
-      if (std::chrono::steady_clock::now() - since > std::chrono::seconds(3)) kill(-pid, SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 127;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return s;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
-}
-
-// The last non-empty line of a log, at most 200 characters: what a skip note quotes.
-std::string LastLine(const std::string& path) {
-  std::string text = Trim(ReadText(path));
-  size_t nl = text.rfind('\n');
-  std::string line = Trim(nl == std::string::npos ? text : text.substr(nl + 1));
-  if (line.size() > 200) line = line.substr(0, 197) + "...";
-  return line.empty() ? "no output" : line;
 }
 
 std::string Short(const std::string& hash) { return hash.substr(0, 12); }

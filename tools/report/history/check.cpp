@@ -1,9 +1,12 @@
-// history check: the newest run of a machine and branch against its window of earlier runs
-// (median and MAD), the change points of each case over the longer history (FindChangePoints over
+// history check: the newest runs of a machine and branch against their window of earlier runs
+// (their median and the case's run-to-run noise; a slowdown fails once confirmed,
+// analyses/gate.h), the change points of each case over the longer history (FindChangePoints over
 // each case's series of its newest build, as the site finds them), each named as an environment
 // change where the case's own libraries, driver or flags changed across it (environment.h), and,
 // under a flagged case, the command that re-runs it and its kernels' changes.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +15,7 @@
 #include <unordered_map>
 
 #include "tools/report/analyses/bisect.h"
+#include "tools/report/analyses/gate.h"
 #include "tools/report/analyses/kernel_diff.h"
 #include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
@@ -63,7 +67,8 @@ std::vector<Cell> StepRow(const std::string& name, const std::string& verdict, c
 // that recorded a table.
 struct Diagnosis {
   std::string kernels, repro;
-  std::string environment;  // the change of the case's environment its verdict or step meets
+  std::string environment;   // the change of the case's environment its verdict or step meets
+  std::string confirmation;  // of a newest-run slowdown: what confirmed it, or what it lacks
   std::optional<Table> table;
 };
 
@@ -175,6 +180,50 @@ class Diagnoser {
   std::unordered_map<int64_t, size_t> col_;
 };
 
+// ---- the gate (analyses/gate.h): each case's newest run judged, and with --confirm the slower
+// ones re-run; `how` says what confirmed a slowdown or what it still lacks.
+struct Judged {
+  RunJudgement j;
+  std::string how = "-";
+};
+
+std::map<std::string, Judged> JudgeNewestRuns(
+    const std::vector<std::string>& names, std::map<std::string, std::vector<double>>& medians,
+    const CheckOptions& opt, const GateOptions& gate,
+    const std::function<std::string(const std::string&)>& repro) {
+  std::map<std::string, Judged> out;
+  std::vector<std::string> rerun;
+  std::vector<RerunSample> samples;
+  for (const std::string& name : names) {
+    const std::vector<double>& v = medians[name];
+    if (!std::isfinite(v.back())) continue;
+    Judged& c = out[name];
+    c.j = JudgeNewest(v, gate);
+    if (c.j.verdict != RunVerdict::kSlower && c.j.verdict != RunVerdict::kUnconfirmed) continue;
+    c.how = "held " + std::to_string(c.j.held) + " of " + std::to_string(gate.hold) + " runs";
+    if (!opt.rerun) continue;
+    std::string command = repro(name), why = "the run's context names no binary";
+    RerunSample s;
+    for (size_t i = v.size() - 1 - std::min(v.size() - 1, static_cast<size_t>(gate.window));
+         i + 1 < v.size(); ++i)
+      if (std::isfinite(v[i])) s.window.push_back(v[i]);
+    if (!command.empty()) s.rerun = opt.rerun(name, command, &why);
+    if (s.rerun.empty()) c.how = "not re-run: " + why;
+    rerun.push_back(name);
+    samples.push_back(std::move(s));
+  }
+  std::vector<RerunJudgement> judged = JudgeReruns(samples, gate.threshold, opt.confirm_alpha);
+  for (size_t i = 0; i < rerun.size(); ++i) {
+    Judged& c = out[rerun[i]];
+    c.j = AfterRerun(c.j, judged[i]);
+    if (samples[i].rerun.empty()) continue;
+    c.how = "re-run (" + std::to_string(samples[i].rerun.size()) +
+            " repetitions): " + FormatSigned(judged[i].change) + ", q " + FormatP(judged[i].q) +
+            (judged[i].confirmed ? "" : ", not reproduced");
+  }
+  return out;
+}
+
 }  // namespace
 
 CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
@@ -187,14 +236,31 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   d.title = "dlbench history check";
   d.short_markdown_lines = true;  // read in CI logs
   const RunFilter filter = NewestRunFilter(db, {opt.machine, opt.branch});
-  const std::vector<RunInfo> window_runs = FilteredRuns(db, filter, opt.window + 1);
-  std::vector<RunRow> runs;
+  const GateOptions gate{opt.window, opt.threshold, opt.k, opt.min_history,
+                         opt.rerun ? 1 : std::max(opt.hold, 1)};
+  // The gate reads further back than the window: the noise is estimated over up to --history runs.
+  const std::vector<RunInfo> read_runs =
+      FilteredRuns(db, filter, std::max(opt.history, opt.window) + gate.hold);
+  const size_t judged_runs =
+      std::min(read_runs.size(), static_cast<size_t>(opt.window + gate.hold));
+  const std::vector<RunInfo> window_runs(read_runs.end() - judged_runs, read_runs.end());
+  std::vector<RunRow> runs;  // the window and the judged runs, the newest last
   for (const RunInfo& w : window_runs) runs.push_back(w.row);
   const RunRow& now = runs.back();
+  // Each case's series of the build the newest run measured it in: over the window (whether its
+  // environment changed there) and over every run read (the gate's medians).
   std::map<std::string, CaseSeries> window = NewestSeries(db, window_runs, nullptr);
+  std::map<std::string, CaseSeries> read_series = NewestSeries(db, read_runs, nullptr);
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<double>> read, results;
+  for (const auto& [name, ws] : window) {
+    names.push_back(name);
+    read[name] = WindowMedians(read_series.at(name), read_runs.size());
+    results[name] = WindowMedians(ws, runs.size());
+  }
   Table t;
   t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},   {"window median", "median_ns"},
-               {"MAD", "mad_ns"},     {"change", "change"},   {"z (MAD)", "z"},
+               {"noise", "noise"},    {"change", "change"},   {"z (noise)", "z"},
                {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
   Table steps;
   steps.columns = {{"benchmark", "name"},
@@ -214,6 +280,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
   Diagnoser diagnoser(db, runs);
   bool any_kernels = false, any_repro = false, any_env = false, any_step_env = false;
+  bool any_confirmation = false;
   std::map<std::string, int> verdicts;  // how many benchmarks got each verdict
   int steps_found = 0, steps_missed = 0, other_builds = 0;
   // The change points: every run of the machine and branch in the longer history, each case's
@@ -225,31 +292,22 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
   KernelTables kernel_tables(db, long_runs);
   std::vector<Table> across;  // the kernel diffs across the slower last change points
-  for (const auto& [name, ws] : window) {
-    const std::vector<double> v = WindowMedians(ws, runs.size());
-    double x = v.back();
-    if (!std::isfinite(x)) continue;
-    std::vector<double> prev;
-    for (size_t i = 0; i + 1 < v.size(); ++i)
-      if (std::isfinite(v[i])) prev.push_back(v[i]);
-    std::string verdict;
-    double med = NAN, mad = NAN, ch = NAN, z = NAN;
-    if (prev.empty()) {
-      verdict = "new";
-    } else if (static_cast<int>(prev.size()) < opt.min_history) {
-      verdict = "short history";
-    } else {
-      med = Median(prev);
-      mad = Mad(prev);
-      ch = RelativeChange(med, x);
-      double spread = 1.4826 * mad;
-      z = spread > 0 ? (x - med) / spread : (x == med ? 0 : INFINITY * (x > med ? 1 : -1));
-      bool beyond = std::fabs(ch) >= opt.threshold && std::fabs(z) > opt.k;
-      verdict = !beyond ? "same" : ch > 0 ? "slower" : "faster";
-    }
+  const std::map<std::string, Judged> judged =
+      JudgeNewestRuns(names, read, opt, gate, [&](const std::string& name) {
+        return ReproCommand(*window.at(name).points.back().context, name);
+      });
+  for (const auto& name : names) {
+    const CaseSeries& ws = window.at(name);
+    const auto& v = results[name];
+    auto found = judged.find(name);
+    if (found == judged.end()) continue;  // not measured in the newest run
+    const RunJudgement& j = found->second.j;
+    const double x = j.newest, med = j.median, noise = j.noise, ch = j.change, z = j.z;
+    std::string verdict = RunVerdictName(j.verdict);
     // A change the case's own environment explains is named, not counted as the code's.
     std::string env;
-    if (verdict == "slower" || verdict == "faster") env = NewestEnvironment(ws);
+    if (verdict == "slower" || verdict == "unconfirmed" || verdict == "faster")
+      env = NewestEnvironment(ws);
     if (!env.empty()) {
       r.environment_changes += verdict == "slower";
       verdict += " (environment)";
@@ -278,21 +336,23 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     std::vector<Cell> row{Cell(name),
                           Cell(FormatTime(x), x),
                           Cell(FormatTime(med), med),
-                          Cell(FormatTime(mad), mad),
+                          Cell(FormatPercent(noise, 2), noise),
                           Cell(FormatSigned(ch), ch),
                           Cell(FormatNumber(z, 3), z),
-                          Cell(std::to_string(prev.size()), static_cast<double>(prev.size())),
+                          Cell(std::to_string(j.history), static_cast<double>(j.history)),
                           Cell(verdict),
                           Cell(step)};
     Diagnosis dx;
-    if (verdict == "slower" || verdict == "faster" || step_regresses)
+    if (verdict == "slower" || verdict == "unconfirmed" || verdict == "faster" || step_regresses)
       dx = diagnoser.Of(name, v,
                         step_regresses && verdict != "slower" ? "slower step" : verdict.c_str(),
                         *ws.points.back().context);
     dx.environment = env;
+    dx.confirmation = found->second.how;
+    any_confirmation |= dx.confirmation != "-";
     any_kernels |= !dx.kernels.empty();
     any_repro |= !dx.repro.empty();
-    (verdict == "slower" || step_regresses ? slower : other)
+    (verdict == "slower" || verdict == "unconfirmed" || step_regresses ? slower : other)
         .emplace_back(std::move(row), std::move(dx));
     if (cps.empty()) {
       step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
@@ -326,22 +386,41 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
     }
   }
   r.regressions = verdicts["slower"];
+  r.unconfirmed = verdicts["unconfirmed"];
   bool fail = r.regressions || (opt.steps_fail && r.step_regressions) ||
               (opt.fail_on_env_change && r.environment_changes);
   r.exit_code = fail ? 3 : 0;
+  const int window_count =
+      static_cast<int>(runs.size()) - std::min(gate.hold, static_cast<int>(runs.size()));
   d.notes.push_back("Newest run: " + now.date + ", commit " + now.commit + ", machine " +
                     now.machine + ", branch " + (now.branch.empty() ? "(none)" : now.branch) +
-                    "; window: the " + std::to_string(runs.size() - 1) +
-                    " runs before it of that machine and branch (--machine, --branch choose "
-                    "another; other branches' and machines' runs are never part of it).");
-  d.notes.push_back(std::string(fail ? "**REGRESSION**: " : "**OK**: ") +
-                    std::to_string(verdicts["slower"]) + " slower, " +
-                    std::to_string(verdicts["faster"]) + " faster, " +
-                    std::to_string(verdicts["same"]) + " same, " + std::to_string(verdicts["new"]) +
-                    " new, " + std::to_string(verdicts["short history"]) +
-                    " with too short a history. A change counts when it is at least " +
-                    FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
-                    " scaled MADs (1.4826 x MAD) from the window's median.");
+                    "; window: the " + std::to_string(window_count) + " runs before " +
+                    (gate.hold > 1 ? "the newest " + std::to_string(gate.hold) : "it") +
+                    " of that machine and branch (--machine, --branch choose another; other "
+                    "branches' and machines' runs are never part of it).");
+  d.notes.push_back(
+      std::string(fail ? "**REGRESSION**: " : "**OK**: ") + std::to_string(verdicts["slower"]) +
+      " slower, " + std::to_string(verdicts["unconfirmed"]) + " unconfirmed, " +
+      std::to_string(verdicts["faster"]) + " faster, " + std::to_string(verdicts["same"]) +
+      " same, " + std::to_string(verdicts["new"]) + " new, " +
+      std::to_string(verdicts["short history"]) +
+      " with too short a history. A change counts when it is at least " +
+      FormatPercent(opt.threshold) + " and more than " + FormatNumber(opt.k, 3) +
+      " times the case's run-to-run noise (1.4826 x the median absolute "
+      "difference of successive log medians / sqrt 2, over up to " +
+      std::to_string(std::max(opt.history, opt.window)) + " runs) from the window's median.");
+  d.notes.push_back(
+      opt.rerun ? "A slower newest run fails only when its re-run (--confirm: the case's repro "
+                  "command) confirms it: the re-run's median at least the threshold slower than "
+                  "the window's and the U test of its repetitions against the window's run "
+                  "medians, adjusted across the re-runs (Benjamini-Hochberg), below " +
+                      FormatNumber(opt.confirm_alpha, 3) +
+                      "; one the re-run does not reproduce is unconfirmed and fails nothing."
+      : gate.hold > 1
+          ? "A slowdown fails only once it holds for the newest " + std::to_string(gate.hold) +
+                " runs, each slower than the window; a slower newest run alone is unconfirmed: "
+                "reported, it fails nothing (a shared host slows a whole run now and then)."
+          : "A slower newest run fails on its own (--hold 1).");
   if (std::string libs = LibrariesNote(db, runs); !libs.empty()) d.notes.push_back(libs);
   if (r.environment_changes || any_env)
     d.notes.push_back(
@@ -360,6 +439,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   Section s;
   s.title = "Newest run against the window";
   if (any_env) t.columns.push_back({"environment", "environment"});
+  if (any_confirmation) t.columns.push_back({"confirmation", "confirmation"});
   if (any_kernels) t.columns.push_back({"kernels", "kernels"});
   if (any_repro) t.columns.push_back({"repro", "repro"});
   Section ks;
@@ -372,6 +452,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   for (auto* rows : {&slower, &other})
     for (auto& [row, dx] : *rows) {
       if (any_env) row.emplace_back(dx.environment.empty() ? std::string("-") : dx.environment);
+      if (any_confirmation) row.emplace_back(dx.confirmation);
       if (any_kernels) row.emplace_back(dx.kernels.empty() ? std::string("-") : dx.kernels);
       if (any_repro) row.emplace_back(dx.repro);
       if (dx.table) ks.tables.push_back(std::move(*dx.table));

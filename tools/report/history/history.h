@@ -53,9 +53,9 @@ struct CheckOptions {
   // The series judged: one machine's runs on one branch; what is unset is the newest run's (of
   // what is set), so a check judges the machine and branch of the run just added.
   std::optional<std::string> machine, branch;
-  int window = 10;          // previous runs on the same machine and branch
+  int window = 10;          // runs of that machine and branch before the judged ones
   double threshold = 0.05;  // relative change that matters
-  double k = 3;             // and more than k * 1.4826 * MAD away from the window's median
+  double k = 3;             // and more than k times the run-to-run noise (gate.h)
   int min_history = 3;      // fewer previous values: no verdict
   // Change points (FindChangePoints, as the site finds them) over the newest `history` runs of the
   // machine of the newest run's build, and whether a slower last change point fails the check.
@@ -65,10 +65,21 @@ struct CheckOptions {
   // A slowdown where the case's own libraries, driver or measuring flags changed (environment.h)
   // is named and, unless this is set, does not fail the check.
   bool fail_on_env_change = false;
+  // The gate (analyses/gate.h): a newest-run slowdown fails once it holds for the newest `hold`
+  // runs, each against the `window` runs before them. With `rerun` set (--confirm), the newest
+  // run alone is judged and each slower case is re-run instead: `rerun` runs the case's repro
+  // command and returns its repetitions' times in ns (empty, with `why`, when it could not), and
+  // the U test against the window decides (at `confirm_alpha`, adjusted across the re-runs).
+  int hold = 2;
+  std::function<std::vector<double>(const std::string& name, const std::string& repro,
+                                    std::string* why)>
+      rerun;
+  double confirm_alpha = 0.05;
 };
 struct CheckResult {
   Document doc;
-  int regressions = 0;       // the newest run against the window's median
+  int regressions = 0;       // confirmed newest-run slowdowns (against the window's median)
+  int unconfirmed = 0;       // newest-run slowdowns not confirmed: reported, not failed
   int step_regressions = 0;  // cases whose last change point is slower (some also counted above)
   // Cases slower (the newest run, or their last change point) where their environment changed:
   // not counted above.
