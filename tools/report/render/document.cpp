@@ -96,14 +96,50 @@ std::string HtmlInline(const std::string& md) {
 
 namespace {
 
+// A cell's text as Markdown shows it and nothing more: `|` would end the cell, and <, > and &
+// would reach a Markdown viewer as HTML (a name or label "<script>...").
 std::string MdEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n')
-      out += ' ';
+    switch (c) {
+      case '|':
+        out += "\\|";
+        break;
+      case '\n':
+        out += ' ';
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// A heading's or note's Markdown where nothing can start HTML: outside `code` spans (shown as
+// written), a < that would open a tag ("<script", "</", "<!") and an & that would start an
+// entity are written as entities; "q < 0.05" stays as it reads in a terminal.
+std::string MdProse(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  bool code = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : ' ';
+    if (c == '`') code = !code;
+    if (!code && c == '<' && (std::isalpha(next) || next == '/' || next == '!' || next == '?'))
+      out += "&lt;";
+    else if (!code && c == '&' && (std::isalnum(next) || next == '#'))
+      out += "&amp;";
     else
       out += c;
   }
@@ -191,7 +227,8 @@ std::string MdRow(const std::vector<std::string>& cells, size_t n) {
   return line;
 }
 
-// `s` cut to at most `columns` terminal columns, the last one an ellipsis (UTF-8 kept whole).
+// `s`, a cell MdEscape made, cut to at most `columns` terminal columns, the last one an ellipsis
+// (UTF-8 characters and entities kept whole: every & there starts one).
 std::string CutToColumns(const std::string& s, size_t columns) {
   if (Columns(s) <= columns) return s;
   std::string out;
@@ -201,6 +238,9 @@ std::string CutToColumns(const std::string& s, size_t columns) {
     if ((c & 0xC0) != 0x80 && ++n > columns - 1) break;
     out += s[i];
   }
+  if (size_t amp = out.rfind('&');
+      amp != std::string::npos && out.find(';', amp) == std::string::npos)
+    out.resize(amp);
   return out + "…";
 }
 
@@ -280,17 +320,17 @@ void MdTable(const Table& whole, bool cut, bool compact, std::string* out) {
 std::string RenderMarkdown(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
-  out += "# " + doc.title + "\n\n";
+  out += "# " + MdProse(doc.title) + "\n\n";
   const bool short_lines = doc.compact_markdown || doc.short_markdown_lines;
-  for (const auto& n : doc.notes) out += Wrap(n, short_lines) + "\n\n";
+  for (const auto& n : doc.notes) out += Wrap(MdProse(n), short_lines) + "\n\n";
   bool in_details = false;
   for (const Section& s : doc.sections) {
     if (s.details && !in_details) {
       out += "## Details\n\n";
       in_details = true;
     }
-    out += (in_details ? "### " : "## ") + s.title + "\n\n";
-    for (const auto& n : s.notes) out += Wrap(n, short_lines) + "\n\n";
+    out += (in_details ? "### " : "## ") + MdProse(s.title) + "\n\n";
+    for (const auto& n : s.notes) out += Wrap(MdProse(n), short_lines) + "\n\n";
     if (!s.code.empty()) {
       out += "```\n";
       for (const std::string& line : s.code) out += line + "\n";
