@@ -312,7 +312,8 @@ def main():
         visit(gpu_index.parent / "machine.html")
         check(browser.eval("document.querySelectorAll('td.chg').length") >= 1,
               "machine page: the driver change is not highlighted")
-        chg = browser.eval("[...document.querySelectorAll('td.chg')].map(c=>c.textContent).join('|')")
+        chg = browser.eval("[...document.querySelectorAll('td.chg')]"
+                           ".map(c=>c.textContent).join('|')")
         check("gpu_driver 580.159.04 → 580.170.01" in chg, "machine page: changes %r" % chg[:300])
         # What changed, compactly: no wider than the window (1280 px) however many keys and runs.
         width = browser.eval("document.documentElement.scrollWidth")
