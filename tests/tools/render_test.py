@@ -7,8 +7,10 @@ is a real, non-blank PNG.
 Then, for every folder of REPORTS_DIR (reports/) that holds runs, `dlbench-report report FOLDER/`
 as a person types it, and its first screen at 1400x1000: Problems (where the JSON has any: throttled
 cases, values above 100%, failures, mixed inputs) then Findings, every problem present listed, no
-table wider than the window, no literal Markdown, no value above 100% unflagged, and each FLOP/s or
-OP/s headline with its % and the peak it is of named.
+table wider than the window, no cell whose text crosses into its neighbour's (anywhere on the page,
+the details opened), no literal Markdown, no value above 100% unflagged, and each FLOP/s or
+OP/s headline with its % and the peak it is of named. And `compare` of reports/h100's conv runs
+with kernel tables at 1400x1000: its kernels column within the window.
 
   render_test.py DLBENCH_REPORT CPU_DIR GPU_DIR... [--reports REPORTS_DIR] [--keep DIR]
 
@@ -240,6 +242,7 @@ def check_page(label, dom, items, epochs, devices):
     check(h2[:1] != ["Problems"] or "<strong>" in dom,
           "%s: the Problems block shows no emphasis element" % label)
     check("**" not in dom, "%s: literal Markdown (**) in the HTML" % label)
+    check_overflow(label, dom)
     tables = [i for i, (k, _) in enumerate(first) if k == "table"]
     check(bool(tables), "%s: no table on the first screen" % label)
     findings = [i for i, (k, v) in enumerate(first) if (k, v) == ("h2", "Findings")]
@@ -348,6 +351,41 @@ class Screen(html.parser.HTMLParser):
             self._cell += data
         if self._section == "Problems":
             self.problems += data
+
+
+class Overflow(html.parser.HTMLParser):
+    """The cells, in the details too, that the page marked data-overflow: text wider than its
+    cell (scrollWidth > clientWidth), so that it crosses into the neighbouring cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self._cell, self._depth = [], None, 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("td", "th"):
+            self._depth += 1
+            if dict(attrs).get("data-overflow") == "1":
+                self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._depth -= 1
+            if self._cell is not None:
+                self.cells.append(self._cell.strip())
+                self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def check_overflow(label, dom):
+    """No cell's text overprints its neighbour's: the page marks those that do not fit."""
+    page = Overflow()
+    page.feed(dom)
+    check("data-viewport" in dom, "%s: the page measured nothing" % label)
+    check(not page.cells, "%s: %d cell(s) whose text crosses into the next: %r" %
+          (label, len(page.cells), page.cells[:3]))
 
 
 DTYPES = {"f32", "tf32", "bf16", "f16", "fp8", "int8", "amp_bf16", "amp_f16"}
@@ -466,6 +504,7 @@ def check_folder(report, exe, folder, out):
     for p in sorted(present):
         check(p in page.problems, "%s: the Problems section does not list %r" % (label, p))
     check("**" not in "".join(page.cells) + page.problems, "%s: literal Markdown (**)" % label)
+    check_overflow(label, dom.stdout.decode("utf-8", "replace"))
     for t in page.tables:
         title = t["rows"][0] if t["rows"] else []
         check(t["right"] <= page.viewport, "%s: a table of %r is %d px wide in a %d px window: %r" %
@@ -495,6 +534,37 @@ def check_folder(report, exe, folder, out):
             for column in ("% of peak", "peak"):
                 ok = column in header and row[header.index(column)] not in ("", "-")
                 check(ok, "%s: the headline %r has no %r" % (label, rate, column))
+
+
+def check_compare(report, exe, folder, out):
+    """`compare` of two runs with kernel tables (reports/h100's conv runs, heuristic against
+    search) at 1400x1000: every column, the kernels' included, within the window, and no cell's
+    text crossing into the next."""
+    base = folder / "kernels_conv_resnet18_heuristic.json"
+    new = folder / "kernels_conv_resnet18_search.json"
+    if not (base.exists() and new.exists()):
+        check(False, "no kernel runs to compare in %s" % folder)
+        return
+    html_out = out / "compare.html"
+    run = subprocess.run([report, "compare", str(base), str(new), "--threshold", "0.5%",
+                          "-o", str(html_out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         timeout=120)
+    check(run.returncode in (0, 3) and html_out.exists(), "compare exited %d: %s" %
+          (run.returncode, run.stderr.decode(errors="replace")[-300:]))
+    if not html_out.exists():
+        return
+    dom = chromium(exe, out / "profile-compare", ["--window-size=1400,1000",
+                                                  "--virtual-time-budget=5000", "--dump-dom",
+                                                  html_out.resolve().as_uri()])
+    text = dom.stdout.decode("utf-8", "replace")
+    page = Screen()
+    page.feed(text)
+    kernels = [t for t in page.tables if t["rows"] and "kernels" in t["rows"][0]]
+    check(bool(kernels), "compare: no table with a kernels column")
+    for t in kernels:
+        check(t["right"] <= page.viewport, "compare: a table with the kernels column is %d px "
+              "wide in a %d px window" % (t["right"], page.viewport))
+    check_overflow("compare", text)
 
 
 def main():
@@ -543,6 +613,7 @@ def main():
             check(bool(folders), "no folder of %s holds a run" % reports)
             for folder in folders:
                 check_folder(report, exe, folder, out)
+            check_compare(report, exe, reports / "h100", out)
 
     check(figures[0] > 0, "no epoch figure was compared")
     if failures:

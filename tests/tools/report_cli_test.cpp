@@ -167,8 +167,7 @@ TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
     Result r = Run(sub + " --threshold abc");
     EXPECT_EQ(r.rc, 1) << sub;
     EXPECT_EQ(r.err,
-              "dlbench-report: usage: --threshold abc: expects a relative change such as 5%, 5 "
-              "or 0.05\n")
+              "dlbench-report: usage: --threshold abc: expects a percentage such as 5% or 0.5\n")
         << sub;
   }
   EXPECT_NE(Run("compare a.json b.json --threshold 5x").err.find("--threshold 5x"),
@@ -226,6 +225,98 @@ TEST_F(Cli, HistoryCheckConfirmReRunsTheFlaggedCase) {
   EXPECT_EQ(r.rc, 3) << r.err << r.out;
   EXPECT_NE(r.out.find("re-run (5 repetitions): +29."), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("re-running " + name), std::string::npos) << r.err;
+}
+
+// A bare threshold is a percentage, as one with its %: 0.5 and 0.5% agree, 1 and 1% too.
+TEST_F(Cli, ABareThresholdIsAPercentage) {
+  const std::string files = Data("compare_base.json") + " " + Data("compare_new.json");
+  auto out = [&](const std::string& t) { return Run("compare " + files + " -t " + t).out; };
+  EXPECT_EQ(out("0.5"), out("0.5%"));
+  EXPECT_EQ(out("1"), out("1%"));
+  EXPECT_EQ(out("5"), out("5%"));
+  EXPECT_NE(out("0.5"), out("50%"));  // not 50%, as a bare fraction read before
+  EXPECT_EQ(Run("compare " + files + " -t 200").rc, 0);
+}
+
+// A number out of its range is one short line naming its flag, and exit 1: nothing runs.
+TEST_F(Cli, OutOfRangeNumbersAreOneShortLine) {
+  const std::string files = Data("compare_base.json") + " " + Data("compare_new.json");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"compare " + files + " --alpha 5", "--alpha: must be in (0, 1), got 5"},
+      {"compare " + files + " --alpha 0", "--alpha: must be in (0, 1), got 0"},
+      {"compare " + files + " --min-repetitions 0", "--min-repetitions: must be in [1, inf)"},
+      {"compare " + files + " --threshold -1%", "--threshold -1%: must not be negative"},
+      {"bisect --good a --bad b --case gemm/cpu/onednn/x --alpha 1", "--alpha: must be in (0, 1)"},
+      {"history check --db x.sqlite --penalty 0", "--penalty: must be in (0, inf), got 0"},
+      {"history check --db x.sqlite --alpha 1.5", "--alpha: must be in (0, 1), got 1.5"},
+      {"history check --db x.sqlite --min-segment 0", "--min-segment: must be in [1, inf)"},
+      {"site --db x.sqlite -o s --last -1", "--last: must be in [0, inf), got -1"},
+  };
+  for (const auto& [args, want] : cases) {
+    Result r = Run(args);
+    EXPECT_EQ(r.rc, 1) << args;
+    EXPECT_NE(r.err.find(want), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_LT(r.err.size(), 120u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+}
+
+// Google Benchmark's test4 pair holds one custom percentage aggregate and no time: compare.py
+// compares it, and so does compare (its table, no verdict).
+TEST_F(Cli, CompareOfAggregatesOnlyShowsComparePysTable) {
+  Result r =
+      Run("compare " + Data("gbench/test4_run0.json") + " " + Data("gbench/test4_run1.json"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("No case has a time in both files"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| whocares | -0.5000 | +0.5000 |"), std::string::npos) << r.out;
+}
+
+// NaN, -NaN, Infinity and -Infinity as Google Benchmark writes them: read, as compare.py reads
+// them; a run without a finite time is a failure, an aggregate keeps its value.
+TEST_F(Cli, NonFiniteValuesAsGoogleBenchmarkWritesThemAreRead) {
+  auto file = [&](const std::string& name, const std::string& cv, const std::string& rate) {
+    Write(name, R"({"context": {"cpu_scaling_enabled": true}, "benchmarks": [
+      {"name": "BM_A", "run_name": "BM_A", "run_type": "iteration", "iterations": 1,
+       "real_time": 10, "cpu_time": 10, "time_unit": "ns", "items_per_second": )" +
+                    rate + R"(},
+      {"name": "BM_A", "run_name": "BM_A", "run_type": "iteration", "iterations": 1,
+       "real_time": 11, "cpu_time": 11, "time_unit": "ns", "items_per_second": 1},
+      {"name": "BM_A_cv", "run_name": "BM_A", "run_type": "aggregate", "aggregate_name": "cv",
+       "aggregate_unit": "percentage", "iterations": 2, "real_time": )" +
+                    cv +
+                    R"(, "cpu_time": -NaN, "time_unit": "ns"},
+      {"name": "BM_B", "run_name": "BM_B", "run_type": "iteration", "iterations": 1,
+       "real_time": NaN, "cpu_time": Infinity, "time_unit": "ns"}]})");
+    return (dir_ / name).string();
+  };
+  const std::string base = file("base.json", "NaN", "Infinity");
+  const std::string now = file("new.json", "-Infinity", "-Infinity");
+  Result r = Run("compare " + base + " " + now + " --as-compare-py --min-repetitions 1");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("BM_A"), std::string::npos) << r.out;
+  Result s = Run("summary " + base);
+  EXPECT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("real_time NaN in the file: no time"), std::string::npos) << s.out;
+  // Where Google Benchmark writes no such value (the iterations) it stays bad input.
+  Write("bad.json", R"({"benchmarks": [{"name": "a", "iterations": NaN, "real_time": 1,
+                        "time_unit": "ns"}]})");
+  Result bad = Run("summary " + (dir_ / "bad.json").string());
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("NaN or Infinity"), std::string::npos) << bad.err;
+}
+
+// Markdown escapes <, > and & in every cell: a name or label reaches no viewer as HTML.
+TEST_F(Cli, MarkdownCellsEscapeHtml) {
+  Write("x.json", R"({"context": {}, "benchmarks": [{"name": "BM_<script>alert(1)</script>",
+      "run_type": "iteration", "iterations": 1, "real_time": 5, "cpu_time": 5, "time_unit": "ns",
+      "label": "<iframe src=x> & more"}]})");
+  Result r = Run("summary " + (dir_ / "x.json").string() + " -f md");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("<script"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("<iframe"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BM_&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("&lt;iframe src=x&gt; &amp; more"), std::string::npos) << r.out;
 }
 
 // A folder's files that hold no case (a peaks file, another tool's JSON) are skipped and named;

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "fixtures/schema/schema.h"
@@ -34,8 +36,6 @@ std::string ErrorOf(const std::string& text) {
   return "";
 }
 
-// Google Benchmark's cv of a counter whose mean is 0 is NaN (Python's json reads it): the counter
-// has no value there, and the file is read; NaN in a time stays an error (the table above).
 // The merged context takes each key from the first file that gives it; a file that could not
 // ("not measured ...", "not loaded") leaves the gap to a later one.
 TEST(Reader, MergedContextTakesAMeasuredValueOverAnEarlierGap) {
@@ -56,6 +56,8 @@ TEST(Reader, MergedContextTakesAMeasuredValueOverAnEarlierGap) {
             "not measured (this family does no arithmetic)");
 }
 
+// Google Benchmark's cv of a counter whose mean is 0 is NaN (Python's json reads it): the counter
+// has no value there, and the file is read.
 TEST(Reader, ANonFiniteCounterIsNoValueAndTheFileIsRead) {
   FileData f = ParseBenchmarkJson(Wrap(R"(
     {"name": "BM_a", "run_type": "iteration", "real_time": 1.5, "time_unit": "us",
@@ -69,6 +71,45 @@ TEST(Reader, ANonFiniteCounterIsNoValueAndTheFileIsRead) {
   ASSERT_EQ(c.size(), 1u);  // throttled and other have no value
   EXPECT_EQ(c[0].first, "x");
   EXPECT_EQ(c[0].second, 2);
+}
+
+// NaN, -NaN, Infinity and -Infinity in a time, as Google Benchmark writes them and compare.py
+// reads them: an aggregate keeps the value; a run measured nothing and is a failure.
+TEST(Reader, ANonFiniteTimeIsKeptByAnAggregateAndFailsARun) {
+  FileData f = ParseBenchmarkJson(Wrap(R"(
+    {"name": "BM_a", "run_type": "iteration", "real_time": NaN, "cpu_time": 1, "time_unit": "us"},
+    {"name": "BM_b", "run_type": "iteration", "real_time": 2, "cpu_time": 2, "time_unit": "us"},
+    {"name": "BM_b_cv", "run_name": "BM_b", "run_type": "aggregate", "aggregate_name": "cv",
+     "real_time": -NaN, "cpu_time": Infinity, "time_unit": "us"},
+    {"name": "BM_b_zz", "run_name": "BM_b", "run_type": "aggregate", "aggregate_name": "zz",
+     "real_time": -Infinity, "cpu_time": 1, "time_unit": "us"})"),
+                                  "in.json");
+  ASSERT_EQ(f.entries.size(), 4u);
+  EXPECT_EQ(f.entries[0].status, Status::kFailed);
+  EXPECT_EQ(f.entries[0].message, "real_time NaN in the file: no time");
+  EXPECT_EQ(f.entries[1].status, Status::kMeasured);
+  EXPECT_TRUE(std::isnan(f.entries[2].real_ns));
+  EXPECT_TRUE(std::isinf(f.entries[2].cpu_ns));
+  EXPECT_EQ(f.entries[3].real_ns, -std::numeric_limits<double>::infinity());
+  const MergedRuns m = Merge({f});
+  ASSERT_EQ(m.benches.size(), 2u);
+  EXPECT_FALSE(m.benches[0].measured());
+  EXPECT_TRUE(m.benches[1].measured());
+  EXPECT_EQ(m.benches[1].MedianNs(), 2000);
+}
+
+// A context's booleans are values (Google Benchmark's cpu_scaling_enabled), not their type.
+TEST(Reader, ContextBooleansAreKeptAsValues) {
+  FileData f = ParseBenchmarkJson(
+      R"({"context": {"cpu_scaling_enabled": false, "dlbench_cold": true, "n": 2},
+          "benchmarks": [{"name": "a", "real_time": 1, "time_unit": "ns"}]})",
+      "in.json");
+  EXPECT_EQ(f.context.at("cpu_scaling_enabled"), "false");
+  EXPECT_EQ(f.context.at("dlbench_cold"), "true");
+  EXPECT_EQ(f.context.at("n"), "2");
+  EXPECT_EQ(ReadBenchmarkFile(std::string(DLB_REPORT_TEST_DATA) + "/gbench/test4_run0.json")
+                .context.at("cpu_scaling_enabled"),
+            "false");
 }
 
 TEST(Reader, GoogleBenchmark17RepetitionsAndAggregates) {
@@ -214,9 +255,13 @@ TEST(Reader, BadInputIsOneLineNamingThePlace) {
       {Wrap(R"({"name": "a", "real_time": 1})"), "/benchmarks/0: missing \"time_unit\""},
       {Wrap(R"({"name": "a", "real_time": 1, "time_unit": "fortnights"})"),
        "/benchmarks/0/time_unit: unknown time unit 'fortnights'"},
-      {Wrap(R"({"name": "a", "real_time": NaN, "time_unit": "ns"})"), "NaN or Infinity"},
-      {Wrap(R"({"name": "a", "real_time": Infinity, "time_unit": "ns"})"), "NaN or Infinity"},
-      {Wrap(R"({"name": "a", "real_time": -Infinity, "time_unit": "ns"})"), "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "iterations": NaN, "real_time": 1, "time_unit": "ns"})"),
+       "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "iterations": Infinity, "real_time": 1, "time_unit": "ns"})"),
+       "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "real_time": nan, "time_unit": "ns"})"), "NaN or Infinity"},
+      {Wrap(R"({"name": "a", "real_time": "fast", "time_unit": "ns"})"),
+       "/benchmarks/0/real_time: expected a number, got a string"},
       {Wrap(R"({"name": "a", "real_time": 1e999, "time_unit": "ns"})"),
        "/benchmarks/0/real_time: not a finite number"},
       {Wrap(R"({"name": "a", "real_time": 1, "time_unit": "ns", "c": 1e400})"),
@@ -256,7 +301,7 @@ TEST(Reader, LargeFilesKeepEveryEntryAndNameErrorsExactly) {
   // An error deep inside: the exact place.
   std::string bad = text;
   size_t at = bad.find("\"real_time\": 30001,");
-  bad.replace(at, 19, "\"real_time\": NaN,  ");
+  bad.replace(at, 19, "\"real_time\": nan,  ");
   std::string err = ErrorOf(bad);
   EXPECT_NE(err.find("NaN or Infinity"), std::string::npos) << err;
   EXPECT_EQ(err.rfind("in.json:30003:", 0), 0u) << err;

@@ -318,6 +318,12 @@ def main():
         visit(gpu_index.parent / "machine.html")
         check(browser.eval("document.querySelectorAll('td.chg').length") >= 1,
               "machine page: the driver change is not highlighted")
+        chg = browser.eval("[...document.querySelectorAll('td.chg')]"
+                           ".map(c=>c.textContent).join('|')")
+        check("gpu_driver 580.159.04 → 580.170.01" in chg, "machine page: changes %r" % chg[:300])
+        # What changed, compactly: no wider than the window (1280 px) however many keys and runs.
+        width = browser.eval("document.documentElement.scrollWidth")
+        check(width <= 1280, "machine page: %s px wide in a 1280 px window" % width)
         seen = browser.urls
         outside = [u for u in seen if not u.startswith(inside)]
         check(not outside, "requests outside the site's folder: %s" % outside[:5])

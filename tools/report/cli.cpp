@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -77,9 +78,19 @@ std::vector<std::string> Expand(const std::vector<std::string>& paths,
   return out;
 }
 
-// "5%", "5" (percent when >= 1) or "0.05"; a malformed one is one line naming `flag`.
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// 1, 0.5, 1e-06: a bound as short as it reads.
+std::string FormatBound(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// "5%" or "5": a bare number is a percentage too, so that 0.5 and 0.5% agree; a malformed one is
+// one line naming `flag`.
 double ParseThreshold(const std::string& flag, const std::string& s) {
-  const std::string bad = flag + " " + s + ": expects a relative change such as 5%, 5 or 0.05";
+  const std::string bad = flag + " " + s + ": expects a percentage such as 5% or 0.5";
   size_t used = 0;
   double v = 0;
   try {
@@ -90,8 +101,7 @@ double ParseThreshold(const std::string& flag, const std::string& s) {
   const std::string rest = s.substr(used);
   if (!std::isfinite(v) || (!rest.empty() && rest != "%")) throw std::invalid_argument(bad);
   if (v < 0) throw std::invalid_argument(flag + " " + s + ": must not be negative");
-  if (rest == "%") return v / 100;
-  return v >= 1 ? v / 100 : v;
+  return v / 100;
 }
 
 // history check's counts of runs: outside [lo, hi] is one line naming the flag (0 runs of window
@@ -101,6 +111,24 @@ void RequireRuns(const std::string& flag, int v, int lo, int hi) {
     throw std::invalid_argument(flag + " " + std::to_string(v) + ": expects " + std::to_string(lo) +
                                 " to " + std::to_string(hi));
 }
+
+// Range checks whose failure is one short line ("--alpha: must be in (0, 1), got 5"): CLI11's
+// own Range prints its bounds with std::to_string, some 300 digits for the largest double.
+CLI::Validator InRange(double lo, double hi, bool open_lo, bool open_hi) {
+  const std::string range = std::string(open_lo ? "(" : "[") + FormatBound(lo) + ", " +
+                            (std::isinf(hi) ? "inf" : FormatBound(hi)) + (open_hi ? ")" : "]");
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v)) return "expects a number, got " + in;
+        const bool ok = (open_lo ? v > lo : v >= lo) && (open_hi ? v < hi : v <= hi);
+        return ok ? std::string() : "must be in " + range + ", got " + in;
+      },
+      "in " + range);
+}
+CLI::Validator AtLeast(double lo) { return InRange(lo, kInf, false, true); }
+CLI::Validator Positive() { return InRange(0, kInf, true, true); }
+CLI::Validator Fraction() { return InRange(0, 1, true, true); }
 
 constexpr const char* kDbHelp =
     "SQLite file, or postgresql://user@host:port/dbname (libpq URL; PG* variables fill the rest)";
@@ -194,8 +222,9 @@ void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
   compare
       ->add_option("--min-repetitions", a->copt.min_repetitions,
                    "a change on fewer repetitions a side is unconfirmed and fails nothing (2)")
-      ->check(CLI::PositiveNumber);
-  compare->add_option("--alpha", a->copt.alpha, "significance level after BH correction (0.05)");
+      ->check(AtLeast(1));
+  compare->add_option("--alpha", a->copt.alpha, "significance level after BH correction (0.05)")
+      ->check(Fraction());
   compare->add_flag("--only-changes", a->copt.only_changes,
                     "leave the \"same\" rows out of the tables");
   compare->add_flag("--as-compare-py", a->as_compare_py,
@@ -283,14 +312,14 @@ void AddHistoryAddShow(CLI::App* history, Args* a, Commands* c) {
 void AddChangePointOptions(CLI::App* sub, ChangePointOptions* o, std::string* threshold,
                            std::string* detector) {
   sub->add_option("--min-segment", o->min_segment, "change points: runs on each side at least (5)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   sub->add_option("--detector", *detector,
                   "change points: pelt (default) or edivisive (permutation test)")
       ->check(CLI::IsMember({"pelt", "edivisive"}));
   sub->add_option("--penalty", o->penalty, "PELT: penalty per change point, x log(runs) (2.5)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--alpha", o->alpha, "change points: U test level between the segments (0.0001)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(Fraction());
   sub->add_option("--change-threshold", *threshold,
                   "change points: least change of the segments' medians (2%)");
 }
@@ -321,7 +350,7 @@ void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c)
   hcheck
       ->add_option("--history", a->kopt.history,
                    "change points: newest runs of the machine they are looked for in (100)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   hcheck
       ->add_option("--steps", a->steps,
                    "fail: a lasting slower step fails the check (default); report: shown only")
@@ -353,7 +382,7 @@ void AddHistoryCheckCopy(CLI::App* app, CLI::App* history, Args* a, Commands* c)
                    "the folder to write (made; its pages replaced)")
       ->required();
   site->add_option("--last", a->site.last, "the newest runs per machine (0: all; default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   site->add_option_function<std::string>(
       "--machine", [a](const std::string& v) { a->site.machine = v; },
       "this machine only (default: every machine)");
@@ -396,7 +425,8 @@ void AddBisect(CLI::App* app, Args* a, Commands* c) {
       ->excludes(bin);
   b->add_option("--repeats", o.repeats, "repetitions a step (10)");
   b->add_option("--threshold,-t", a->bisect_threshold, "relative change that matters (5%)");
-  b->add_option("--alpha", o.compare.alpha, "significance level of the U test (0.05)");
+  b->add_option("--alpha", o.compare.alpha, "significance level of the U test (0.05)")
+      ->check(Fraction());
   b->add_option("args", o.extra, "after --: more flags for every run (--dlb_kernels=on, ...)");
   AddOutput(b, &a->out);
 }
@@ -441,23 +471,29 @@ int RunCompare(Args& a) {
   std::vector<FileData> in_new(std::make_move_iterator(in.begin() + bases.size()),
                                std::make_move_iterator(in.end()));
   CompareResult r = Compare(Merge(in_base), Merge(in_new), a.copt);
-  if (r.common == 0)
+  // compare.py reads one file a side; a folder's files count as one, in order.
+  auto entries = [](const std::vector<FileData>& files) {
+    std::vector<Entry> all;
+    for (const FileData& f : files) all.insert(all.end(), f.entries.begin(), f.entries.end());
+    return SortLikeComparePy(std::move(all));
+  };
+  // Without a time on both sides (only aggregates that are no time: a percentage, a custom
+  // statistic) compare.py's table still compares what both files hold, as compare.py does.
+  const bool py_only = r.common == 0;
+  std::vector<GbenchDiff> diff;
+  if (a.as_compare_py || py_only) diff = DifferenceReport(entries(in_base), entries(in_new));
+  if (py_only && std::none_of(diff.begin(), diff.end(),
+                              [](const GbenchDiff& g) { return g.name != kOverallGeomean; }))
     throw InputError("compare", "",
                      "no case measured in both " + a.base + " and " + a.now +
                          ": nothing to compare (different families, devices or names?)");
-  std::vector<GbenchDiff> diff;
-  if (a.as_compare_py) {
-    // compare.py reads one file a side; a folder's files count as one, in order.
-    auto entries = [](const std::vector<FileData>& files) {
-      std::vector<Entry> all;
-      for (const FileData& f : files) all.insert(all.end(), f.entries.begin(), f.entries.end());
-      return SortLikeComparePy(std::move(all));
-    };
-    diff = DifferenceReport(entries(in_base), entries(in_new));
-  }
-  Emit(CompareDocument(r, a.copt, a.base, a.now, a.as_compare_py ? &diff : nullptr,
-                       a.aggregates_only),
-       a.out);
+  Document d =
+      CompareDocument(r, a.copt, a.base, a.now, diff.empty() ? nullptr : &diff, a.aggregates_only);
+  if (py_only)
+    d.notes.push_back(
+        "No case has a time in both files: compare.py's table (in the details) compares the "
+        "aggregates both hold, with no verdict.");
+  Emit(d, a.out);
   return r.exit_code;
 }
 

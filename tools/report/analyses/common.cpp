@@ -171,7 +171,7 @@ bool WideY(const Chart& chart) {
 
 std::string ItemsPerSecond(const std::string& family, const std::string& model) {
   auto has = [&](const char* word) { return model.find(word) != std::string::npos; };
-  if (has("gpt") || has("bert") || has("llama")) return "tokens/s";
+  if (has("gpt") || has("bert") || has("llama")) return "sequences/s";
   if (has("mlp")) return "samples/s";
   for (const char* cnn : {"resnet", "densenet", "vgg", "catdog", "mobilenet", "efficientnet",
                           "alexnet", "inception", "cnn", "vit"})

@@ -48,7 +48,8 @@ Cell SpeedupCell(double x, bool doubtful);
 // Whether the y values of a chart's series span more than 20x, so that a log axis shows them.
 bool WideY(const Chart& chart);
 // What a family's items per second count: images for CNNs, convolutions and image loading,
-// samples for an MLP and other workloads, tokens for transformers (GPT-2, BERT, Llama).
+// samples for an MLP and other workloads, sequences for transformers (GPT-2, BERT, Llama: their
+// batch counts sequences; their tokens/s is a counter of its own).
 std::string ItemsPerSecond(const std::string& family, const std::string& model);
 // The unit of a FLOP rate at a dtype: "OP/s" for integer dtypes (int8), else "FLOP/s".
 std::string FlopUnit(const std::string& dtype);

@@ -196,12 +196,12 @@ Table ScalingTable(const GpuScaling& scaling) {
   Table t;
   t.title =
       "GPU scaling of data-parallel training steps at the most GPUs: efficiency = per-GPU "
-      "images/s / one GPU's (100%: linear)";
+      "items/s / one GPU's (100%: linear)";
   t.columns = {{"model", "model"},
                {"backend", "backend"},
                {"per-GPU bs", "bs"},
                {"GPUs", "gpus"},
-               {"images/s", std::string(schema::kItemsPerS)},
+               {"items/s", std::string(schema::kItemsPerS)},
                {"efficiency", "efficiency"},
                {"exposed comm per step", std::string(schema::kExposedCommS)}};
   for (const GpuCurve& c : scaling.steps) {
@@ -213,7 +213,8 @@ Table ScalingTable(const GpuScaling& scaling) {
                                              : Tone::kNone;
     t.rows.push_back(
         {Cell(c.model), Cell(c.backend), c.bs > 0 ? Cell::Count(c.bs) : Cell("-"),
-         Cell::Number(p.gpus, 4), Cell::Rate(p.throughput),
+         Cell::Number(p.gpus, 4),
+         Cell::Rate(p.throughput, ItemsPerSecond(std::string(kTrainFamily), c.model)),
          std::isfinite(p.efficiency) ? Cell::Percent(p.efficiency, 0).With(tone) : Cell("-"),
          std::isfinite(p.exposed_comm_s) ? Cell::Duration(p.exposed_comm_s) : Cell("-")});
   }

@@ -172,7 +172,7 @@ Words WordsOf(const std::string& fam) {
   } else if (fam == kTrainFamily) {
     w.item = "model";
     w.loose = "Models";
-    w.per_s = "images/s";
+    w.per_s = "items/s";  // each cell in its model's item
   }
   return w;
 }
@@ -254,6 +254,10 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
     c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best));
     c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best));
+  } else if (bs && r.family == kTrainFamily) {
+    const std::string unit = ItemsPerSecond(r.family, r.subject);
+    c.push_back(RateUnitCell(r.cpu_per_s, unit, r.cpu_best));
+    c.push_back(RateUnitCell(r.gpu_per_s, unit, r.gpu_best));
   } else if (bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
@@ -395,7 +399,9 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     std::vector<Group> groups = Groups(rows);
     if (network) {
       Table t;
-      t.title = w.network + subj;
+      // The network's layers of this family alone (a GEMM family's network is its FC layers):
+      // its times and rates are of those, not of the whole network.
+      t.title = w.network + subj + ": its " + fam + " layers only";
       t.columns = OverviewColumns(w, true, bs);
       for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(w, *r, bs));
       SplitKeys(&t, rows);

@@ -75,6 +75,10 @@ Cell StdrelCell(const Bench& b) {
   return Cell::Percent(v, 2).Doubtful().After(" (not converged)").With(Tone::kWarn);
 }
 
+bool IntegerCase(const Bench* b) {
+  return b->parsed && FlopUnit(b->parsed->Get(key::kDType)) == "OP/s";
+}
+
 Cell DispositionCell(const Verification& v) {
   if (!v.known()) return Cell("-");
   Cell c(v.disposition);
@@ -164,7 +168,12 @@ std::vector<Section> FamilySummarySections(const SummaryResult& summary) {
                    : ""));
     Table t;
     t.columns = {{"benchmark", "name"}, {"median", "median_ns"}, {"CV", "cv"}, {"reps", "reps"}};
-    for (const auto& c : f.counters) t.columns.push_back({CounterTitle(c), c});
+    // Integer cases count operations, not floating-point ones: beside them every rate names its
+    // unit, OP/s or FLOP/s.
+    const bool integer = std::any_of(f.benches.begin(), f.benches.end(), IntegerCase);
+    for (const auto& c : f.counters)
+      t.columns.push_back(
+          {c == schema::kFlopPerS && integer ? "FLOP/s or OP/s (int)" : CounterTitle(c), c});
     if (f.verification) {
       t.columns.push_back({"verification", std::string(schema::kDisposition)});
       t.columns.push_back({"error", std::string(schema::kError)});
@@ -187,6 +196,8 @@ std::vector<Section> FamilySummarySections(const SummaryResult& summary) {
           row.push_back(CounterCell(c, double(AnyThrottled(*b))));
         else if (c == schema::kStalled && std::isfinite(v))
           row.push_back(CounterCell(c, double(AnyStalled(*b))));
+        else if (c == schema::kFlopPerS && integer && std::isfinite(v))
+          row.push_back(Cell::Rate(v, FlopUnit(b->parsed ? b->parsed->Get(key::kDType) : "")));
         else
           row.push_back(CounterCell(c, v));
       }

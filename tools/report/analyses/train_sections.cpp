@@ -117,34 +117,35 @@ void AddBatchSizes(const TrainResult& t, Section* s, std::map<std::string, Chart
                   {"configuration", "config"},
                   {"batch sizes", "points"},
                   {"best bs", "best_bs"},
-                  {"images/s", "best_items_per_s"},
+                  {"best rate", "best_items_per_s"},
                   {"epoch at best bs", "best_epoch_s"},
                   {"α", "alpha"},
-                  {"t_min per image", "t_min_ns"},
+                  {"t_min per item", "t_min_ns"},
                   {"T_min epoch", "t_min_epoch_s"},
                   {"R²", "r2"}};
   for (const TrainCurve& c : t.curves) {
     const SweepCurve& sw = c.sweep;
     double items = c.at.epoch_items;
     double best_epoch = std::isfinite(items) ? items / sw.best_throughput : kNaN;
-    fits.rows.push_back({Cell(c.model), Cell(DeviceName(c.device)),
-                         Cell(c.at.backend + " " + c.at.NameKeys(false, false, true)),
-                         NumberCell(static_cast<double>(sw.points.size())), NumberCell(sw.best_bs),
-                         Cell::Rate(sw.best_throughput), DurationCell(best_epoch),
-                         sw.fit_ok ? NumberCell(sw.alpha, 3) : Cell("-"),
-                         sw.fit_ok ? TimeCell(sw.t_min) : Cell("-"),
-                         sw.fit_ok ? DurationCell(items * sw.t_min / 1e9) : Cell("-"),
-                         sw.fit_ok ? NumberCell(sw.r2, 4) : Cell("-")});
-    // One chart per model: each device's best curve in epoch seconds (time per image without
+    fits.rows.push_back(
+        {Cell(c.model), Cell(DeviceName(c.device)),
+         Cell(c.at.backend + " " + c.at.NameKeys(false, false, true)),
+         NumberCell(static_cast<double>(sw.points.size())), NumberCell(sw.best_bs),
+         Cell::Rate(sw.best_throughput, ItemsPerSecond(std::string(kTrainFamily), c.model)),
+         DurationCell(best_epoch), sw.fit_ok ? NumberCell(sw.alpha, 3) : Cell("-"),
+         sw.fit_ok ? TimeCell(sw.t_min) : Cell("-"),
+         sw.fit_ok ? DurationCell(items * sw.t_min / 1e9) : Cell("-"),
+         sw.fit_ok ? NumberCell(sw.r2, 4) : Cell("-")});
+    // One chart per model: each device's best curve in epoch seconds (time per item without
     // epoch items), with its fit.
     bool epoch = std::isfinite(items);
     double scale = epoch ? items / 1e9 : 1;
     Chart& ch = (*charts)[c.model];
     if (ch.series.empty()) {
       ch.width = 560;
-      ch.title = c.model + (epoch ? ": epoch time over batch size" : ": time per image");
+      ch.title = c.model + (epoch ? ": epoch time over batch size" : ": time per item");
       ch.x_label = "batch size";
-      ch.y_label = epoch ? "epoch (s)" : "time per image (ns)";
+      ch.y_label = epoch ? "epoch (s)" : "time per item (ns)";
       ch.log_x = true;
     }
     Series pts{DeviceName(c.device) + " " + c.at.backend, {}, true, true, DeviceColor(c.device)};
@@ -258,9 +259,10 @@ Section StepSection(const TrainResult& t) {
   s.title = "train: batch size, phases, memory";
   s.notes.push_back(
       "Batch size: the curve of each device's best configuration (every curve: the details or "
-      "`dlbench-report sweep`), fitted as the time per image t(b) = c/b^α + t_min over three or "
+      "`dlbench-report sweep`), fitted as the time per item t(b) = c/b^α + t_min over three or "
       "more batch sizes; the epoch time is T(b) = epoch items x t(b), its floor T_min = epoch "
-      "items x t_min. Best bs: the most images/s.");
+      "items x t_min. Best bs: the most items/s, in the model's item (images, sequences, "
+      "samples).");
   std::map<std::string, Chart> epoch_charts, memory_charts;
   AddBatchSizes(t, &s, &epoch_charts);
   Chart stacked = AddPhases(t, &s);

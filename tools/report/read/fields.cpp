@@ -1,5 +1,6 @@
 #include "tools/report/read/fields.h"
 
+#include <cmath>
 #include <unordered_map>
 
 #include "fixtures/schema/schema.h"
@@ -125,6 +126,16 @@ void BuildEntry(RawEntry* raw_entry, const std::string& path, const std::string&
   }
   if (!raw.has_real) Fail(path, where, "missing \"real_time\"");
   if (!raw.has_unit) Fail(path, where, "missing \"time_unit\"");
+  // A run whose time is NaN or Infinity (as Google Benchmark writes it) measured nothing; an
+  // aggregate keeps its value, as compare.py does.
+  if (!e.aggregate && !std::isfinite(e.real_ns)) {
+    e.message = "real_time " + std::string(std::isnan(e.real_ns) ? "NaN" : "Infinity") +
+                " in the file: no time";
+    e.status = Status::kFailed;
+    e.real_ns = e.cpu_ns = 0;
+    out->push_back(std::move(e));
+    return;
+  }
   e.percentage = raw.aggregate_unit == "percentage";
   if (!raw.aggregate_unit.empty() && raw.aggregate_unit != "time" && !e.percentage)
     Fail(path, where + "/aggregate_unit", "unknown aggregate_unit '" + raw.aggregate_unit + "'");

@@ -94,6 +94,10 @@ class Handler {
         return true;
       }
     }
+    if (depth_ == 2 && section_ == Section::kContext) {
+      out_->context[key_] = v ? "true" : "false";
+      return true;
+    }
     return Scalar("boolean");
   }
   bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
@@ -138,6 +142,17 @@ class Handler {
         case Field::kBigO:
           raw_.complexity = true;
           return true;
+        case Field::kRealTime:
+        case Field::kCpuTime:
+          if (v == "NaN" || v == "Infinity" || v == "-Infinity") {
+            const double x = v == "NaN"        ? std::numeric_limits<double>::quiet_NaN()
+                             : v == "Infinity" ? std::numeric_limits<double>::infinity()
+                                               : -std::numeric_limits<double>::infinity();
+            (f == Field::kRealTime ? raw_.e.real_ns : raw_.e.cpu_ns) = x;
+            (f == Field::kRealTime ? raw_.has_real : raw_.has_cpu) = true;
+            return true;
+          }
+          Fail(EntryPointer(), "expected a number, got a string");
         case Field::kErrorOccurred:
         case Field::kSkipped:
           Fail(EntryPointer(), "expected true or false, got a string");
@@ -455,9 +470,6 @@ class Handler {
       if (f != Field::kCounter)
         Fail(EntryPointer(), std::string("expected a number, got a ") + type);
     }
-    if (depth_ == 2 && section_ == Section::kContext) {
-      if (std::string_view(type) == "boolean") out_->context[key_] = "bool";
-    }
     return true;
   }
 
@@ -551,12 +563,13 @@ class Handler {
   Capture cap_;
 };
 
-// Google Benchmark writes NaN for a counter's cv aggregate when the counter's mean is 0 (a
-// "throttled" flag that stayed 0, say), and Python's json, which compare.py reads with, accepts
-// it. Such counter values become null (no value) here; NaN or Infinity where one of Google
-// Benchmark's own fields stands (a time, the iterations) stays an error. Empty when the text has
-// nothing to replace.
-std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
+// Google Benchmark writes NaN, -NaN, Infinity and -Infinity for non-finite values (a counter's cv
+// aggregate when its mean is 0, a custom statistic, a rate over a time of 0), and Python's json,
+// which compare.py reads with, accepts them. A counter's becomes null (no value) here; a time's
+// the string "NaN" or "Infinity", which the reader turns back into the number (an aggregate keeps
+// it, a run without a finite time is read as failed); elsewhere (the iterations) it stays an
+// error. Empty when the text has nothing to replace.
+std::optional<std::string> ReplaceNonFinite(std::string_view t) {
   if (t.find("NaN") == std::string_view::npos && t.find("Infinity") == std::string_view::npos)
     return std::nullopt;
   std::string out;
@@ -572,11 +585,15 @@ std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
       i = j + 1;
       continue;
     }
-    for (std::string_view w :
-         {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
-      if (t.substr(i, w.size()) != w || Classify(key) != Field::kCounter) continue;
+    for (std::string_view w : {std::string_view("-Infinity"), std::string_view("Infinity"),
+                               std::string_view("-NaN"), std::string_view("NaN")}) {
+      if (t.substr(i, w.size()) != w) continue;
+      const Field f = Classify(key);
+      const bool time = f == Field::kRealTime || f == Field::kCpuTime;
+      if (f != Field::kCounter && !time) continue;
       out.append(t.substr(copied, i - copied));
-      out.append("null");
+      // -NaN is NaN: the sign of a NaN carries nothing.
+      out.append(!time ? "null" : w == "-NaN" ? "\"NaN\"" : "\"" + std::string(w) + "\"");
       copied = i + w.size();
       i = copied - 1;
       break;
@@ -591,7 +608,7 @@ std::optional<std::string> NullNonFiniteCounters(std::string_view t) {
 }  // namespace
 
 FileData ParseBenchmarkJson(std::string_view text, const std::string& path) {
-  const std::optional<std::string> nulled = NullNonFiniteCounters(text);
+  const std::optional<std::string> nulled = ReplaceNonFinite(text);
   if (nulled) text = *nulled;
   FileData out;
   out.path = path;

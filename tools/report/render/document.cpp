@@ -96,14 +96,50 @@ std::string HtmlInline(const std::string& md) {
 
 namespace {
 
+// A cell's text as Markdown shows it and nothing more: `|` would end the cell, and <, > and &
+// would reach a Markdown viewer as HTML (a name or label "<script>...").
 std::string MdEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n')
-      out += ' ';
+    switch (c) {
+      case '|':
+        out += "\\|";
+        break;
+      case '\n':
+        out += ' ';
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// A heading's or note's Markdown where nothing can start HTML: outside `code` spans (shown as
+// written), a < that would open a tag ("<script", "</", "<!") and an & that would start an
+// entity are written as entities; "q < 0.05" stays as it reads in a terminal.
+std::string MdProse(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  bool code = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : ' ';
+    if (c == '`') code = !code;
+    if (!code && c == '<' && (std::isalpha(next) || next == '/' || next == '!' || next == '?'))
+      out += "&lt;";
+    else if (!code && c == '&' && (std::isalnum(next) || next == '#'))
+      out += "&amp;";
     else
       out += c;
   }
@@ -191,7 +227,8 @@ std::string MdRow(const std::vector<std::string>& cells, size_t n) {
   return line;
 }
 
-// `s` cut to at most `columns` terminal columns, the last one an ellipsis (UTF-8 kept whole).
+// `s`, a cell MdEscape made, cut to at most `columns` terminal columns, the last one an ellipsis
+// (UTF-8 characters and entities kept whole: every & there starts one).
 std::string CutToColumns(const std::string& s, size_t columns) {
   if (Columns(s) <= columns) return s;
   std::string out;
@@ -201,6 +238,9 @@ std::string CutToColumns(const std::string& s, size_t columns) {
     if ((c & 0xC0) != 0x80 && ++n > columns - 1) break;
     out += s[i];
   }
+  if (size_t amp = out.rfind('&');
+      amp != std::string::npos && out.find(';', amp) == std::string::npos)
+    out.resize(amp);
   return out + "…";
 }
 
@@ -280,17 +320,17 @@ void MdTable(const Table& whole, bool cut, bool compact, std::string* out) {
 std::string RenderMarkdown(const Document& doc) {
   std::string out;
   out.reserve(1 << 20);
-  out += "# " + doc.title + "\n\n";
+  out += "# " + MdProse(doc.title) + "\n\n";
   const bool short_lines = doc.compact_markdown || doc.short_markdown_lines;
-  for (const auto& n : doc.notes) out += Wrap(n, short_lines) + "\n\n";
+  for (const auto& n : doc.notes) out += Wrap(MdProse(n), short_lines) + "\n\n";
   bool in_details = false;
   for (const Section& s : doc.sections) {
     if (s.details && !in_details) {
       out += "## Details\n\n";
       in_details = true;
     }
-    out += (in_details ? "### " : "## ") + s.title + "\n\n";
-    for (const auto& n : s.notes) out += Wrap(n, short_lines) + "\n\n";
+    out += (in_details ? "### " : "## ") + MdProse(s.title) + "\n\n";
+    for (const auto& n : s.notes) out += Wrap(MdProse(n), short_lines) + "\n\n";
     if (!s.code.empty()) {
       out += "```\n";
       for (const std::string& line : s.code) out += line + "\n";
@@ -308,8 +348,33 @@ std::string RenderMarkdown(const Document& doc) {
 
 namespace {
 
-std::string ToneClass(Tone t, bool left) {
-  std::string c = left ? "l" : "";
+// A case's name may break after each / ("gemm/gpu/cublaslt/<wbr>square.8192"), where a reader
+// expects it to, before overflow-wrap breaks it anywhere.
+std::string BreakAtSlashes(const std::string& escaped) {
+  std::string out;
+  out.reserve(escaped.size() + escaped.size() / 8);
+  for (char ch : escaped) {
+    out += ch;
+    if (ch == '/') out += "<wbr>";
+  }
+  return out;
+}
+
+// Whether `text` holds a word (between spaces and slashes) longer than a column should be: such
+// a cell may break inside its words, where a cell of short words keeps them whole.
+bool HasLongWord(const std::string& text) {
+  constexpr size_t kLongWord = 24;
+  size_t run = 0;
+  for (char ch : text) {
+    run = ch == ' ' || ch == '/' ? 0 : run + 1;
+    if (run > kLongWord) return true;
+  }
+  return false;
+}
+
+// `long_words`: a left cell that may break inside its words (HasLongWord).
+std::string ToneClass(Tone t, bool left, bool long_words = false) {
+  std::string c = left ? (long_words ? "l w" : "l") : "";
   switch (t) {
     case Tone::kGood:
       c += c.empty() ? "good" : " good";
@@ -354,8 +419,9 @@ void HtmlSection(const Section& s, std::string* out) {
       for (size_t i = 0; i < row.size(); ++i) {
         const Cell& c = row[i];
         bool left = i < right.size() && !right[i];
-        *out +=
-            std::string("<td") + ToneClass(c.tone, left) + ">" + HtmlEscape(CellText(c)) + "</td>";
+        const std::string text = HtmlEscape(CellText(c));
+        *out += std::string("<td") + ToneClass(c.tone, left, left && HasLongWord(text)) + ">" +
+                (left ? BreakAtSlashes(text) : text) + "</td>";
       }
       *out += "</tr>\n";
     }
@@ -381,10 +447,13 @@ std::string RenderHtml(const Document& doc) {
          "color:#222;max-width:1400px}\n"
          "table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}\n"
          "div.tw{max-width:100%;overflow-x:auto}\n"
-         "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}\n"
-         // Words (a failure's reason, a label) wrap, so that a table fits the window; keys and
-         // numbers stay on one line.
-         "td.l{white-space:normal;max-width:26em}\n"
+         "th,td{border:1px solid #ccc;padding:2px 5px;text-align:right;white-space:nowrap}\n"
+         // Words (a failure's reason, a label, a case's name) wrap inside their cell, at a /
+         // where one is, and a cell with a long word (a kernel's name) anywhere in it, so that
+         // a table fits the window and no text crosses into the next cell; short words and
+         // numbers stay whole.
+         "td.l,th.l{white-space:normal;max-width:26em;overflow-wrap:break-word}\n"
+         "td.w{overflow-wrap:anywhere}\n"
          "th{background:#f2f2f2}td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
          "tr:nth-child(even) td{background:#fafafa}\n"
          "h3{font-size:15px;margin:16px 0 4px}\n"
@@ -419,7 +488,11 @@ std::string RenderHtml(const Document& doc) {
       // column without scrolling.
       "document.body.setAttribute('data-viewport',String(window.innerWidth));"
       "for(const t of document.querySelectorAll('table'))"
-      "t.setAttribute('data-right',String(Math.ceil(t.getBoundingClientRect().right)))}"
+      "t.setAttribute('data-right',String(Math.ceil(t.getBoundingClientRect().right)));"
+      // And each cell whose text does not fit its box, so crosses into the next cell's.
+      "c.forEach(d=>d.open=true);for(const e of document.querySelectorAll('td,th'))"
+      "if(e.scrollWidth>e.clientWidth+1)e.setAttribute('data-overflow','1');"
+      "c.forEach(d=>d.open=false)}"
       "</script>\n</body></html>\n";
   return out;
 }

@@ -24,6 +24,7 @@ section.cp{border-left:3px solid #ccc;padding:2px 10px;margin:10px 0}section.cp:
 svg .pt{fill:#1f5fa8}svg .wh{stroke:#9bb7d8;stroke-width:1}svg .seg{stroke:#444;stroke-width:1.5}
 svg .cp line{stroke:#b00020;stroke-dasharray:4 3;stroke-width:1.5}svg .cp rect{fill:transparent;cursor:pointer}
 svg .ax{stroke:#999;fill:none}svg text{font-size:11px;fill:#555}td.chg{background:#fff2cc}
+table.kv td{overflow-wrap:anywhere;max-width:720px}
 </style>)";
 
 std::string H(const std::string& s) { return HtmlEscape(s); }
@@ -328,6 +329,9 @@ std::string MachineIndexHtml(const MachineSummary& m, const std::vector<IndexRow
   return Page(m.name + " — dlbench history", b, kFilterScript);
 }
 
+// The machine's context now (a short table of key and value, with the run each value holds
+// since) and what changed from run to run, one row per run that changed something: a page as
+// wide as its longest value, however many keys and runs.
 std::string MachineHtml(const MachinePage& page) {
   std::vector<size_t> used;  // the keys some run has
   for (size_t k = 0; k < page.keys.size(); ++k)
@@ -339,22 +343,60 @@ std::string MachineHtml(const MachinePage& page) {
   std::string b = "<nav><a href=\"index.html\">" + H(page.name) +
                   ": every case</a><a href=\"../index.html\">machines</a></nav><h1>" +
                   H(page.name) +
-                  ": context over time</h1><p class=muted>Each run's driver, clocks, CPU and "
-                  "library versions, oldest first; a highlighted cell changed since the run "
-                  "before. A case's change point that lines up with one says so on its page.</p>"
-                  "<table><thead><tr><th>run</th><th>date</th><th>commit</th><th>branch</th>";
-  for (size_t k : used) b += "<th>" + H(page.keys[k]) + "</th>";
-  b += "</tr></thead><tbody>";
+                  ": context over time</h1><p class=muted>The driver, clocks, CPU and library "
+                  "versions of the newest run, and each run that changed one of them, oldest "
+                  "first. A case's change point that lines up with such a change says so on its "
+                  "page.</p>";
+  auto run_label = [&](size_t i) {
+    const auto& r = page.runs[i];
+    return "#" + std::to_string(i + 1) + " " + r.date;
+  };
+  if (used.empty()) {
+    b += "<p>No run of this machine records its driver, clocks, CPU or library versions.</p>";
+  } else if (!page.runs.empty()) {
+    const size_t last = page.runs.size() - 1;
+    b += "<h2>Now (run " + H(run_label(last)) +
+         ")</h2><table class=kv><thead><tr><th>key</th>"
+         "<th>value</th><th>since</th></tr></thead><tbody>";
+    for (size_t k : used) {
+      size_t since = last;
+      while (since > 0 && page.runs[since - 1].values[k] == page.runs[last].values[k]) --since;
+      const std::string& v = page.runs[last].values[k];
+      b += "<tr><td>" + H(page.keys[k]) + "</td><td>" + (v.empty() ? "-" : H(v)) + "</td><td>" +
+           (since == 0 ? std::string("the first run") : H(run_label(since))) + "</td></tr>";
+    }
+    b += "</tbody></table>";
+  }
+  b += "<h2>Changes</h2><table class=kv><thead><tr><th>run</th><th>commit</th><th>branch</th>"
+       "<th>what changed</th></tr></thead><tbody>";
+  size_t quiet = 0;  // runs since the last row that changed nothing
+  auto flush_quiet = [&](size_t upto) {
+    if (quiet == 0) return;
+    b += "<tr><td class=muted colspan=4>" +
+         (quiet == 1
+              ? "run #" + std::to_string(upto)
+              : "runs #" + std::to_string(upto - quiet + 1) + " to #" + std::to_string(upto)) +
+         ": no change</td></tr>";
+    quiet = 0;
+  };
   for (size_t i = 0; i < page.runs.size(); ++i) {
     const auto& r = page.runs[i];
-    b += "<tr><td>#" + std::to_string(i + 1) + "</td><td>" + H(r.date) + "</td><td>" + H(r.commit) +
-         "</td><td>" + H(r.branch) + "</td>";
+    std::string what = i == 0 ? "the first run" : "";
     for (size_t k : used) {
-      bool changed = i > 0 && page.runs[i - 1].values[k] != r.values[k];
-      b += std::string(changed ? "<td class=chg>" : "<td>") + H(r.values[k]) + "</td>";
+      if (i == 0 || page.runs[i - 1].values[k] == r.values[k]) continue;
+      const std::string &before = page.runs[i - 1].values[k], &now = r.values[k];
+      what += (what.empty() ? "" : "<br>") + std::string("<b>") + H(page.keys[k]) + "</b> " +
+              H(before.empty() ? "-" : before) + " → " + H(now.empty() ? "-" : now);
     }
-    b += "</tr>";
+    if (what.empty()) {
+      ++quiet;
+      continue;
+    }
+    flush_quiet(i);
+    b += "<tr><td>" + H(run_label(i)) + "</td><td>" + H(r.commit) + "</td><td>" + H(r.branch) +
+         "</td><td" + (i > 0 ? " class=chg>" : ">") + what + "</td></tr>";
   }
+  flush_quiet(page.runs.size());
   b += "</tbody></table>";
   return Page(page.name + " — machine context", b);
 }
