@@ -229,4 +229,14 @@ std::string InputsNote(const std::vector<std::string>& inputs) {
   return "Inputs: " + Join(inputs, ", ");
 }
 
+std::string FewerFlopsEngine(const Bench& b) {
+  if (b.family != kConvFamily) return "";
+  // The algorithm is named before the verification and the peak (" | ").
+  std::string algo = b.label.substr(0, b.label.find(" | "));
+  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (algo.find("wino") != std::string::npos) return "Winograd";
+  if (algo.find("fft") != std::string::npos) return "FFT";
+  return "";
+}
+
 }  // namespace dlb::report

@@ -64,6 +64,11 @@ std::string MeasuredPeakPart(const std::string& measured, std::string dtype);
 // 1305 MHz (median while timed)" (kernels/cublas/peak.cpp writes it; fp8_e5m2 reads fp8's); 0
 // where it names none.
 double MeasuredPeakClockMhz(const std::string& measured, const std::string& dtype);
+inline constexpr std::string_view kConvFamily = "conv";
+// The engine of a convolution that does fewer FLOPs than the direct count its rates are computed
+// from, as its label names it ("[winograd]", "[fft]", "..._ALGO_FFT_TILING", oneDNN's "wino"):
+// "Winograd" or "FFT"; empty for any other case.
+std::string FewerFlopsEngine(const Bench& b);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

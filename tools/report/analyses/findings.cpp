@@ -108,10 +108,12 @@ std::pair<Cell, Cell> StepPeakCells(const MergedRuns& runs, const std::optional<
   auto b = std::find_if(runs.benches.begin(), runs.benches.end(),
                         [&](const Bench& x) { return x.name == c->name; });
   if (b == runs.benches.end() || !b->parsed) return {Cell("-"), Cell("-")};
-  const double pct = b->Counter(schema::kPctPeak);
-  const std::string peak = PeakBehind(*b, b->Counter(schema::kFlopPerS),
+  if (!(b->Counter(schema::kPctPeak) > 0)) return {Cell("-"), Cell("-")};
+  const PeakShare share = PeakShareOf(*b, b->Counter(schema::kFlopPerS),
                                       FlopUnit(b->parsed->Get(key::kDType)), runs.context);
-  if (peak.empty()) return {Cell("-"), Cell("-")};
+  if (share.peak.empty()) return {Cell("-"), Cell("-")};
+  const double pct = share.pct;
+  const std::string& peak = share.peak;
   Cell p = Cell::Number(pct, 3).After("%");
   if (pct > 100) p.Doubtful().With(Tone::kWarn);
   return {p, Cell(peak)};
@@ -312,13 +314,45 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
 
 }  // namespace
 
+int AggregateOverOneGpu(const Bench& b, std::string_view counter,
+                        const std::map<std::string, std::string>& context) {
+  if (!b.parsed || b.parsed->device != "gpu") return 1;
+  const int gpus = std::atoi(b.parsed->Get(key::kGpus).c_str());
+  const double rate = b.Counter(schema::kFlopPerS), pct = b.Counter(counter);
+  if (gpus < 2 || !(rate > 0) || !(pct > 0)) return 1;
+  const double denominator = rate / (pct / 100);
+  // One GPU's peak or roof: the roofline object's compute peak, the case's label's peak, the
+  // run's spec or measured peak of its dtype.
+  double one = 0;
+  const std::string dt = b.parsed->Get(key::kDType);
+  if (counter == schema::kPctRoofline) {
+    if (b.roofline) one = b.roofline->compute_peak_flop_per_s;
+  } else if (size_t at = b.label.find("peak "); at != std::string::npos) {
+    one = LeadingRate(b.label.substr(at + 5));
+  }
+  if (!(one > 0)) one = LeadingRate(GpuPeakOf(context, dt));
+  if (const std::string m = MeasuredPeakOf(context, "gpu", dt); !(one > 0) && !m.empty())
+    one = LeadingRate(m.substr(m.find(' ', 9) + 1));
+  // Against all the GPUs' peaks the denominator is about `gpus` times one GPU's.
+  return one > 0 && denominator < one * 1.5 ? gpus : 1;
+}
+
 PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
                       const std::map<std::string, std::string>& context) {
   if (!b.parsed || !(rate > 0)) return {};
-  if (const double pct = b.Counter(schema::kPctPeak); pct > 0)
+  if (const double pct = b.Counter(schema::kPctPeak); pct > 0) {
+    if (const int gpus = AggregateOverOneGpu(b, schema::kPctPeak, context); gpus > 1)
+      return {pct / gpus, PeakBehind(b, rate, unit, context) + " per GPU, the rate is " +
+                              std::to_string(gpus) + " GPUs' aggregate"};
     return {pct, PeakBehind(b, rate, unit, context)};
-  if (const double pct = b.Counter(schema::kPctRoofline); pct > 0)
+  }
+  if (const double pct = b.Counter(schema::kPctRoofline); pct > 0) {
+    if (const int gpus = AggregateOverOneGpu(b, schema::kPctRoofline, context); gpus > 1)
+      return {pct / gpus, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit),
+                                 " at its intensity per GPU, the rate is ",
+                                 Cell::Count(int64_t(gpus)), " GPUs' aggregate"})};
     return {pct, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit), " at its intensity"})};
+  }
   const BenchName& n = *b.parsed;
   const std::string dt = n.Get(key::kDType);
   if (dt.empty()) return {};

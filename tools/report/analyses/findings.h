@@ -34,8 +34,8 @@ struct Cliff {
   std::string family, curve;  // curve: the name with bs left out, device and backend kept
   std::string from_name, to_name;
   double bs_from = 0, bs_to = 0;
-  double thr_from = 0, thr_to = 0;      // items/s: bs / median time
-  std::string phase;                    // the schema's kFwdS, kBwdS or kOptS; empty: no phases at both
+  double thr_from = 0, thr_to = 0;  // items/s: bs / median time
+  std::string phase;                // the schema's kFwdS, kBwdS or kOptS; empty: no phases at both
   double phase_from = 0, phase_to = 0;  // that phase's seconds per item
 };
 inline constexpr double kCliffFactor = 2;
@@ -59,12 +59,20 @@ std::vector<FedStep> FedSteps(const MergedRuns& runs);
 // case's own"); else its pct_roofline and the roof ("roof 310 TFLOP/s at its intensity"); else
 // the run's measured peak of the case's dtype and device (gpu_peak_measured / cpu_peak_measured),
 // else the GPU's spec peak at the maximum clock (gpu_peak_spec). `rate`: the case's FLOP/s (OP/s).
+// A multi-GPU aggregate set against one GPU's peak (AggregateOverOneGpu) reads per GPU, and its
+// peak says so ("... per GPU, the rate is 4 GPUs' aggregate").
 struct PeakShare {
   double pct = std::nan("");  // 100: at the peak; NaN: no peak known
   std::string peak;           // the peak named; empty: no peak known
 };
 PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
                       const std::map<std::string, std::string>& context);
+// A multi-GPU case (key gpus above 1) whose `counter` (pct_peak, mfu or pct_roofline) sets the
+// GPUs' aggregate FLOP/s against one GPU's peak or roof (files written before the harness divided
+// by the GPUs): the number of GPUs, by which the share is to be divided to read per GPU; else 1.
+int AggregateOverOneGpu(const Bench& b, std::string_view counter,
+                        const std::map<std::string, std::string>& context);
+
 // Words for a table where a rate has no peak to be a share of.
 inline constexpr const char* kNoPeakKnown = "no peak known";
 

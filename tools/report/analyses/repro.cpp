@@ -5,6 +5,7 @@
 
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/setup.h"
 #include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
@@ -85,7 +86,10 @@ std::vector<std::string> ReproFlags(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name) {
+std::string ReproCommand(const std::map<std::string, std::string>& context,
+                         std::string_view shown) {
+  // A case Merge split by setup filters on the name it ran under.
+  const std::string name = NameWithoutSetup(shown);
   // The case's own family's command and binary where the run merged several binaries' files
   // (Merge keeps them per family), else the run's.
   const std::optional<BenchName> parsed = ParseName(name);

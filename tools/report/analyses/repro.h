@@ -26,7 +26,8 @@ std::string AnchoredFilter(std::string_view name);
 // filter, the output files and the console's format are the repro's own.
 std::vector<std::string> ReproFlags(const std::vector<std::string>& argv);
 // The whole command, shell-quoted: the binary (context "executable", else the recorded command's
-// first word), the anchored filter, then the kept flags. Empty when the context names no binary.
+// first word), the anchored filter of the name without its setup key (NameWithoutSetup), then the
+// kept flags. Empty when the context names no binary.
 std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name);
 
 }  // namespace dlb::report
