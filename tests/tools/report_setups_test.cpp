@@ -8,11 +8,13 @@
 
 #include "fixtures/schema/schema.h"
 #include "tests/tools/report_cases.h"
+#include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/problems.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/setup.h"
+#include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
 namespace {
@@ -206,6 +208,61 @@ TEST(Peaks, AMultiGpuAggregateIsNotSetAgainstOneGpusPeak) {
                       {std::string(schema::kPctPeak), 25.8}};
   const MergedRuns ok = testing::CasesRuns({per_gpu}, "NVIDIA H200");
   EXPECT_EQ(AggregateOverOneGpu(ok.benches[0], schema::kPctPeak, ok.context), 1);
+}
+
+TEST(Peaks, AHeadlineRateComesFromTheMedianTime) {
+  // Four repetitions of 60 images, 2.9 to 101 ms: the median of the rates (4.6k images/s) is no
+  // figure of the median time (22 ms: 2.7k images/s).
+  std::string body;
+  for (double ms : {2.9, 8.0, 36.0, 101.0})
+    body += std::string(body.empty() ? "" : ",") +
+            R"({"name": "dataload/cpu/turbojpeg/imagenet.rrc224/bs:60/manual_time", )" +
+            R"("run_type": "iteration", "time_unit": "ms", "real_time": )" + std::to_string(ms) +
+            R"(, "items_per_s": )" + std::to_string(60 / (ms * 1e-3)) + "}";
+  const MergedRuns runs =
+      Merge({ParseBenchmarkJson(R"({"context": {}, "benchmarks": [)" + body + "]}", "d.json")});
+  ASSERT_EQ(runs.benches.size(), 1u);
+  EXPECT_NEAR(RateAtMedianTime(runs.benches[0], schema::kItemsPerS), 60 / 22e-3, 1);
+  EXPECT_NEAR(runs.benches[0].Counter(schema::kItemsPerS), (60 / 8e-3 + 60 / 36e-3) / 2, 1);
+}
+
+TEST(Peaks, MfuNamesThePeakItWasComputedAgainst) {
+  // The run's spec peak is 1070.5 TFLOP/s, but the step's MFU was computed against the 989 the
+  // user gave (--dlb_peak_gpu_tflops): its row names 989.
+  Case c{"train/gpu/libtorch/gpt2s/bs:8/dt:bf16/pass:train/graph:1/seq:1024",
+         100000,
+         {{std::string(schema::kTokensPerS), 3.5e5},
+          {std::string(schema::kFlopPerS), 2.6e14},
+          {std::string(schema::kPctPeak), 26.29},
+          {std::string(schema::kMfu), 26.29}}};
+  c.label = "loss ok | peak 989.0 TFLOP/s (--dlb_peak_gpu_tflops)";
+  const MergedRuns runs = Merge({ParseBenchmarkJson(
+      CasesJson(
+          {c}, "NVIDIA H100",
+          R"x("gpu_peak_spec": "bf16 peak 1070.5 TFLOP/s = 132 SMs x 1980 MHz x 4096 flop/clk/SM (sm_90 bf16)")x"),
+      "t.json")});
+  const std::vector<TokenStep> steps = TokenSteps(runs);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].mfu_peak.find("989"), std::string::npos) << steps[0].mfu_peak;
+  EXPECT_EQ(steps[0].mfu_peak.find("1070"), std::string::npos) << steps[0].mfu_peak;
+}
+
+TEST(Peaks, ABestBatchSizeOnNoiseIsMarkedAndTheFastestBackendNamed) {
+  const std::string conv = "conv/gpu/cudnn/resnet18.layer1.conv3x3/bs:";
+  Case steady{conv + "16/dt:bf16/fmt:nhwc/pass:fwd", 120};
+  Case noisy{conv + "32/dt:bf16/fmt:nhwc/pass:fwd", 150};
+  noisy.spread = 0.3;  // CV well above 10%
+  Case slower{"conv/gpu/libtorch/resnet18.layer1.conv3x3/bs:32/dt:bf16/fmt:nhwc/pass:fwd", 400};
+  const MergedRuns runs = testing::CasesRuns({steady, noisy, slower}, "NVIDIA H200");
+  const Overview ov = ComputeOverview(runs);
+  ASSERT_EQ(ov.rows.size(), 2u);
+  EXPECT_TRUE(ov.rows[1].gpu_best);
+  EXPECT_TRUE(ov.rows[1].gpu_noisy);
+  EXPECT_FALSE(ov.rows[0].gpu_noisy);
+  EXPECT_EQ(ov.rows[1].gpu_backend, "cudnn");
+  const std::string md = RenderMarkdown(FullReport(runs, {"cases.json"}));
+  EXPECT_NE(md.find("★ (noisy)"), std::string::npos) << md;
+  EXPECT_NE(md.find("GPU backend"), std::string::npos) << md;
 }
 
 }  // namespace

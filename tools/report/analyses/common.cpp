@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 
@@ -237,6 +238,16 @@ std::string FewerFlopsEngine(const Bench& b) {
   if (algo.find("wino") != std::string::npos) return "Winograd";
   if (algo.find("fft") != std::string::npos) return "FFT";
   return "";
+}
+
+double RateAtMedianTime(const Bench& b, std::string_view counter) {
+  auto it = b.counters.find(counter);
+  if (it == b.counters.end() || it->second.size() != b.real_ns.size() || b.real_ns.empty())
+    return b.Counter(counter);
+  std::vector<double> work;
+  for (size_t i = 0; i < b.real_ns.size(); ++i) work.push_back(it->second[i] * b.real_ns[i]);
+  const double t = b.MedianNs();
+  return t > 0 ? Median(work) / t : b.Counter(counter);
 }
 
 }  // namespace dlb::report

@@ -243,7 +243,7 @@ Table BestTable(const MergedRuns& runs) {
     std::string_view counter = b.family == kCommFamily  ? schema::kBusBw
                                : b.family == "dataload" ? schema::kItemsPerS
                                                         : schema::kFlopPerS;
-    double v = b.Counter(counter);
+    const double v = RateAtMedianTime(b, counter);
     if (!std::isfinite(v) || v <= 0) continue;
     std::string key = b.family + "|" + b.parsed->device;
     if (!best.count(key)) order.push_back(key);
@@ -282,9 +282,18 @@ Table BestTable(const MergedRuns& runs) {
       if (bytes > 0) workload = Prose({workload.substr(0, dot), " ", Cell::Bytes(bytes)});
     }
     std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
-    t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
-                      Cell::Rate(x.value, unit), pct_cell, Cell(peak),
-                      Cell(n.backend + " " + where)});
+    // A best that rests on noise says so beside its figure.
+    Cell value = Cell::Rate(x.value, unit);
+    std::string name = n.backend + " " + where;
+    // A rate of the direct count where the engine did less work reads as at or past the peak.
+    if (const std::string engine = FewerFlopsEngine(*x.at); !engine.empty())
+      name += " (" + engine + " engine: fewer FLOPs than the direct count its rate is of)";
+    if (const double cv = x.at->Cv(); cv > kNoisyCv) {
+      value.Doubtful().With(Tone::kWarn);
+      name += Prose({" (noisy: CV ", Cell::Number(cv * 100, 3).After("%"), ")"});
+    }
+    t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"), value, pct_cell,
+                      Cell(peak), Cell(name)});
   }
   return t;
 }

@@ -117,13 +117,15 @@ std::string Over100Line(const ProblemsFound& p) {
             "their launches read them from L2, faster than the DRAM-fed GEMMs the peak was "
             "measured on.";
   if (p.over_100_clock > 0)
-    line += Prose({" ", Cell::Count(p.over_100_clock),
-                   " of them ran at a higher SM clock than their dtype's measured peak was taken "
-                   "at, by as much as they exceed it (up to ",
-                   Cell::Number(p.over_100_clock_case, 4), " against ",
-                   Cell::Number(p.over_100_clock_peak, 4),
-                   " MHz, counter `sm_clock_median_mhz`): the peak's search holds the GPU at its "
-                   "power cap; a case's shorter timed spans run at a higher clock."});
+    line +=
+        Prose({" ", Cell::Count(p.over_100_clock),
+               " of them ran at a higher SM clock than their dtype's measured peak was taken "
+               "at (up to ",
+               Cell::Number(p.over_100_clock_case, 4), " against ",
+               Cell::Number(p.over_100_clock_peak, 4),
+               " MHz, counter `sm_clock_median_mhz`), by at least as much as they exceed it: the "
+               "peak's search holds the GPU at its power cap; a case's shorter timed spans run "
+               "at a higher clock."});
   if (p.over_100_unexplained > 0)
     line += Prose({" ", Cell::Count(p.over_100_unexplained),
                    p.over_100_unexplained == p.over_100 ? " (all)" : "",
@@ -308,8 +310,8 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
       first = false;
     }
     line += p.setups.empty()
-                ? ": the header's machine line names the spread; no case was measured in two "
-                  "of them, so each figure has one setup (see **Setups** otherwise)."
+                ? ": the header's machine line names the spread; the files of one case are "
+                  "pooled only where their setups (build, libraries, flags, machine) agree."
                 : ": the header's machine line names the spread; a case measured under two "
                   "setups is two rows (**Setups**).";
     s.notes.push_back(line);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"

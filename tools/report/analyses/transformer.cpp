@@ -8,6 +8,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/train.h"
 
 namespace dlb::report {
@@ -55,6 +56,10 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
+    // The peak behind this row's MFU, which may not be the run's spec peak (a user's
+    // --dlb_peak_gpu_tflops): each row names its own.
+    if (std::isfinite(s.mfu))
+      s.mfu_peak = PeakShareOf(b, b.Counter(schema::kFlopPerS), FlopUnit(s.dt), runs.context).peak;
     s.epoch_s = Finite(b.Counter(schema::kEpochS));
     // As the train analysis does without epoch_s: the epoch's items (sequences) at this rate.
     const double bs = std::atof(n.Get(key::kBatch).c_str());
@@ -121,7 +126,7 @@ Table TokenTable(const std::vector<TokenStep>& steps,
                {"configuration", "config"},
                {"tokens/s", std::string(schema::kTokensPerS)},
                {"MFU", std::string(schema::kMfu)},
-               {"MFU's peak (spec, at the maximum clock)", "mfu_peak"},
+               {"MFU's peak (the row's own)", "mfu_peak"},
                {"epoch", std::string(schema::kEpochS)},
                {"peak memory", std::string(schema::kPeakMemBytes)}};
   for (const TokenStep& s : steps) {
@@ -130,7 +135,8 @@ Table TokenTable(const std::vector<TokenStep>& steps,
     t.rows.push_back(
         {Cell(s.model), Cell(s.device == "cpu" ? "CPU" : "GPU"), Cell(s.config), tokens,
          Cell::Number(s.mfu, 3).After("%"),
-         Cell(s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
+         Cell(!s.mfu_peak.empty() ? s.mfu_peak
+              : s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
                   ? GpuPeakOf(context, s.dt)
                   : std::string("-")),
          std::isfinite(s.epoch_s) ? Cell::Duration(s.epoch_s) : Cell("-"),

@@ -20,7 +20,10 @@ struct TokenStep {
   std::string model, device, name, config;  // config: backend and the keys but pass
   std::string dt;                           // the name's dtype key ("amp_bf16")
   double tokens_per_s = 0;
-  double mfu = 0;             // %; NaN where the case has none
+  double mfu = 0;  // %; NaN where the case has none
+  // The peak the case's MFU was computed against, named (its own pct_peak's: the label's peak,
+  // a --dlb_peak_gpu_tflops included); empty where it cannot be told.
+  std::string mfu_peak;
   double epoch_s = 0;         // NaN where the case has none
   double peak_mem_bytes = 0;  // NaN where the case has none
   bool doubtful = false;
