@@ -329,7 +329,7 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
                       (most > 2 ? "up to " + std::to_string(most) : std::string("2")) +
                       " setups, which differ in " + Join(p.setup_whats, ", ") +
                       ": each setup is its own row (key `setup`: " + Join(first, "; ") + " for `" +
-                      p.setups.begin()->first + "`), never one figure: " + Names(names) + ".");
+                      p.setups.begin()->first + "`), never one figure: " + Names(names, 3) + ".");
   }
   return s;
 }

@@ -112,6 +112,16 @@ std::vector<std::string> SetupDifferences(const Setup& a, const Setup& b) {
   return out;
 }
 
+std::vector<std::string> NamingWhats(const std::vector<std::string>& whats, const Setup& setup) {
+  const bool library = std::any_of(whats.begin(), whats.end(),
+                                   [&](const std::string& w) { return setup.libraries.count(w); });
+  if (!library) return whats;
+  std::vector<std::string> out;
+  for (const std::string& w : whats)
+    if (w != "--dlb_cudnn" && w != "--dlb_cublas" && w != "--dlb_nccl") out.push_back(w);
+  return out;
+}
+
 std::string SetupText(const Setup& s, const std::vector<std::string>& whats) {
   std::string out;
   for (const std::string& what : whats) {

@@ -41,6 +41,11 @@ std::map<std::string, std::string> SetupFlags(const std::string& command);
 // machine): a what one of them does not know is no difference.
 std::vector<std::string> SetupDifferences(const Setup& a, const Setup& b);
 
+// The whats that name setups apart: `whats` but the library-folder flags (--dlb_cudnn,
+// --dlb_cublas, --dlb_nccl) where a library's version is among them, as the version says what the
+// folder held. `setup`: any of the setups, for which whats are libraries.
+std::vector<std::string> NamingWhats(const std::vector<std::string>& whats, const Setup& setup);
+
 // "cudnn 9.14.0, --dlb_gemm_fp8_accum=fast": the setup's values of `whats`.
 std::string SetupText(const Setup& s, const std::vector<std::string>& whats);
 

@@ -103,7 +103,8 @@ SetupGroups GroupSetups(const std::vector<FileData>& files) {
       for (size_t b = a + 1; b < reps.size(); ++b)
         for (const std::string& w : SetupDifferences(setups[reps[a]], setups[reps[b]]))
           if (std::find(whats.begin(), whats.end(), w) == whats.end()) whats.push_back(w);
-    for (size_t r : reps) out.texts[name].push_back(SetupText(setups[r], whats));
+    const std::vector<std::string> naming = NamingWhats(whats, setups[reps.front()]);
+    for (size_t r : reps) out.texts[name].push_back(SetupText(setups[r], naming));
     for (const std::string& w : whats)
       if (std::find(out.whats.begin(), out.whats.end(), w) == out.whats.end())
         out.whats.push_back(w);
