@@ -78,6 +78,9 @@ inline constexpr std::string_view kConvFamily = "conv";
 // from, as its label names it ("[winograd]", "[fft]", "..._ALGO_FFT_TILING", oneDNN's "wino"):
 // "Winograd" or "FFT"; empty for any other case.
 std::string FewerFlopsEngine(const Bench& b);
+// Splits a command line written with ShellQuote (repro.h) (and the usual double quotes and
+// backslashes) into its words; what it cannot read (an unclosed quote) ends the last word.
+std::vector<std::string> ShellSplit(std::string_view line);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

@@ -11,6 +11,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
@@ -61,45 +62,6 @@ size_t SizesMeasured(const TrainResult& train, const std::optional<TrainCase>& c
 Cell EpochCell(const std::optional<TrainCase>& c) {
   if (!c || !std::isfinite(c->epoch_s)) return Cell("-");
   return Cell::Duration(c->epoch_s);
-}
-
-// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
-double LeadingRate(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str()) return std::nan("");
-  while (*end == ' ') ++end;
-  static const std::string kPrefixes = "kMGTPE";
-  const size_t at = kPrefixes.find(*end);
-  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
-}
-
-// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
-// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
-// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
-std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
-                       const std::map<std::string, std::string>& context) {
-  const double pct = b.Counter(schema::kPctPeak);
-  if (!(pct > 0) || !(rate > 0)) return "";
-  const double peak = rate / (pct / 100);
-  const BenchName& n = *b.parsed;
-  const std::string dt = n.Get(key::kDType);
-  const Cell figure = Cell::Rate(peak, unit);
-  if (size_t at = b.label.find("peak "); at != std::string::npos) {
-    const std::string rest = b.label.substr(at + 5);
-    for (const char* source : {"measured", "spec", "datasheet"})
-      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
-        return Prose({source, " ", dt, " ", figure});
-  }
-  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
-  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
-  const std::string measured = MeasuredPeakOf(context, n.device, dt);
-  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
-    return Prose({"measured ", dt, " ", figure});
-  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
-  if (!spec.empty() && same(LeadingRate(spec)))
-    return Prose({"spec ", dt, " ", figure, " at max clock"});
-  return Prose({dt, " ", figure, " (the case's own)"});
 }
 
 // The % of peak of a device's best training step, and the peak named ("23.1%", "spec bf16 ...").
@@ -322,60 +284,6 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
 }
 
 }  // namespace
-
-int AggregateOverOneGpu(const Bench& b, std::string_view counter,
-                        const std::map<std::string, std::string>& context) {
-  if (!b.parsed || b.parsed->device != "gpu") return 1;
-  const int gpus = std::atoi(b.parsed->Get(key::kGpus).c_str());
-  const double rate = b.Counter(schema::kFlopPerS), pct = b.Counter(counter);
-  if (gpus < 2 || !(rate > 0) || !(pct > 0)) return 1;
-  const double denominator = rate / (pct / 100);
-  // One GPU's peak or roof: the roofline object's compute peak, the case's label's peak, the
-  // run's spec or measured peak of its dtype.
-  double one = 0;
-  const std::string dt = b.parsed->Get(key::kDType);
-  if (counter == schema::kPctRoofline) {
-    if (b.roofline) one = b.roofline->compute_peak_flop_per_s;
-  } else if (size_t at = b.label.find("peak "); at != std::string::npos) {
-    one = LeadingRate(b.label.substr(at + 5));
-  }
-  if (!(one > 0)) one = LeadingRate(GpuPeakOf(context, dt));
-  if (const std::string m = MeasuredPeakOf(context, "gpu", dt); !(one > 0) && !m.empty())
-    one = LeadingRate(m.substr(m.find(' ', 9) + 1));
-  // Against all the GPUs' peaks the denominator is about `gpus` times one GPU's.
-  return one > 0 && denominator < one * 1.5 ? gpus : 1;
-}
-
-PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
-                      const std::map<std::string, std::string>& context) {
-  if (!b.parsed || !(rate > 0)) return {};
-  if (const double pct = b.Counter(schema::kPctPeak); pct > 0) {
-    if (const int gpus = AggregateOverOneGpu(b, schema::kPctPeak, context); gpus > 1)
-      return {pct / gpus, PeakBehind(b, rate, unit, context) + " per GPU, the rate is " +
-                              std::to_string(gpus) + " GPUs' aggregate"};
-    return {pct, PeakBehind(b, rate, unit, context)};
-  }
-  if (const double pct = b.Counter(schema::kPctRoofline); pct > 0) {
-    if (const int gpus = AggregateOverOneGpu(b, schema::kPctRoofline, context); gpus > 1)
-      return {pct / gpus, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit),
-                                 " at its intensity per GPU, the rate is ",
-                                 Cell::Count(int64_t(gpus)), " GPUs' aggregate"})};
-    return {pct, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit), " at its intensity"})};
-  }
-  const BenchName& n = *b.parsed;
-  const std::string dt = n.Get(key::kDType);
-  if (dt.empty()) return {};
-  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
-  if (const std::string measured = MeasuredPeakOf(context, n.device, dt); !measured.empty()) {
-    const double peak = LeadingRate(measured.substr(measured.find(' ', 9) + 1));
-    if (peak > 0) return {rate / peak * 100, Prose({"measured ", dt, " ", Cell::Rate(peak, unit)})};
-  }
-  if (n.device == "gpu")
-    if (const double peak = LeadingRate(GpuPeakOf(context, dt)); peak > 0)
-      return {rate / peak * 100,
-              Prose({"spec ", dt, " ", Cell::Rate(peak, unit), " at max clock"})};
-  return {};
-}
 
 Devices DevicesOf(const MergedRuns& runs) {
   Devices d;

@@ -7,7 +7,7 @@
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
-#include "tools/report/analyses/findings.h"
+#include "tools/report/analyses/peaks.h"
 
 namespace dlb::report {
 

@@ -7,14 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/report/analyses/common.h"
+
 namespace dlb::report {
 
 // POSIX shell quoting: the word as it is when it needs none, else in single quotes ('\'' for a
 // quote inside).
 std::string ShellQuote(std::string_view word);
-// Splits a command line written with ShellQuote (and the usual double quotes and backslashes)
-// into its words; what it cannot read (an unclosed quote) ends the last word.
-std::vector<std::string> ShellSplit(std::string_view line);
 // Google Benchmark's filter for exactly this case: '^' + the name with the extended regular
 // expression's metacharacters escaped (.[{()\*+?^$|; ']' and '}' need none) + '$'. An aggregate's
 // suffix (_mean, _median, _stddev, _cv) is taken off, since the filter matches the case's name;

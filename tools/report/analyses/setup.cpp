@@ -5,8 +5,8 @@
 
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/common.h"
 #include "tools/report/analyses/libraries.h"
-#include "tools/report/analyses/repro.h"
 #include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {

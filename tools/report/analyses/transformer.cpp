@@ -8,7 +8,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
-#include "tools/report/analyses/findings.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/train.h"
 
 namespace dlb::report {
@@ -87,31 +87,6 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     for (const char* device : {"|cpu", "|cpu|peer", "|gpu", "|gpu|peer"})
       if (auto it = best.find(model + device); it != best.end()) out.push_back(it->second);
   return out;
-}
-
-std::string GpuPeakOf(const std::map<std::string, std::string>& context, std::string dtype) {
-  auto it = context.find(std::string(schema::kCtxGpuPeakSpec));
-  if (it == context.end()) return "";
-  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
-  // "...; bf16 peak 1070.5 TFLOP/s = 132 SMs x 1980 MHz x 4096 flop/clk/SM (sm_90 bf16); ..."
-  const std::string& spec = it->second;
-  const std::string head = dtype + " peak ";
-  for (size_t at = 0; at < spec.size();) {
-    size_t end = spec.find("; ", at);
-    if (end == std::string::npos) end = spec.size();
-    const std::string part = spec.substr(at, end - at);
-    at = end + 2;
-    if (part.rfind(head, 0) != 0) continue;
-    const std::string rest = part.substr(head.size());  // "1070.5 TFLOP/s = 132 SMs x 1980 ..."
-    const size_t eq = rest.find(" = ");
-    if (eq == std::string::npos) return rest;
-    std::string how = rest.substr(eq + 3);
-    // "132 SMs x 1980 MHz" of "132 SMs x 1980 MHz x 4096 flop/clk/SM (...)".
-    const size_t mhz = how.find(" MHz");
-    if (mhz != std::string::npos) how = how.substr(0, mhz + 4);
-    return rest.substr(0, eq) + " (" + how + ")";
-  }
-  return "";
 }
 
 Table TokenTable(const std::vector<TokenStep>& steps,
