@@ -64,6 +64,16 @@ TEST(SetupKey, DifferencesNameWhatDiffersNotWhatOneSideDoesNotKnow) {
   EXPECT_TRUE(SetupDifferences(fast, SetupOf({{std::string(schema::kCtxHostName), "h1"}})).empty());
 }
 
+TEST(SetupKey, AKeyValueIsShortTheTextWhole) {
+  const report::Setup s =
+      SetupOf({{std::string(schema::kCtxGitRevision), "9a671e4f75db-dirty"},
+               {std::string(schema::kCtxCommLaunch), "mpi, 2 processes on 1 host"},
+               {std::string(schema::kCtxCommand), "/b/bench_gemm --dlb_gemm_fp8_accum=fast"}});
+  const std::vector<std::string> whats = {"revision", "launch", "--dlb_gemm_fp8_accum", "host"};
+  EXPECT_EQ(SetupKeyValue(s, whats), "revision-9a671e4-mpi-2-processes-gemm_fp8_accum-fast");
+  EXPECT_EQ(SetupText(s, {"launch"}), "launch mpi, 2 processes on 1 host");
+}
+
 TEST(SetupKey, NameWithSetupKeepsTheSchemeAndComesOffForARepro) {
   const std::string name = std::string(kAttn) + "/manual_time";
   const std::string split = NameWithSetup(name, "cudnn 9.14.0, --dlb_threads=8");
@@ -81,6 +91,7 @@ TEST(SetupKey, TwoCudnnBuildsOfACaseAreTwoRowsNamedByTheLibrary) {
   // The folder flag differs too, but the version names the setup.
   EXPECT_EQ(runs.benches[0].setup, "cudnn 9.14.0");
   EXPECT_EQ(runs.benches[1].setup, "cudnn 9.19.0");
+  EXPECT_EQ(runs.benches[0].name, std::string(kAttn) + "/setup:cudnn-9.14.0/manual_time");
   // Each build's own median, not the 1.06 ms of both pooled.
   EXPECT_NEAR(runs.benches[0].MedianNs(), 1100e3 * 1.001, 1);
   EXPECT_NEAR(runs.benches[1].MedianNs(), 1020e3 * 1.001, 1);

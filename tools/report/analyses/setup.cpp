@@ -152,6 +152,21 @@ std::string SetupSlug(const std::string& text) {
   return out.empty() ? "unknown" : out;
 }
 
+std::string SetupKeyValue(const Setup& s, const std::vector<std::string>& whats) {
+  constexpr size_t kItems = 3, kValue = 16, kRevision = 7;
+  std::string out;
+  for (size_t i = 0; i < whats.size() && i < kItems; ++i) {
+    const std::string& what = whats[i];
+    std::string v = SetupSlug(s.Get(what));
+    v = v.substr(0, what == "revision" ? kRevision : kValue);
+    while (!v.empty() && v.back() == '-') v.pop_back();
+    const bool named =
+        IsFlag(what) || (!v.empty() && std::isdigit(static_cast<unsigned char>(v[0])));
+    out += (out.empty() ? "" : "-") + (named ? SetupSlug(what) + "-" : std::string()) + v;
+  }
+  return out;
+}
+
 std::string NameWithSetup(const std::string& run_name, const std::string& text) {
   if (!ParseName(run_name)) return run_name + " [" + text + "]";
   // Google Benchmark's suffixes stay last, where ParseName looks for them.

@@ -49,6 +49,12 @@ std::vector<std::string> NamingWhats(const std::vector<std::string>& whats, cons
 // "cudnn 9.14.0, --dlb_gemm_fp8_accum=fast": the setup's values of `whats`.
 std::string SetupText(const Setup& s, const std::vector<std::string>& whats);
 
+// The short value of a benchmark name's key setup: at most three of `whats`, each its value cut
+// to 16 characters (a revision to its first 7), named where the value is a version or a count or
+// the what a flag ("cudnn-9.14.0", "gemm_fp8_accum-fast", "9a671e4-mpi-2-processes"): a
+// column a table can hold; the Problems section names the setups in full.
+std::string SetupKeyValue(const Setup& s, const std::vector<std::string>& whats);
+
 // The same as a value of a benchmark name's key (lowercase [a-z0-9_.-]): "cudnn-9.14.0",
 // "gemm_fp8_accum-fast", items joined by "-".
 std::string SetupSlug(const std::string& text);

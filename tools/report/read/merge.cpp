@@ -75,7 +75,7 @@ namespace {
 struct SetupGroups {
   // (run_name, file index) -> group; run_name -> each group's setup text where there are several.
   std::map<std::pair<std::string, size_t>, size_t> group;
-  std::map<std::string, std::vector<std::string>> texts;
+  std::map<std::string, std::vector<std::string>> texts, keys;  // keys: SetupKeyValue
   std::vector<std::string> whats;
 };
 
@@ -104,7 +104,10 @@ SetupGroups GroupSetups(const std::vector<FileData>& files) {
         for (const std::string& w : SetupDifferences(setups[reps[a]], setups[reps[b]]))
           if (std::find(whats.begin(), whats.end(), w) == whats.end()) whats.push_back(w);
     const std::vector<std::string> naming = NamingWhats(whats, setups[reps.front()]);
-    for (size_t r : reps) out.texts[name].push_back(SetupText(setups[r], naming));
+    for (size_t r : reps) {
+      out.texts[name].push_back(SetupText(setups[r], naming));
+      out.keys[name].push_back(SetupKeyValue(setups[r], naming));
+    }
     for (const std::string& w : whats)
       if (std::find(out.whats.begin(), out.whats.end(), w) == out.whats.end())
         out.whats.push_back(w);
@@ -140,7 +143,7 @@ MergedRuns Merge(const std::vector<FileData>& files) {
         b.name = e.run_name;
         if (auto split = setups.texts.find(e.run_name); split != setups.texts.end()) {
           b.setup = split->second[group];
-          b.name = NameWithSetup(e.run_name, b.setup);
+          b.name = NameWithSetup(e.run_name, setups.keys.at(e.run_name)[group]);
         }
         b.parsed = ParseName(b.name);
         b.family = FamilyOf(b.name, b.parsed);
