@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import statistics
 import struct
 import subprocess
@@ -91,15 +92,40 @@ def format_duration(s):
     return format_time(s * 1e9)
 
 
+# The --dlb_ flags that only choose cases or watch the run (tools/report/analyses/setup.cpp).
+NOT_SETUP_FLAGS = {"--dlb_tier", "--dlb_batch_sizes", "--dlb_dtypes", "--dlb_device",
+                   "--dlb_workloads", "--dlb_verify", "--dlb_seed", "--dlb_monitor",
+                   "--dlb_monitor_trace", "--dlb_monitor_interval_ms", "--dlb_budget",
+                   "--dlb_case_timeout", "--dlb_comm_timeout", "--dlb_stdrel", "--dlb_stdrel_max_s",
+                   "--dlb_comm_bytes", "--dlb_comm_gpus", "--dlb_train_gpus", "--dlb_help"}
+SETUP_KEYS = ("executable", "dlbench_build_type", "dlbench_compiler", "dlbench_version",
+              "dlbench_git_revision", "dlbench_git_branch", "dlbench_tier", "onednn_version",
+              "libtorch_version", "turbojpeg_version", "cpu_threads", "comm_launch", "comm_buffers",
+              "host_name", "cpu_model", "gpu_name", "gpu_driver")
+
+
+def setup_of(context):
+    """A file's setup, as the report keeps one case's setups apart: the context's build, library
+    versions, the --dlb_ flags that change a measurement, threads, launch and machine."""
+    libs = tuple(sorted(e.split()[0] + " " + e.split()[1]
+                        for e in context.get("libraries_loaded", "").split("; ")
+                        if len(e.split()) >= 2 and not e.startswith("cudnn_")))
+    flags = tuple(sorted(w for w in shlex.split(context.get("dlbench_command", ""))[1:]
+                         if w.startswith("--dlb_") and w.split("=")[0] not in NOT_SETUP_FLAGS))
+    return tuple(context.get(k) for k in SETUP_KEYS) + (libs, flags)
+
+
 def best_epochs(files):
     """Per model and device the shortest epoch_s of a dlbench training step (not the PyTorch
     peer's, backend pytorch) on one GPU or the CPU, fed by no loader: the median over every
-    repetition of a name, across files."""
+    repetition of a name and setup, across files."""
     samples, model_of = {}, {}
     for f in files:
-        for b in load_json(f)["benchmarks"]:
-            name = b["name"]
-            parts = name.split("/")
+        doc = load_json(f)
+        setup = setup_of(doc.get("context", {}))
+        for b in doc["benchmarks"]:
+            name = (b["name"], setup)
+            parts = name[0].split("/")
             if parts[0] != "train" or b.get("run_type") == "aggregate" or parts[2] == "pytorch":
                 continue
             if b.get("error_occurred") or b.get("skipped") or "epoch_s" not in b:

@@ -20,6 +20,7 @@ struct Case {
   std::string result_json;
   double spread = 0.001;  // the repetitions' relative step
   int reps = 3;
+  std::string label;  // empty: none written
 };
 
 // `context_json`: more members of the context, as JSON text.
@@ -32,6 +33,7 @@ inline std::string CasesJson(const std::vector<Case>& cases, const std::string& 
       b += R"({"name": ")" + c.name + R"(/manual_time", "run_type": "iteration", "real_time": )" +
            std::to_string(c.us * (1 + c.spread * rep)) + R"(, "time_unit": "us")";
       for (const auto& [k, v] : c.counters) b += ", \"" + k + "\": " + std::to_string(v);
+      if (!c.label.empty()) b += R"(, "label": ")" + c.label + "\"";
       if (!c.network.empty() || !c.result_json.empty()) {
         std::string members;
         if (!c.network.empty()) members = R"("network": ")" + c.network + R"(", "workload": "x")";

@@ -408,7 +408,7 @@ TEST(Overview, TablesSplitTheConfigIntoAColumnPerKeyThatVaries) {
     return out;
   };
   const Table& net = sections[0].tables[0];
-  EXPECT_EQ(net.title, "Network net (every row: dt:bf16, fmt:nhwc)");
+  EXPECT_EQ(net.title, "Network net: its conv layers only (every row: dt:bf16, fmt:nhwc)");
   const std::vector<std::string> cols = titles(net);
   ASSERT_FALSE(cols.empty());
   EXPECT_EQ(cols[0], "pass");

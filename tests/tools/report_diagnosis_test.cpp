@@ -600,6 +600,7 @@ TEST(Problems, Above100IsExplainedByAClockAboveThePeaksClock) {
   EXPECT_EQ(
       std::make_tuple(p.over_100, p.over_100_clock, p.over_100_clock_case, p.over_100_clock_peak),
       std::make_tuple(3, 1, 1980., 1305.));
+  EXPECT_EQ(p.over_100_unexplained, 2);
   const std::string line = ProblemsSection(p).value().notes.front();
   EXPECT_EQ(line.rfind("**Above 100%**: 3 value(s)", 0), 0u) << line;
   EXPECT_NE(line.find(" 1 of them ran at a higher SM clock than their dtype's measured peak was "

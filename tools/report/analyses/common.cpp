@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
 
@@ -227,6 +228,61 @@ double MeasuredPeakClockMhz(const std::string& measured, const std::string& dtyp
 
 std::string InputsNote(const std::vector<std::string>& inputs) {
   return "Inputs: " + Join(inputs, ", ");
+}
+
+std::string FewerFlopsEngine(const Bench& b) {
+  if (b.family != kConvFamily) return "";
+  // The algorithm is named before the verification and the peak (" | ").
+  std::string algo = b.label.substr(0, b.label.find(" | "));
+  for (char& c : algo) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (algo.find("wino") != std::string::npos) return "Winograd";
+  if (algo.find("fft") != std::string::npos) return "FFT";
+  return "";
+}
+
+double RateAtMedianTime(const Bench& b, std::string_view counter) {
+  auto it = b.counters.find(counter);
+  if (it == b.counters.end() || it->second.size() != b.real_ns.size() || b.real_ns.empty())
+    return b.Counter(counter);
+  std::vector<double> work;
+  for (size_t i = 0; i < b.real_ns.size(); ++i) work.push_back(it->second[i] * b.real_ns[i]);
+  const double t = b.MedianNs();
+  return t > 0 ? Median(work) / t : b.Counter(counter);
+}
+
+std::vector<std::string> ShellSplit(std::string_view line) {
+  std::vector<std::string> out;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) out.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      size_t end = line.find('\'', i + 1);
+      if (end == std::string_view::npos) end = line.size();
+      word.append(line.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() &&
+            std::string_view("\"\\$`").find(line[i + 1]) != std::string_view::npos)
+          ++i;
+        word += line[i];
+      }
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) out.push_back(std::move(word));
+  return out;
 }
 
 }  // namespace dlb::report

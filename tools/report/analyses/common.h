@@ -65,6 +65,23 @@ std::string MeasuredPeakPart(const std::string& measured, std::string dtype);
 // 1305 MHz (median while timed)" (kernels/cublas/peak.cpp writes it; fp8_e5m2 reads fp8's); 0
 // where it names none.
 double MeasuredPeakClockMhz(const std::string& measured, const std::string& dtype);
+// A rate counter (items_per_s, flop_per_s, bus_bw) at the case's median time: the work of one
+// run (the counter times the time, per repetition, their median) over the median time, so that
+// a headline rate and the time beside it come from one statistic, not a median of rates whose
+// own median time gives another figure; the counter's median where there are no repetitions.
+double RateAtMedianTime(const Bench& b, std::string_view counter);
+// A case whose repetitions spread more than this (coefficient of variation) is marked where a
+// table crowns it best: its figure rests on noise.
+inline constexpr double kNoisyCv = 0.10;
+
+inline constexpr std::string_view kConvFamily = "conv";
+// The engine of a convolution that does fewer FLOPs than the direct count its rates are computed
+// from, as its label names it ("[winograd]", "[fft]", "..._ALGO_FFT_TILING", oneDNN's "wino"):
+// "Winograd" or "FFT"; empty for any other case.
+std::string FewerFlopsEngine(const Bench& b);
+// Splits a command line written with ShellQuote (repro.h) (and the usual double quotes and
+// backslashes) into its words; what it cannot read (an unclosed quote) ends the last word.
+std::vector<std::string> ShellSplit(std::string_view line);
 // The note that names the input files.
 std::string InputsNote(const std::vector<std::string>& inputs);
 

@@ -10,6 +10,7 @@
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
+#include "tools/report/analyses/setup.h"
 #include "tools/report/analyses/stats.h"
 
 namespace dlb::report {
@@ -140,6 +141,7 @@ void AttachDiagnosis(const MergedRuns& base, const MergedRuns& now, CompareResul
   if (auto it = now.context.find(std::string(schema::kCtxKernels)); it != now.context.end())
     r->kernels_recorded = it->second;
   r->libraries = LibrariesNote(base.context, now.context);
+  r->settings = SetupNote(base.context, now.context);
   for (CompareRow& row : r->rows) {
     if (!Flagged(row)) continue;
     ++r->flagged;
@@ -305,6 +307,7 @@ void AddCompareNotes(const CompareResult& r, const CompareOptions& opt, Document
                            "). Geomean of time ratios: ", Cell::Signed(r.geomean_delta), " over ",
                            Cell::Count(r.geomean_count), " benchmarks."}));
   if (!r.libraries.empty()) d.notes.push_back(r.libraries);
+  if (!r.settings.empty()) d.notes.push_back(r.settings);
   if (r.unconfirmed)
     d.notes.push_back("⚠ " + std::to_string(r.unconfirmed) +
                       " change(s) unconfirmed: measured with fewer than " +

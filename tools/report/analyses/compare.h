@@ -75,18 +75,20 @@ struct CompareResult {
   double geomean_delta = 0;  // geomean of new/base median ratios, minus 1
   size_t geomean_count = 0;
   int regressions = 0;
-  int doubtful = 0;         // rows marked: either side not verified or mistrusted
-  int clock_flags = 0;      // rows marked: either side throttled or the SM clocks differ
-  int stalled = 0;          // rows marked: either side's timing pass stalled
-  int kernel_diffs = 0;     // flagged rows with a kernel diff
-  int flagged = 0;          // rows slower or faster
-  int unconfirmed = 0;      // of those, on too few repetitions to count (min_repetitions)
-  size_t common = 0;        // benchmarks measured on both sides
+  int doubtful = 0;              // rows marked: either side not verified or mistrusted
+  int clock_flags = 0;           // rows marked: either side throttled or the SM clocks differ
+  int stalled = 0;               // rows marked: either side's timing pass stalled
+  int kernel_diffs = 0;          // flagged rows with a kernel diff
+  int flagged = 0;               // rows slower or faster
+  int unconfirmed = 0;           // of those, on too few repetitions to count (min_repetitions)
+  size_t common = 0;             // benchmarks measured on both sides
   std::string kernels_recorded;  // new's context dlbench_kernels (on / off); empty: not said
-  size_t not_compared = 0;  // benchmarks with a time in neither file
-  int exit_code = 0;        // 0, or 3 when a row is "slower" and confirmed
+  size_t not_compared = 0;       // benchmarks with a time in neither file
+  int exit_code = 0;             // 0, or 3 when a row is "slower" and confirmed
   // Where the sides loaded other library builds, the note that says which (analyses/libraries.h).
   std::string libraries;
+  // Where the sides ran with other flags or settings, the note that names each (SetupNote).
+  std::string settings;
 };
 CompareResult Compare(const MergedRuns& base, const MergedRuns& now, const CompareOptions& options);
 // `as_compare_py`: compare.py's own table on the same files, appended as a details section.

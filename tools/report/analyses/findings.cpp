@@ -11,6 +11,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
@@ -63,55 +64,18 @@ Cell EpochCell(const std::optional<TrainCase>& c) {
   return Cell::Duration(c->epoch_s);
 }
 
-// "760.0 TFLOP/s ..." or "1375.2 TOPS": the rate a peak's text starts with; NaN where none.
-double LeadingRate(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str()) return std::nan("");
-  while (*end == ' ') ++end;
-  static const std::string kPrefixes = "kMGTPE";
-  const size_t at = kPrefixes.find(*end);
-  return at == std::string::npos ? v : v * std::pow(1000, static_cast<double>(at + 1));
-}
-
-// The peak a case's pct_peak is of, named by where it comes from: the case's label where it says
-// ("peak 19.09 TFLOP/s measured (...)"), else the run's measured or spec peak of its dtype where
-// it is the same figure (within 2%), else only the figure. Empty without a pct_peak.
-std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
-                       const std::map<std::string, std::string>& context) {
-  const double pct = b.Counter(schema::kPctPeak);
-  if (!(pct > 0) || !(rate > 0)) return "";
-  const double peak = rate / (pct / 100);
-  const BenchName& n = *b.parsed;
-  const std::string dt = n.Get(key::kDType);
-  const Cell figure = Cell::Rate(peak, unit);
-  if (size_t at = b.label.find("peak "); at != std::string::npos) {
-    const std::string rest = b.label.substr(at + 5);
-    for (const char* source : {"measured", "spec", "datasheet"})
-      if (rest.find(source) != std::string::npos && rest.find(source) < 24)
-        return Prose({source, " ", dt, " ", figure});
-  }
-  auto same = [&](double v) { return std::fabs(v / peak - 1) < 0.02; };
-  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
-  const std::string measured = MeasuredPeakOf(context, n.device, dt);
-  if (!measured.empty() && same(LeadingRate(measured.substr(measured.find(' ', 9) + 1))))
-    return Prose({"measured ", dt, " ", figure});
-  const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
-  if (!spec.empty() && same(LeadingRate(spec)))
-    return Prose({"spec ", dt, " ", figure, " at max clock"});
-  return Prose({dt, " ", figure, " (the case's own)"});
-}
-
 // The % of peak of a device's best training step, and the peak named ("23.1%", "spec bf16 ...").
 std::pair<Cell, Cell> StepPeakCells(const MergedRuns& runs, const std::optional<TrainCase>& c) {
   if (!c) return {Cell("-"), Cell("-")};
   auto b = std::find_if(runs.benches.begin(), runs.benches.end(),
                         [&](const Bench& x) { return x.name == c->name; });
   if (b == runs.benches.end() || !b->parsed) return {Cell("-"), Cell("-")};
-  const double pct = b->Counter(schema::kPctPeak);
-  const std::string peak = PeakBehind(*b, b->Counter(schema::kFlopPerS),
+  if (!(b->Counter(schema::kPctPeak) > 0)) return {Cell("-"), Cell("-")};
+  const PeakShare share = PeakShareOf(*b, b->Counter(schema::kFlopPerS),
                                       FlopUnit(b->parsed->Get(key::kDType)), runs.context);
-  if (peak.empty()) return {Cell("-"), Cell("-")};
+  if (share.peak.empty()) return {Cell("-"), Cell("-")};
+  const double pct = share.pct;
+  const std::string& peak = share.peak;
   Cell p = Cell::Number(pct, 3).After("%");
   if (pct > 100) p.Doubtful().With(Tone::kWarn);
   return {p, Cell(peak)};
@@ -242,7 +206,7 @@ Table BestTable(const MergedRuns& runs) {
     std::string_view counter = b.family == kCommFamily  ? schema::kBusBw
                                : b.family == "dataload" ? schema::kItemsPerS
                                                         : schema::kFlopPerS;
-    double v = b.Counter(counter);
+    const double v = RateAtMedianTime(b, counter);
     if (!std::isfinite(v) || v <= 0) continue;
     std::string key = b.family + "|" + b.parsed->device;
     if (!best.count(key)) order.push_back(key);
@@ -281,9 +245,18 @@ Table BestTable(const MergedRuns& runs) {
       if (bytes > 0) workload = Prose({workload.substr(0, dot), " ", Cell::Bytes(bytes)});
     }
     std::string where = workload + (n.keys.empty() ? "" : " " + KeysExcept(n, {}));
-    t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"),
-                      Cell::Rate(x.value, unit), pct_cell, Cell(peak),
-                      Cell(n.backend + " " + where)});
+    // A best that rests on noise says so beside its figure.
+    Cell value = Cell::Rate(x.value, unit);
+    std::string name = n.backend + " " + where;
+    // A rate of the direct count where the engine did less work reads as at or past the peak.
+    if (const std::string engine = FewerFlopsEngine(*x.at); !engine.empty())
+      name += " (" + engine + " engine: fewer FLOPs than the direct count its rate is of)";
+    if (const double cv = x.at->Cv(); cv > kNoisyCv) {
+      value.Doubtful().With(Tone::kWarn);
+      name += Prose({" (noisy: CV ", Cell::Number(cv * 100, 3).After("%"), ")"});
+    }
+    t.rows.push_back({Cell(n.family), Cell(n.device == "cpu" ? "CPU" : "GPU"), value, pct_cell,
+                      Cell(peak), Cell(name)});
   }
   return t;
 }
@@ -312,28 +285,6 @@ Table CliffTable(const std::vector<Cliff>& cliffs) {
 }
 
 }  // namespace
-
-PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
-                      const std::map<std::string, std::string>& context) {
-  if (!b.parsed || !(rate > 0)) return {};
-  if (const double pct = b.Counter(schema::kPctPeak); pct > 0)
-    return {pct, PeakBehind(b, rate, unit, context)};
-  if (const double pct = b.Counter(schema::kPctRoofline); pct > 0)
-    return {pct, Prose({"roof ", Cell::Rate(rate / (pct / 100), unit), " at its intensity"})};
-  const BenchName& n = *b.parsed;
-  const std::string dt = n.Get(key::kDType);
-  if (dt.empty()) return {};
-  // "measured bf16 760.0 TFLOP/s": the figure after the dtype.
-  if (const std::string measured = MeasuredPeakOf(context, n.device, dt); !measured.empty()) {
-    const double peak = LeadingRate(measured.substr(measured.find(' ', 9) + 1));
-    if (peak > 0) return {rate / peak * 100, Prose({"measured ", dt, " ", Cell::Rate(peak, unit)})};
-  }
-  if (n.device == "gpu")
-    if (const double peak = LeadingRate(GpuPeakOf(context, dt)); peak > 0)
-      return {rate / peak * 100,
-              Prose({"spec ", dt, " ", Cell::Rate(peak, unit), " at max clock"})};
-  return {};
-}
 
 Devices DevicesOf(const MergedRuns& runs) {
   Devices d;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/report/analyses/gpu_scaling.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/train.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
@@ -34,8 +35,8 @@ struct Cliff {
   std::string family, curve;  // curve: the name with bs left out, device and backend kept
   std::string from_name, to_name;
   double bs_from = 0, bs_to = 0;
-  double thr_from = 0, thr_to = 0;      // items/s: bs / median time
-  std::string phase;                    // the schema's kFwdS, kBwdS or kOptS; empty: no phases at both
+  double thr_from = 0, thr_to = 0;  // items/s: bs / median time
+  std::string phase;                // the schema's kFwdS, kBwdS or kOptS; empty: no phases at both
   double phase_from = 0, phase_to = 0;  // that phase's seconds per item
 };
 inline constexpr double kCliffFactor = 2;
@@ -52,21 +53,6 @@ struct FedStep {
   size_t counts = 0;                                 // worker counts measured
 };
 std::vector<FedStep> FedSteps(const MergedRuns& runs);
-
-// A rate's share of the peak it is measured against, and that peak named by its source, as the
-// findings name it: the case's pct_peak and its peak (the case's label where it says, else the
-// run's measured or spec peak of its dtype where it is the same figure, else the figure alone: "the
-// case's own"); else its pct_roofline and the roof ("roof 310 TFLOP/s at its intensity"); else
-// the run's measured peak of the case's dtype and device (gpu_peak_measured / cpu_peak_measured),
-// else the GPU's spec peak at the maximum clock (gpu_peak_spec). `rate`: the case's FLOP/s (OP/s).
-struct PeakShare {
-  double pct = std::nan("");  // 100: at the peak; NaN: no peak known
-  std::string peak;           // the peak named; empty: no peak known
-};
-PeakShare PeakShareOf(const Bench& b, double rate, const std::string& unit,
-                      const std::map<std::string, std::string>& context);
-// Words for a table where a rate has no peak to be a share of.
-inline constexpr const char* kNoPeakKnown = "no peak known";
 
 // The findings section: the devices line, then a table per question that has an answer here;
 // `networks` (the report's NetworkFindings) goes after the training tables where it has rows.

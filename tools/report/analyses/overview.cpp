@@ -47,6 +47,8 @@ Overview ComputeOverview(const MergedRuns& runs) {
     double flop = kNaN;     // per run, of the fastest backend
     PeakShare peak;         // of the fastest backend's FLOP/s
     double busbw = kNaN, algbw = kNaN;
+    std::string backend;  // the fastest's
+    bool noisy = false;   // the fastest's repetitions spread more than kNoisyCv
   };
   using RowKey = std::tuple<std::string, std::string, std::string, std::string, double>;
   struct Acc {
@@ -91,6 +93,8 @@ Overview ComputeOverview(const MergedRuns& runs) {
       l.peak = PeakShareOf(b, b.Counter(schema::kFlopPerS), FlopUnit(dt), runs.context);
       l.busbw = b.Counter(schema::kBusBw);
       l.algbw = b.Counter(schema::kAlgBw);
+      l.backend = n.backend;
+      l.noisy = b.Cv() > kNoisyCv;
     }
     l.weight = network && std::isfinite(count) && count > 0 ? count : 1;
   }
@@ -115,6 +119,15 @@ Overview ComputeOverview(const MergedRuns& runs) {
     r.speedup = same ? r.cpu_ns / r.gpu_ns : kNaN;
     for (const auto* layers : {&a.cpu, &a.gpu})
       for (const auto& [k, l] : *layers) r.doubtful = r.doubtful || l.doubtful;
+    auto backends = [](const std::map<std::string, Layer>& layers) {
+      std::set<std::string> names;
+      for (const auto& [k, l] : layers) names.insert(l.backend);
+      return Join(std::vector<std::string>(names.begin(), names.end()), ", ");
+    };
+    for (const auto& [k, l] : a.cpu) r.cpu_noisy = r.cpu_noisy || l.noisy;
+    for (const auto& [k, l] : a.gpu) r.gpu_noisy = r.gpu_noisy || l.noisy;
+    r.cpu_backend = backends(a.cpu);
+    r.gpu_backend = backends(a.gpu);
     r.cpu_per_s = r.bs > 0 ? r.bs / r.cpu_ns * 1e9 : kNaN;
     r.gpu_per_s = r.bs > 0 ? r.bs / r.gpu_ns * 1e9 : kNaN;
     auto flop_rate = [](const std::map<std::string, Layer>& layers) {

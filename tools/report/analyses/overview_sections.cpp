@@ -15,10 +15,17 @@ namespace dlb::report {
 
 namespace {
 
-Cell RateCell(double per_s, bool best) {
-  if (!std::isfinite(per_s)) return Cell("-");
-  Cell c = Cell::Rate(per_s).After(best ? " ★" : "");
+// A rate, ★ where it is the best batch size's, "(noisy)" where its repetitions spread more than
+// kNoisyCv: a best that rests on noise is never crowned without saying so.
+Cell Marked(Cell c, bool best, bool noisy) {
+  c.After(std::string(best ? " ★" : "") + (noisy ? " (noisy)" : ""));
+  if (noisy) return c.With(Tone::kWarn);
   return best ? c.With(Tone::kGood) : c;
+}
+
+Cell RateCell(double per_s, bool best, bool noisy) {
+  if (!std::isfinite(per_s)) return Cell("-");
+  return Marked(Cell::Rate(per_s), best, noisy);
 }
 
 // Rows of one (family, subject) with the same dt and config, over batch size.
@@ -186,10 +193,9 @@ std::pair<std::string, double> CollectiveOf(const std::string& workload) {
   return {workload.substr(0, dot), bytes};
 }
 
-Cell RateUnitCell(double v, const std::string& unit, bool best) {
+Cell RateUnitCell(double v, const std::string& unit, bool best, bool noisy = false) {
   if (!std::isfinite(v)) return Cell("-");
-  Cell c = Cell::Rate(v, unit).After(best ? " ★" : "");
-  return best ? c.With(Tone::kGood) : c;
+  return Marked(Cell::Rate(v, unit), best, noisy);
 }
 
 // The overview table's columns: a network's table or the loose workloads', with or without bs.
@@ -209,7 +215,9 @@ std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
   if (bs) c.push_back({"bs", "bs"});
   if (network && w.layers) c.push_back({"layers", "layers"});
   c.push_back({"CPU " + w.time, "cpu_ns"});
+  c.push_back({"CPU backend", "cpu_backend"});
   c.push_back({"GPU " + w.time, "gpu_ns"});
+  c.push_back({"GPU backend", "gpu_backend"});
   c.push_back({"speedup", "speedup"});
   if (w.flops) {
     c.push_back({"CPU FLOP/s", "cpu_flop_per_s"});
@@ -248,19 +256,21 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     c.emplace_back(layers, std::max(r.cpu_layers, r.gpu_layers));
   }
   c.push_back(TimeCell(r.cpu_ns));
+  c.emplace_back(r.cpu_backend.empty() ? "-" : r.cpu_backend);
   c.push_back(TimeCell(r.gpu_ns));
+  c.emplace_back(r.gpu_backend.empty() ? "-" : r.gpu_backend);
   c.push_back(SpeedupCell(r.speedup, r.doubtful));
   if (w.flops) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
-    c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best));
-    c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best));
+    c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best, r.cpu_noisy));
+    c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best, r.gpu_noisy));
   } else if (bs && r.family == kTrainFamily) {
     const std::string unit = ItemsPerSecond(r.family, r.subject);
-    c.push_back(RateUnitCell(r.cpu_per_s, unit, r.cpu_best));
-    c.push_back(RateUnitCell(r.gpu_per_s, unit, r.gpu_best));
+    c.push_back(RateUnitCell(r.cpu_per_s, unit, r.cpu_best, r.cpu_noisy));
+    c.push_back(RateUnitCell(r.gpu_per_s, unit, r.gpu_best, r.gpu_noisy));
   } else if (bs) {
-    c.push_back(RateCell(r.cpu_per_s, r.cpu_best));
-    c.push_back(RateCell(r.gpu_per_s, r.gpu_best));
+    c.push_back(RateCell(r.cpu_per_s, r.cpu_best, r.cpu_noisy));
+    c.push_back(RateCell(r.gpu_per_s, r.gpu_best, r.gpu_noisy));
   }
   c.push_back(PeakCells(&r, false).first);
   c.push_back(PeakCells(&r, true).first);
@@ -283,6 +293,7 @@ void SplitKeys(Table* t, const std::vector<const OverviewRow*>& rows) {
 // What a family's rows hold, for its note, its bar chart's title and scale.
 struct FamilyRange {
   bool any_bs = false, any_speedup = false, any_doubtful = false, any_network = false;
+  bool any_noisy = false;
   bool any_cpu = false, any_gpu = false;
   double lo = INFINITY, hi = 0;  // of the finite speedups
   // The peaks the rows' % of peak are of, per device, each once; whether a row has none.
@@ -296,6 +307,7 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
     if (r.family == fam) {
       f.any_bs |= r.bs > 0;
       f.any_doubtful |= r.doubtful;
+      f.any_noisy |= r.cpu_noisy || r.gpu_noisy;
       f.any_network |= r.network;
       f.any_cpu |= r.cpu_layers > 0;
       f.any_gpu |= r.gpu_layers > 0;
@@ -359,6 +371,10 @@ std::string FamilyNote(const Words& w, const FamilyRange& f) {
             " best batch size (most " + (w.flops ? "FLOP/s" : w.per_s) + ").";
   if (f.any_doubtful)
     head += " ⚠: a result the row adds up was not verified or was mistrusted (see the summary).";
+  if (f.any_noisy)
+    head += Prose({" (noisy): a case the rate adds up spread more than ",
+                   Cell::Number(kNoisyCv * 100, 2).After("%"),
+                   " (CV) over its repetitions; a best batch size there rests on noise."});
   return head + PeakNote(f);
 }
 

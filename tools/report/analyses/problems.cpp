@@ -7,10 +7,15 @@
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 
 namespace dlb::report {
 
 namespace {
+
+// How far above the clocks' ratio a value may stand and still be the clock's doing: the spread of
+// a sound measurement (2%).
+constexpr double kClockSlack = 1.02;
 
 // The context fields whose differences between input files a reader must know: what was run,
 // where, and on which libraries. A date counts by its day.
@@ -88,6 +93,48 @@ double PeakClockOf(const MergedRuns& runs, const Bench& b) {
   return high;
 }
 
+// The Above 100% line: how many values, the highest, then each reason and how many it explains,
+// and the values none explains.
+std::string Over100Line(const ProblemsFound& p) {
+  std::string line = Prose({"**Above 100%**: ", Cell::Count(p.over_100),
+                            " value(s) of `pct_peak` or `pct_roofline` exceed 100% (up to ",
+                            Cell::Number(p.over_100_max, 4).After("%")}) +
+                     " `" + p.over_100_counter + "`, `" + p.over_100_case + "`).";
+  if (p.over_100_engine > 0)
+    line += Prose({" ", Cell::Count(p.over_100_engine), " of them are convolutions on ",
+                   Join(p.over_100_engines, " and "),
+                   " engines (their labels name them), which do fewer FLOPs than the direct "
+                   "count their rate is computed from: the rate is the direct-equivalent one, "
+                   "not work done beyond the peak."});
+  if (p.over_100_aggregate > 0)
+    line += Prose({" ", Cell::Count(p.over_100_aggregate),
+                   " of them are multi-GPU cases whose rate is the GPUs' aggregate, set against "
+                   "one GPU's peak or roof: per GPU they are within it (the tables read them per "
+                   "GPU)."});
+  if (p.over_100_l2 > 0)
+    line += " " + std::to_string(p.over_100_l2) +
+            " of them are of cases whose operands fit in the GPU's L2 (counter `l2_resident`): "
+            "their launches read them from L2, faster than the DRAM-fed GEMMs the peak was "
+            "measured on.";
+  if (p.over_100_clock > 0)
+    line +=
+        Prose({" ", Cell::Count(p.over_100_clock),
+               " of them ran at a higher SM clock than their dtype's measured peak was taken "
+               "at (up to ",
+               Cell::Number(p.over_100_clock_case, 4), " against ",
+               Cell::Number(p.over_100_clock_peak, 4),
+               " MHz, counter `sm_clock_median_mhz`), by at least as much as they exceed it: the "
+               "peak's search holds the GPU at its power cap; a case's shorter timed spans run "
+               "at a higher clock."});
+  if (p.over_100_unexplained > 0)
+    line += Prose({" ", Cell::Count(p.over_100_unexplained),
+                   p.over_100_unexplained == p.over_100 ? " (all)" : "",
+                   " have no reason found here (no engine, aggregate, L2 or clock explains them): "
+                   "the peak or roof is below what the case reached, or the timing is wrong; "
+                   "re-measure the peak before reading them."});
+  return line;
+}
+
 }  // namespace
 
 std::map<std::string, std::vector<std::string>> MixedInputs(
@@ -117,7 +164,7 @@ std::string SpreadText(const std::string& what, const std::vector<std::string>& 
 ProblemsFound FindProblems(const MergedRuns& runs,
                            const std::vector<std::map<std::string, std::string>>& contexts) {
   ProblemsFound p;
-  std::set<std::string> reasons;
+  std::set<std::string> reasons, engines;
   std::vector<std::pair<double, std::string>> overhead;  // ratio, case
   double max_clock = 0;
   if (auto it = runs.context.find(std::string(schema::kCtxGpuMaxSmClock)); it != runs.context.end())
@@ -126,7 +173,10 @@ ProblemsFound FindProblems(const MergedRuns& runs,
     if (b.status == Status::kFailed) p.failed.push_back(b.name);
     if (!b.measured()) continue;
     ++p.measured;
-    if (b.verification.doubtful()) p.doubtful.push_back(b.name);
+    if (b.verification.disposition == schema::kMistrusted)
+      p.mistrusted.push_back(b.name);
+    else if (b.verification.doubtful())
+      p.unverified.push_back(b.name);
     if (b.RepetitionsBehind() < 2) ++p.once;
     if (auto it = b.counters.find(schema::kThrottled); it != b.counters.end()) {
       ++p.monitored;
@@ -151,17 +201,33 @@ ProblemsFound FindProblems(const MergedRuns& runs,
       const double v = b.Counter(c);
       if (!std::isfinite(v) || v <= 100) continue;
       ++p.over_100;
-      if (b.Counter(schema::kL2Resident) > 0) ++p.over_100_l2;
-      // A roof of the measured compute peak, timed at a lower clock than the case ran at.
+      bool explained = false;
+      if (b.Counter(schema::kL2Resident) > 0) {
+        ++p.over_100_l2;
+        explained = true;
+      }
+      if (const std::string engine = FewerFlopsEngine(b); !engine.empty()) {
+        ++p.over_100_engine;
+        engines.insert(engine);
+        explained = true;
+      }
+      if (const int gpus = AggregateOverOneGpu(b, c, runs.context); gpus > 1 && v / gpus <= 100) {
+        ++p.over_100_aggregate;
+        explained = true;
+      }
+      // A roof of the measured compute peak, timed at a lower clock than the case ran at: the
+      // clocks' ratio explains the value only as far as it reaches.
       if (c == schema::kPctRoofline && !(b.roofline && b.roofline->bound == schema::kBoundMemory))
         if (const double peak = PeakClockOf(runs, b), clock = b.Counter(schema::kSmClockMedianMhz);
-            peak > 0 && clock > peak) {
+            peak > 0 && clock > peak && v <= 100 * clock / peak * kClockSlack) {
           ++p.over_100_clock;
+          explained = true;
           if (clock / peak > p.over_100_clock_case / std::max(p.over_100_clock_peak, 1.0)) {
             p.over_100_clock_case = clock;
             p.over_100_clock_peak = peak;
           }
         }
+      if (!explained) ++p.over_100_unexplained;
       if (v > p.over_100_max) {
         p.over_100_max = v;
         p.over_100_case = b.name;
@@ -175,7 +241,10 @@ ProblemsFound FindProblems(const MergedRuns& runs,
   for (auto& [r, name] : overhead) p.overhead.push_back(std::move(name));
   p.throttle_reasons.assign(reasons.begin(), reasons.end());
   p.clock_max = max_clock;
+  p.over_100_engines.assign(engines.begin(), engines.end());
   p.mixed = MixedInputs(contexts);
+  p.setups = runs.split_setups;
+  p.setup_whats = runs.setup_whats;
   return p;
 }
 
@@ -201,30 +270,7 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
     line += "; their rates are below what the GPU reaches at its full clock (column `clock`).";
     s.notes.push_back(line);
   }
-  if (p.over_100 > 0)
-    s.notes.push_back(Prose({"**Above 100%**: ", Cell::Count(p.over_100),
-                             " value(s) of `pct_peak` or `pct_roofline` exceed 100% (up to ",
-                             Cell::Number(p.over_100_max, 4).After("%")}) +
-                      " `" + p.over_100_counter + "`, `" + p.over_100_case +
-                      "`): the peak or roof they are measured against is below what the case "
-                      "reached (a spec peak at a clock the GPU exceeded, or a measured peak from a "
-                      "shorter run); read them as at the limit, not beyond it." +
-                      (p.over_100_l2 > 0 ? " " + std::to_string(p.over_100_l2) +
-                                               " of them are of cases whose operands fit in the "
-                                               "GPU's L2 (counter `l2_resident`): their launches "
-                                               "read them from L2, faster than the DRAM-fed GEMMs "
-                                               "the peak was measured on."
-                                         : std::string()) +
-                      (p.over_100_clock > 0
-                           ? Prose({" ", Cell::Count(p.over_100_clock),
-                                    " of them ran at a higher SM clock than their dtype's measured "
-                                    "peak was taken at (up to ",
-                                    Cell::Number(p.over_100_clock_case, 4), " against ",
-                                    Cell::Number(p.over_100_clock_peak, 4),
-                                    " MHz, counter `sm_clock_median_mhz`): the peak's search holds "
-                                    "the GPU at its power cap; a case's shorter timed spans run at "
-                                    "a higher clock."})
-                           : std::string()));
+  if (p.over_100 > 0) s.notes.push_back(Over100Line(p));
   if (!p.overhead.empty())
     s.notes.push_back(Prose({"**Harness overhead**: ", Cell::Count(int64_t(p.overhead.size())),
                              " case(s) timed more than ", Cell::Number(kHarnessOverhead, 3),
@@ -239,10 +285,17 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
   if (!p.failed.empty())
     s.notes.push_back("**Failed**: " + std::to_string(p.failed.size()) +
                       " case(s): " + Names(p.failed) + " (table \"Not measured\").");
-  if (!p.doubtful.empty())
-    s.notes.push_back("**Not verified or mistrusted**: " + std::to_string(p.doubtful.size()) +
-                      " case(s) whose result did not pass its check: " + Names(p.doubtful) +
-                      "; their figures may not be speed.");
+  if (!p.mistrusted.empty())
+    s.notes.push_back("**Mistrusted**: " + std::to_string(p.mistrusted.size()) +
+                      " case(s) passed their check but were timed above 105% of the peak (or "
+                      "their check could not be conclusive; each label says which): " +
+                      Names(p.mistrusted) +
+                      "; the peak or the timing is wrong, not the hardware faster: their rates "
+                      "are not to be read as speed.");
+  if (!p.unverified.empty())
+    s.notes.push_back("**Not verified**: " + std::to_string(p.unverified.size()) +
+                      " case(s) whose result was not checked: " + Names(p.unverified) +
+                      "; their figures may not be of correct work.");
   if (p.once > 0)
     s.notes.push_back("**Measured once**: " + std::to_string(p.once) + " of " +
                       std::to_string(p.measured) +
@@ -256,10 +309,27 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
       line += (first ? "" : "; ") + SpreadText(what, values);
       first = false;
     }
-    line +=
-        ": the header's machine line names the spread, and figures side by side may differ by "
-        "more than the code.";
+    line += p.setups.empty()
+                ? ": the header's machine line names the spread; the files of one case are "
+                  "pooled only where their setups (build, libraries, flags, machine) agree."
+                : ": the header's machine line names the spread; a case measured under two "
+                  "setups is two rows (**Setups**).";
     s.notes.push_back(line);
+  }
+  if (!p.setups.empty()) {
+    std::vector<std::string> names;
+    size_t most = 0;
+    for (const auto& [name, texts] : p.setups) {
+      names.push_back(name);
+      most = std::max(most, texts.size());
+    }
+    const std::vector<std::string>& first = p.setups.begin()->second;
+    s.notes.push_back("**Setups**: " + std::to_string(p.setups.size()) +
+                      " case(s) were measured under " +
+                      (most > 2 ? "up to " + std::to_string(most) : std::string("2")) +
+                      " setups, which differ in " + Join(p.setup_whats, ", ") +
+                      ": each setup is its own row (key `setup`: " + Join(first, "; ") + " for `" +
+                      p.setups.begin()->first + "`), never one figure: " + Names(names, 3) + ".");
   }
   return s;
 }

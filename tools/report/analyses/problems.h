@@ -1,9 +1,10 @@
 // The report's first section, Problems: what a reader must know before trusting a figure, and only
 // what applies. Throttled GPU cases (the clock against its maximum, the reasons, how many cases),
-// values above 100% of a peak or roof (and why: operands in L2, a clock above the peak's), cases
-// the harness's timing made slower than a plain loop of the same calls, failed and mistrusted
-// cases by name, figures measured once, and inputs mixed across dates, revisions, hosts, tiers or
-// library versions.
+// values above 100% of a peak or roof (and why: operands in L2, a clock above the peak's, an engine
+// that does fewer FLOPs than counted, a multi-GPU aggregate; or that none explains them), cases
+// the harness's timing made slower than a plain loop of the same calls, failed, mistrusted and
+// unverified cases by name, figures measured once, cases measured under several setups, and inputs
+// mixed across dates, revisions, hosts, tiers or library versions.
 #pragma once
 
 #include <map>
@@ -27,22 +28,39 @@ struct ProblemsFound {
   // Of them, the pct_roofline values of GPU cases not memory-bound whose median SM clock is above
   // the one their dtype's measured peak was timed at (their file's gpu_peak_measured); the case's
   // and the peak's clock (MHz) of the widest such gap.
+  // Only where the clock's ratio covers the excess: a clock cannot explain 168% of a peak.
   int over_100_clock = 0;
   double over_100_clock_case = 0, over_100_clock_peak = 0;
+  // Of them, convolutions whose engine (FFT, Winograd: FewerFlopsEngine) does fewer FLOPs than
+  // the direct count the rate is computed from.
+  int over_100_engine = 0;
+  std::vector<std::string> over_100_engines;  // the engines named, sorted
+  // Of them, multi-GPU cases whose rate is the GPUs' aggregate set against one GPU's peak
+  // (AggregateOverOneGpu).
+  int over_100_aggregate = 0;
+  // Of them, the values none of the reasons above explains.
+  int over_100_unexplained = 0;
   double over_100_max = 0;
   std::string over_100_case, over_100_counter;
   // Cases timed more than kHarnessOverhead slower than a plain loop of the same calls (counter
   // vs_plain_loop: the collectives), the worst first, and the worst ratio.
   std::vector<std::string> overhead;
   double overhead_max = 0;
-  std::vector<std::string> failed, doubtful;  // case names
-  int measured = 0, once = 0;                 // measured cases; of them, measured once
+  std::vector<std::string> failed;      // case names
+  std::vector<std::string> mistrusted;  // passed their check, timed above 105% of peak
+  std::vector<std::string> unverified;  // not checked (not_verified, or a disposition unknown)
+  int measured = 0, once = 0;           // measured cases; of them, measured once
   // Context values that differ between the input files (MixedInputs).
   std::map<std::string, std::vector<std::string>> mixed;
+  // Cases measured under several setups, each its own row (MergedRuns::split_setups), and what
+  // set them apart.
+  std::map<std::string, std::vector<std::string>> setups;
+  std::vector<std::string> setup_whats;
 
   bool any() const {
     return throttled > 0 || over_100 > 0 || !overhead.empty() || !failed.empty() ||
-           !doubtful.empty() || once > 0 || !mixed.empty();
+           !mistrusted.empty() || !unverified.empty() || once > 0 || !mixed.empty() ||
+           !setups.empty();
   }
 };
 

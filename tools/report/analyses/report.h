@@ -23,7 +23,10 @@ struct OverviewRow {
   std::vector<std::pair<std::string, std::string>> keys;
   double bs = 0;  // 0: the workload has no batch size
   int cpu_layers = 0, gpu_layers = 0;
-  double cpu_ns = 0, gpu_ns = 0, speedup = 0;     // NaN where a device has nothing
+  double cpu_ns = 0, gpu_ns = 0, speedup = 0;  // NaN where a device has nothing
+  // The backends whose times those are, the fastest of each layer ("cudnn", "cudnn, libtorch");
+  // empty where a device has nothing.
+  std::string cpu_backend, gpu_backend;
   double cpu_per_s = 0, gpu_per_s = 0;            // samples/s; NaN without a batch size
   double cpu_flop_per_s = 0, gpu_flop_per_s = 0;  // NaN unless every layer counts its FLOP
   // The share of the peak (or roof) its FLOP/s reach, % (PeakShareOf each layer, weighted by its
@@ -33,6 +36,8 @@ struct OverviewRow {
   std::string cpu_peak, gpu_peak;
   double busbw = 0, algbw = 0;  // bytes/s of a collective (one case on the GPU); NaN otherwise
   bool cpu_best = false, gpu_best = false;  // highest samples/s over bs, per device
+  // A case it adds up spread more than kNoisyCv over its repetitions: its rate says so.
+  bool cpu_noisy = false, gpu_noisy = false;
   bool doubtful = false;  // a result it adds up was not verified or was mistrusted
 };
 struct Overview {

@@ -5,6 +5,7 @@
 
 #include "fixtures/schema/naming.h"
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/setup.h"
 #include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
@@ -17,41 +18,6 @@ std::string ShellQuote(std::string_view word) {
   std::string out = "'";
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::vector<std::string> ShellSplit(std::string_view line) {
-  std::vector<std::string> out;
-  std::string word;
-  bool in_word = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) out.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-      continue;
-    }
-    in_word = true;
-    if (c == '\'') {
-      size_t end = line.find('\'', i + 1);
-      if (end == std::string_view::npos) end = line.size();
-      word.append(line.substr(i + 1, end - i - 1));
-      i = end;
-    } else if (c == '"') {
-      for (++i; i < line.size() && line[i] != '"'; ++i) {
-        if (line[i] == '\\' && i + 1 < line.size() &&
-            std::string_view("\"\\$`").find(line[i + 1]) != std::string_view::npos)
-          ++i;
-        word += line[i];
-      }
-    } else if (c == '\\' && i + 1 < line.size()) {
-      word += line[++i];
-    } else {
-      word += c;
-    }
-  }
-  if (in_word) out.push_back(std::move(word));
-  return out;
 }
 
 std::string AnchoredFilter(std::string_view name) {
@@ -85,7 +51,10 @@ std::vector<std::string> ReproFlags(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name) {
+std::string ReproCommand(const std::map<std::string, std::string>& context,
+                         std::string_view shown) {
+  // A case Merge split by setup filters on the name it ran under.
+  const std::string name = NameWithoutSetup(shown);
   // The case's own family's command and binary where the run merged several binaries' files
   // (Merge keeps them per family), else the run's.
   const std::optional<BenchName> parsed = ParseName(name);

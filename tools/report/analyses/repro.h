@@ -7,14 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/report/analyses/common.h"
+
 namespace dlb::report {
 
 // POSIX shell quoting: the word as it is when it needs none, else in single quotes ('\'' for a
 // quote inside).
 std::string ShellQuote(std::string_view word);
-// Splits a command line written with ShellQuote (and the usual double quotes and backslashes)
-// into its words; what it cannot read (an unclosed quote) ends the last word.
-std::vector<std::string> ShellSplit(std::string_view line);
 // Google Benchmark's filter for exactly this case: '^' + the name with the extended regular
 // expression's metacharacters escaped (.[{()\*+?^$|; ']' and '}' need none) + '$'. An aggregate's
 // suffix (_mean, _median, _stddev, _cv) is taken off, since the filter matches the case's name;
@@ -26,7 +25,8 @@ std::string AnchoredFilter(std::string_view name);
 // filter, the output files and the console's format are the repro's own.
 std::vector<std::string> ReproFlags(const std::vector<std::string>& argv);
 // The whole command, shell-quoted: the binary (context "executable", else the recorded command's
-// first word), the anchored filter, then the kept flags. Empty when the context names no binary.
+// first word), the anchored filter of the name without its setup key (NameWithoutSetup), then the
+// kept flags. Empty when the context names no binary.
 std::string ReproCommand(const std::map<std::string, std::string>& context, std::string_view name);
 
 }  // namespace dlb::report

@@ -8,6 +8,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 
 namespace dlb::report {
 
@@ -43,6 +44,11 @@ RooflineResult ComputeRoofline(const MergedRuns& runs) {
     if (!Positive(p.roof) && Positive(p.pct)) p.roof = p.achieved / (p.pct / 100);
     if (!Positive(p.roof)) continue;
     if (!std::isfinite(p.pct)) p.pct = p.achieved / p.roof * 100;
+    // The GPUs' aggregate against one GPU's roof: read per GPU.
+    if (const int gpus = AggregateOverOneGpu(b, schema::kPctRoofline, runs.context); gpus > 1) {
+      p.achieved /= gpus;
+      p.pct /= gpus;
+    }
     p.bound = b.roofline ? b.roofline->bound : std::string();
     if (p.bound.empty() && Positive(p.compute_peak) && Positive(p.mem_bw))
       p.bound = std::string(p.intensity * p.mem_bw < p.compute_peak ? schema::kBoundMemory

@@ -8,6 +8,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/train.h"
 
 namespace dlb::report {
@@ -55,6 +56,10 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
     s.tokens_per_s = tokens;
     s.mfu = b.Counter(schema::kMfu);
     if (!std::isfinite(s.mfu)) s.mfu = kNaN;
+    // The peak behind this row's MFU, which may not be the run's spec peak (a user's
+    // --dlb_peak_gpu_tflops): each row names its own.
+    if (std::isfinite(s.mfu))
+      s.mfu_peak = PeakShareOf(b, b.Counter(schema::kFlopPerS), FlopUnit(s.dt), runs.context).peak;
     s.epoch_s = Finite(b.Counter(schema::kEpochS));
     // As the train analysis does without epoch_s: the epoch's items (sequences) at this rate.
     const double bs = std::atof(n.Get(key::kBatch).c_str());
@@ -84,31 +89,6 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
   return out;
 }
 
-std::string GpuPeakOf(const std::map<std::string, std::string>& context, std::string dtype) {
-  auto it = context.find(std::string(schema::kCtxGpuPeakSpec));
-  if (it == context.end()) return "";
-  if (dtype.rfind("amp_", 0) == 0) dtype = dtype.substr(4);
-  // "...; bf16 peak 1070.5 TFLOP/s = 132 SMs x 1980 MHz x 4096 flop/clk/SM (sm_90 bf16); ..."
-  const std::string& spec = it->second;
-  const std::string head = dtype + " peak ";
-  for (size_t at = 0; at < spec.size();) {
-    size_t end = spec.find("; ", at);
-    if (end == std::string::npos) end = spec.size();
-    const std::string part = spec.substr(at, end - at);
-    at = end + 2;
-    if (part.rfind(head, 0) != 0) continue;
-    const std::string rest = part.substr(head.size());  // "1070.5 TFLOP/s = 132 SMs x 1980 ..."
-    const size_t eq = rest.find(" = ");
-    if (eq == std::string::npos) return rest;
-    std::string how = rest.substr(eq + 3);
-    // "132 SMs x 1980 MHz" of "132 SMs x 1980 MHz x 4096 flop/clk/SM (...)".
-    const size_t mhz = how.find(" MHz");
-    if (mhz != std::string::npos) how = how.substr(0, mhz + 4);
-    return rest.substr(0, eq) + " (" + how + ")";
-  }
-  return "";
-}
-
 Table TokenTable(const std::vector<TokenStep>& steps,
                  const std::map<std::string, std::string>& context) {
   Table t;
@@ -121,7 +101,7 @@ Table TokenTable(const std::vector<TokenStep>& steps,
                {"configuration", "config"},
                {"tokens/s", std::string(schema::kTokensPerS)},
                {"MFU", std::string(schema::kMfu)},
-               {"MFU's peak (spec, at the maximum clock)", "mfu_peak"},
+               {"MFU's peak (the row's own)", "mfu_peak"},
                {"epoch", std::string(schema::kEpochS)},
                {"peak memory", std::string(schema::kPeakMemBytes)}};
   for (const TokenStep& s : steps) {
@@ -130,7 +110,8 @@ Table TokenTable(const std::vector<TokenStep>& steps,
     t.rows.push_back(
         {Cell(s.model), Cell(s.device == "cpu" ? "CPU" : "GPU"), Cell(s.config), tokens,
          Cell::Number(s.mfu, 3).After("%"),
-         Cell(s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
+         Cell(!s.mfu_peak.empty() ? s.mfu_peak
+              : s.device == "gpu" && std::isfinite(s.mfu) && !GpuPeakOf(context, s.dt).empty()
                   ? GpuPeakOf(context, s.dt)
                   : std::string("-")),
          std::isfinite(s.epoch_s) ? Cell::Duration(s.epoch_s) : Cell("-"),

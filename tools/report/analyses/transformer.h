@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
@@ -20,7 +21,10 @@ struct TokenStep {
   std::string model, device, name, config;  // config: backend and the keys but pass
   std::string dt;                           // the name's dtype key ("amp_bf16")
   double tokens_per_s = 0;
-  double mfu = 0;             // %; NaN where the case has none
+  double mfu = 0;  // %; NaN where the case has none
+  // The peak the case's MFU was computed against, named (its own pct_peak's: the label's peak,
+  // a --dlb_peak_gpu_tflops included); empty where it cannot be told.
+  std::string mfu_peak;
   double epoch_s = 0;         // NaN where the case has none
   double peak_mem_bytes = 0;  // NaN where the case has none
   bool doubtful = false;
@@ -30,9 +34,6 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs);
 // run's, whose gpu_peak_spec names the peak each GPU row's MFU is measured against.
 Table TokenTable(const std::vector<TokenStep>& steps,
                  const std::map<std::string, std::string>& context = {});
-// "1070.5 TFLOP/s (132 SMs x 1980 MHz)": the spec peak of `dtype` ("amp_" taken off) as the
-// context's gpu_peak_spec states it; "" when it does not.
-std::string GpuPeakOf(const std::map<std::string, std::string>& context, std::string dtype);
 
 // FLOP/s of attention over sequence length: a chart per device, backend, dtype and pass, a line
 // per model (and causal where both occur), from the flop_per_s counter.

@@ -21,7 +21,11 @@ std::vector<FileData> ReadBenchmarkFiles(const std::vector<std::string>& paths);
 
 // One benchmark after merging every entry with its run_name across files.
 struct Bench {
-  std::string name;                 // run_name
+  // run_name, and where the case was measured under several setups (analyses/setup.h) the setup
+  // key that tells them apart (NameWithSetup): each setup is a benchmark of its own.
+  std::string name;
+  std::string run_name;             // as the files wrote it
+  std::string setup;                // "cudnn 9.14.0": what sets this setup apart; "" for one setup
   std::optional<BenchName> parsed;  // when the name follows dlbench's scheme
   std::string family;               // parsed family, else the first path segment, else "other"
   std::vector<double> real_ns;      // iteration runs (repetitions), pooled over files
@@ -63,6 +67,10 @@ struct MergedRuns {
   std::map<std::string, std::string> context;  // of the first file; later files fill gaps
   // Each file's own context, by its path (Bench::files): what a case was measured against.
   std::map<std::string, std::map<std::string, std::string>> file_contexts;
+  // The cases measured under more than one setup: run_name -> each setup's text, in first-seen
+  // order; and every what that set two setups of a case apart ("cudnn", "--dlb_gemm_fp8_accum").
+  std::map<std::string, std::vector<std::string>> split_setups;
+  std::vector<std::string> setup_whats;
 };
 
 // Files of several binaries merged into one run keep one context, whose command line is one
@@ -73,7 +81,9 @@ inline constexpr std::string_view kFamilyCommandKey = "dlbench_command@";
 inline constexpr std::string_view kFamilyExecutableKey = "executable@";
 
 // Merge rule (also in the README of the tool):
-//  - entries are grouped by run_name across all files;
+//  - entries are grouped by run_name and setup across all files: files whose setups differ
+//    (SetupDifferences) hold different benchmarks of one name, each named by its setup
+//    (NameWithSetup), never one distribution;
 //  - iteration entries are pooled as repetitions, in file order; so is an aggregate that names no
 //    statistic (compare.py compares it as a run of its name);
 //  - aggregate entries are kept only as a fallback: when a benchmark has no iteration entries

@@ -4,9 +4,9 @@
 #include <limits>
 #include <map>
 #include <string>
-#include <unordered_map>
 
 #include "fixtures/schema/schema.h"
+#include "tools/report/analyses/setup.h"
 #include "tools/report/analyses/stats.h"
 #include "tools/report/read/gbench_json.h"
 
@@ -68,11 +68,64 @@ bool IsContextGap(const std::string& value) {
          value.rfind("not loaded", 0) == 0 || value.rfind("not reported", 0) == 0;
 }
 
+namespace {
+
+// For each case name, which of its setups each file holds: the files of a name grouped so that no
+// two setups of a group differ (a what only one file knows is no difference), in file order.
+struct SetupGroups {
+  // (run_name, file index) -> group; run_name -> each group's setup text where there are several.
+  std::map<std::pair<std::string, size_t>, size_t> group;
+  std::map<std::string, std::vector<std::string>> texts, keys;  // keys: SetupKeyValue
+  std::vector<std::string> whats;
+};
+
+SetupGroups GroupSetups(const std::vector<FileData>& files) {
+  SetupGroups out;
+  std::vector<Setup> setups;
+  for (const FileData& f : files) setups.push_back(SetupOf(f.context));
+  std::map<std::string, std::vector<size_t>> files_of;  // run_name -> file indices, in order
+  for (size_t i = 0; i < files.size(); ++i)
+    for (const Entry& e : files[i].entries) {
+      std::vector<size_t>& v = files_of[e.run_name];
+      if (v.empty() || v.back() != i) v.push_back(i);
+    }
+  for (const auto& [name, indices] : files_of) {
+    std::vector<size_t> reps;  // each group's first file
+    for (size_t i : indices) {
+      size_t g = 0;
+      while (g < reps.size() && !SetupDifferences(setups[reps[g]], setups[i]).empty()) ++g;
+      if (g == reps.size()) reps.push_back(i);
+      out.group[{name, i}] = g;
+    }
+    if (reps.size() < 2) continue;
+    std::vector<std::string> whats;
+    for (size_t a = 0; a < reps.size(); ++a)
+      for (size_t b = a + 1; b < reps.size(); ++b)
+        for (const std::string& w : SetupDifferences(setups[reps[a]], setups[reps[b]]))
+          if (std::find(whats.begin(), whats.end(), w) == whats.end()) whats.push_back(w);
+    const std::vector<std::string> naming = NamingWhats(whats, setups[reps.front()]);
+    for (size_t r : reps) {
+      out.texts[name].push_back(SetupText(setups[r], naming));
+      out.keys[name].push_back(SetupKeyValue(setups[r], naming));
+    }
+    for (const std::string& w : whats)
+      if (std::find(out.whats.begin(), out.whats.end(), w) == out.whats.end())
+        out.whats.push_back(w);
+  }
+  return out;
+}
+
+}  // namespace
+
 MergedRuns Merge(const std::vector<FileData>& files) {
   MergedRuns out;
-  std::unordered_map<std::string, size_t> index;
+  const SetupGroups setups = GroupSetups(files);
+  out.split_setups = setups.texts;
+  out.setup_whats = setups.whats;
+  std::map<std::pair<std::string, size_t>, size_t> index;  // (run_name, setup group) -> bench
   std::vector<char> any_measured;
-  for (const FileData& f : files) {
+  for (size_t fi = 0; fi < files.size(); ++fi) {
+    const FileData& f = files[fi];
     out.file_contexts.emplace(f.path, f.context);
     for (const auto& [k, v] : f.context) {
       // A value a file could not give ("not measured (this family does no arithmetic)", "not
@@ -82,11 +135,17 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       if (!inserted && IsContextGap(it->second) && !IsContextGap(v)) it->second = v;
     }
     for (const Entry& e : f.entries) {
-      auto [it, inserted] = index.emplace(e.run_name, out.benches.size());
+      const size_t group = setups.group.at({e.run_name, fi});
+      auto [it, inserted] = index.emplace(std::pair{e.run_name, group}, out.benches.size());
       if (inserted) {
         Bench b;
+        b.run_name = e.run_name;
         b.name = e.run_name;
-        b.parsed = ParseName(e.run_name);
+        if (auto split = setups.texts.find(e.run_name); split != setups.texts.end()) {
+          b.setup = split->second[group];
+          b.name = NameWithSetup(e.run_name, setups.keys.at(e.run_name)[group]);
+        }
+        b.parsed = ParseName(b.name);
         b.family = FamilyOf(b.name, b.parsed);
         out.benches.push_back(std::move(b));
         any_measured.push_back(0);
