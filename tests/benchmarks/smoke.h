@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -176,11 +175,9 @@ inline Result RunWithFreshPeakCache(const std::string& binary, const std::string
   return r;
 }
 
-// Every measured CPU case names the measured peak in its label, and its pct_peak, times the share
-// of its counted FLOP that are real work (`real_share` of the workload; 1 when not given), stays
-// within kPctPeakNoise of 100. Returns the highest pct_peak (as written) and how many were checked.
-inline std::pair<double, int> CheckCpuPctPeak(
-    const nlohmann::json& json, const std::function<double(const std::string&)>& real_share = {}) {
+// Every measured CPU case names the measured peak in its label, and its pct_peak (of the work it
+// did) stays within kPctPeakNoise of 100. Returns the highest pct_peak and how many were checked.
+inline std::pair<double, int> CheckCpuPctPeak(const nlohmann::json& json) {
   double highest = 0;
   int checked = 0;
   for (const auto& b : json["benchmarks"]) {
@@ -191,9 +188,7 @@ inline std::pair<double, int> CheckCpuPctPeak(
     const std::string label = b.value("label", "");
     EXPECT_NE(label.find(" measured ("), std::string::npos) << name << ": " << label;
     const double pct = b[std::string(schema::kPctPeak)].get<double>();
-    const double share = real_share ? real_share(b["dlbench"].value("workload", "")) : 1.0;
-    EXPECT_LE(pct * share, 100.0 + kPctPeakNoise) << name << ": " << pct << "% of the peak ("
-                                                  << share << " of its FLOP real work): " << label;
+    EXPECT_LE(pct, 100.0 + kPctPeakNoise) << name << ": " << pct << "% of the peak: " << label;
     highest = std::max(highest, pct);
     ++checked;
   }
