@@ -157,9 +157,9 @@ inline constexpr double kPctPeakNoise = 10.0;
 
 // Runs `binary` with `args` under a peak cache of its own (XDG_CACHE_HOME in a fresh folder,
 // removed afterwards), so that the run measures the CPU peak itself, as on a machine's first run;
-// `cached` says whether it wrote the cache file.
+// `cached` says whether it wrote the cache file; `cpu_peaks`, when given, gets the file's object.
 inline Result RunWithFreshPeakCache(const std::string& binary, const std::string& args,
-                                    bool* cached) {
+                                    bool* cached, nlohmann::json* cpu_peaks = nullptr) {
   namespace fs = std::filesystem;
   const TempDir tmp("peak_cache");
   const fs::path& dir = tmp.path();
@@ -171,7 +171,12 @@ inline Result RunWithFreshPeakCache(const std::string& binary, const std::string
     ::setenv("XDG_CACHE_HOME", old->c_str(), 1);
   else
     ::unsetenv("XDG_CACHE_HOME");
-  *cached = fs::is_regular_file(dir / "dlbench" / "cpu_peak.json");
+  const fs::path cache = dir / "dlbench" / "cpu_peak.json";
+  *cached = fs::is_regular_file(cache);
+  if (cpu_peaks && *cached) {
+    std::ifstream in(cache);
+    *cpu_peaks = nlohmann::json::parse(in, nullptr, false);
+  }
   return r;
 }
 
