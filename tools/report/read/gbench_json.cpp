@@ -97,6 +97,11 @@ class Handler {
         return true;
       }
     }
+    // Google Benchmark's cpu_scaling_enabled: a timing hazard the report names (problems.h).
+    if (depth_ == 2 && section_ == Section::kContext) {
+      out_->context[key_] = v ? "true" : "false";
+      return true;
+    }
     return Scalar("boolean");
   }
   bool number_integer(json::number_integer_t v) { return Number(static_cast<double>(v)); }
@@ -457,9 +462,6 @@ class Handler {
       if (IsStringField(f)) Fail(EntryPointer(), std::string("expected a string, got a ") + type);
       if (f != Field::kCounter)
         Fail(EntryPointer(), std::string("expected a number, got a ") + type);
-    }
-    if (depth_ == 2 && section_ == Section::kContext) {
-      if (std::string_view(type) == "boolean") out_->context[key_] = "bool";
     }
     return true;
   }
