@@ -70,6 +70,9 @@ struct Cost {
   double flops = 0;  // floating-point operations of one Run() (a multiply-add counts 2)
   double bytes = 0;  // compulsory bytes read + written by one Run()
   double items = 0;  // samples (images) processed by one Run(); 0 when not meaningful
+  // Where an op's work (flops) differs from the count other tools rate it by (a convolution's
+  // padding taps): that count, written as its own rate; 0 when there is none.
+  double conventional_flops = 0;
 };
 
 enum class Layout { kNCHW, kNHWC };

@@ -170,6 +170,7 @@ struct ConvState {
   Candidate chosen;
   Descriptor variant_pack;
   std::string label;
+  std::string fewer_ops;  // "winograd", "fft": an algorithm that does fewer multiplications
   double setup_ms = 0;
 
   void* OutputPtr() const {
@@ -333,13 +334,19 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   if (c.numerical.count(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) notes += "nondeterministic ";
   if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
   if (!notes.empty()) notes.pop_back();
+  for (int tile :
+       {CUDNN_NUMERICAL_NOTE_WINOGRAD, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
+        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13})
+    if (c.numerical.count(tile)) st.fewer_ops = "winograd";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) st.fewer_ops = "fft";
   const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
   st.label = "cudnn " + std::to_string(version / 10000) + "." +
              std::to_string(version / 100 % 100) + " backend engine " + std::to_string(c.engine) +
              (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
              (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
              std::to_string(c.rank) + how + ", workspace " + Mib(double(c.workspace)) + " (limit " +
-             Mib(double(ws_limit)) + "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout);
+             Mib(double(ws_limit)) + "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout) +
+             (st.fewer_ops.empty() ? "" : FewerOpsNote(st.fewer_ops));
 }
 
 template <ConvPass kPass>
@@ -377,7 +384,7 @@ Cost CudnnConv<kPass>::cost() const {
   const Tensors d = LogicalDims(state_->shape);
   const double es = double(StorageBytes(state_->cfg.dtype));
   return {state_->shape.Flops(), es * double(Count(d.x) + Count(d.w) + Count(d.y)),
-          double(state_->shape.n)};
+          double(state_->shape.n), state_->shape.ConventionalFlops()};
 }
 
 template <ConvPass kPass>
@@ -387,7 +394,8 @@ std::string CudnnConv<kPass>::label() const {
 
 template <ConvPass kPass>
 std::vector<std::pair<std::string, double>> CudnnConv<kPass>::Counters() const {
-  return {{autotune::kSetupMsCounter, state_->setup_ms}};
+  return {{autotune::kSetupMsCounter, state_->setup_ms},
+          {kFewerOpsCounter, state_->fewer_ops.empty() ? 0.0 : 1.0}};
 }
 
 template <ConvPass kPass>

@@ -369,11 +369,14 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
            ", weights any; cfg.layout " + Name(cfg.layout) + " ignored), scratchpad " +
            std::to_string(chosen->scratch_md.get_size() >> 10) + " KiB, threads " +
            std::to_string(Threads());
+  // The direct algorithm is asked for; an implementation named Winograd would still say so.
+  fewer_ops_ = chosen->name.find("wino") != std::string::npos;
+  if (fewer_ops_) label_ += FewerOpsNote("winograd");
 }
 
 template <ConvPass kPass>
 std::vector<std::pair<std::string, double>> OneDnnConv<kPass>::Counters() const {
-  return {{autotune::kSetupMsCounter, setup_ms_}};
+  return {{autotune::kSetupMsCounter, setup_ms_}, {kFewerOpsCounter, fewer_ops_ ? 1.0 : 0.0}};
 }
 
 template <ConvPass kPass>
@@ -420,7 +423,7 @@ Cost OneDnnConv<kPass>::cost() const {
   const ConvShape& s = shape_;
   const double elems = double(s.n * s.c * s.h * s.w) + double(s.k * (s.c / s.groups) * s.r * s.s) +
                        double(s.n * s.k * s.P() * s.Q());
-  return {s.Flops(), elems * double(StorageBytes(cfg_.dtype)), double(s.n)};
+  return {s.Flops(), elems * double(StorageBytes(cfg_.dtype)), double(s.n), s.ConventionalFlops()};
 }
 
 template class OneDnnConv<ConvPass::kFwd>;

@@ -48,6 +48,7 @@ class OneDnnConv {
   dnnl::memory out_;  // in the layout oneDNN chose
   std::string label_;
   double setup_ms_ = 0;
+  bool fewer_ops_ = false;  // a Winograd implementation: fewer multiplications than counted
 };
 
 extern template class OneDnnConv<ConvPass::kFwd>;

@@ -325,8 +325,8 @@ std::string DdpStepGpu::label() const {
     return o.str();
   }
   o << compat::SgdName(true) << ", cudnn.benchmark, " << math
-    << ", BatchNorm per GPU; time = the slowest GPU's step; flops = conv+linear MACs x2 x3, all "
-       "GPUs";
+    << ", BatchNorm per GPU; time = the slowest GPU's step; flops = (conv MACs off the padding + "
+       "linear MACs) x2 x3, all GPUs";
   return o.str();
 }
 

@@ -77,8 +77,8 @@ struct Engine {
 // What a transformer case cannot run (pass infer, a sequence beyond its positions); Yes for
 // every other model.
 Support TransformerSupport(const TrainShape& shape);
-// The step's cost: images or sequences, and conv+linear MACs x 2 (x 3 training), or for a
-// transformer nanoGPT's 6 N + 12 L H Q T FLOPs a token x its tokens.
+// The step's cost: images or sequences, and (conv MACs off the padding + linear MACs) x 2 (x 3
+// training), or for a transformer nanoGPT's 6 N + 12 L H Q T FLOPs a token x its tokens.
 // Bytes: StepBytes (kernels/common/train.h) over the parameters and the batch (SGD with momentum;
 // a transformer's AdamW).
 Cost StepCost(const Engine& e);

@@ -11,6 +11,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
+#include "kernels/common/shapes.h"
 #include "kernels/torch/compat.h"
 #include "kernels/torch/engine.h"
 
@@ -426,9 +427,12 @@ double ForwardFlopsPerSample(const TrainShape& shape) {
     double f = 0;
     for (const LayerRecord& r : trace.layers()) {
       if (r.conv) {
-        const double p = double((r.h + 2 * r.pad - r.r) / r.stride + 1);
-        const double q = double((r.w + 2 * r.pad - r.s) / r.stride + 1);
-        f += 2.0 * double(r.k) * p * q * double(r.c / r.groups) * double(r.r * r.s);
+        // The multiply-adds done: taps on the zero padding left out (ConvShape::Flops()).
+        ConvShape s;
+        s.c = r.c, s.h = r.h, s.w = r.w, s.k = r.k, s.r = r.r, s.s = r.s;
+        s.stride_h = s.stride_w = r.stride, s.pad_h = s.pad_w = r.pad;
+        s.dil_h = s.dil_w = r.dilation, s.groups = r.groups;
+        f += s.Flops();
       } else {
         f += 2.0 * double(r.in) * double(r.out);
       }
@@ -594,7 +598,8 @@ std::string TorchStepCpu::label() const {
   }
   o << "LibTorch " << TorchVersion() << " CPU, " << at::get_num_threads() << " threads, "
     << (e_->train() ? compat::SgdName(false) : "inference mode")
-    << "; flops = conv+linear MACs x2 (x3 for a training step); peak_mem_bytes = peak RSS";
+    << "; flops = (conv MACs off the padding + linear MACs) x2 (x3 for a training step); "
+       "peak_mem_bytes = peak RSS";
   return o.str();
 }
 

@@ -266,7 +266,8 @@ std::string TorchStepGpu::label() const {
     << (e_->shape.amp                   ? "bf16 autocast"
         : e_->cfg.dtype == DType::kTF32 ? "TF32"
                                         : "TF32 off")
-    << "; flops = conv+linear MACs x2 (x3 for a training step); peak_mem_bytes = caching "
+    << "; flops = (conv MACs off the padding + linear MACs) x2 (x3 for a training step); "
+       "peak_mem_bytes = caching "
        "allocator peak over eager steps after warm-up";
   return o.str();
 }

@@ -42,6 +42,33 @@ TEST(BenchGemm, SmokeCpuCasesStayWithinTheMeasuredPeak) {
   std::printf("highest CPU pct_peak: %.1f%% (%d cases); %s\n", highest, checked, measured.c_str());
 }
 
+// A run measures the peaks of the dtypes its selected cases use, no others: on the CPU with
+// --dlb_dtypes=f32 the f32 peak alone (the one entry of a fresh cache), and the context says why
+// the others have no figure.
+TEST(BenchGemm, ACpuRunOfF32MeasuresTheF32PeakAlone) {
+#ifndef DLBENCH_HAVE_ONEDNN
+  GTEST_SKIP() << "no CPU backend built";
+#endif
+  bool cached = false;
+  nlohmann::json cache;
+  Result r = RunWithFreshPeakCache(
+      DLB_BENCH_GEMM,
+      "--dlb_tier=smoke --dlb_device=cpu --dlb_dtypes=f32 --benchmark_min_time=0.01", &cached,
+      &cache);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(cached) << r.output;
+  ASSERT_TRUE(cache.is_object());
+  ASSERT_EQ(cache.size(), 1u) << cache.dump(1);
+  EXPECT_NE(cache.begin().key().find(" | f32 | "), std::string::npos) << cache.begin().key();
+  const std::string measured =
+      r.json["context"].value(std::string(schema::kCtxCpuPeakMeasured), "");
+  EXPECT_EQ(measured.rfind("f32 ", 0), 0u) << measured;
+  for (const char* dt : {"bf16", "f16", "int8"})
+    EXPECT_NE(measured.find(std::string(dt) + " not measured (no " + dt + " case in this run)"),
+              std::string::npos)
+        << measured;
+}
+
 // --dlb_kernels=on: each oneDNN GEMM's table holds its matmul primitive, once per Run(); off (the
 // default), no case has a table.
 TEST(BenchGemm, KernelsOnRecordsTheMatmulPrimitiveOfEachCpuCase) {

@@ -190,6 +190,7 @@ TYPED_TEST_P(ConvSuite, OutputIsPoisonedUntilRunAndCostCountsOnePass) {
   for (float v : op.Output().data) ASSERT_FALSE(std::isnan(v));
   const Cost cost = op.cost();
   EXPECT_EQ(cost.flops, s.Flops());
+  EXPECT_EQ(cost.conventional_flops, s.ConventionalFlops());
   EXPECT_EQ(cost.items, s.n);
   EXPECT_EQ(cost.bytes,
             double(StorageBytes(c.cfg.dtype)) * (ConvXSize(s) + ConvWSize(s) + ConvYSize(s)));

@@ -117,6 +117,20 @@ class Core(unittest.TestCase):
         self.assertEqual(core.cudnn_version_text(8907), "8.9.7")
         self.assertEqual(core.cudnn_version_text(None), "not loaded")
 
+    def test_conv_flops_count_the_taps_inside_the_input(self):
+        # CIFAR ResNet-18's layer4 3x3 at batch 1: 100 of 144 output-tap pairs inside the 4x4 map.
+        work, conventional = core.conv_flops(1, 512, 512, 4, 4, 3, 3, 1, 1, 1, 1)
+        self.assertEqual(work, 2.0 * 512 * 512 * 100)
+        self.assertEqual(conventional, 2.0 * 512 * 512 * 144)
+        # Strided and dilated, against the pairs counted one by one.
+        for size, taps, stride, pad, dil in [(7, 3, 2, 2, 2), (5, 2, 3, 1, 1), (1, 3, 1, 1, 1)]:
+            out = (size + 2 * pad - dil * (taps - 1) - 1) // stride + 1
+            brute = sum(0 <= o * stride - pad + t * dil < size
+                        for o in range(out) for t in range(taps))
+            self.assertEqual(core.valid_tap_pairs(size, out, taps, stride, pad, dil), brute)
+        work, conventional = core.conv_flops(2, 8, 4, 6, 6, 3, 3, 1, 0, 1, 2)
+        self.assertEqual(work, conventional)  # no padding: every tap is work
+
     def test_first_line(self):
         self.assertEqual(core.first_line(RuntimeError("one\ntwo")), "one")
         self.assertEqual(core.first_line(RuntimeError()), "RuntimeError")

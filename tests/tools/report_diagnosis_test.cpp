@@ -577,6 +577,11 @@ TEST(Problems, TheMeasuredPeaksClockIsReadPerDtype) {
   EXPECT_EQ(MeasuredPeakClockMhz(measured, "int8"), 1455);
   // No part of the dtype, no clock in its part, or words the writer does not write: no clock.
   EXPECT_EQ(MeasuredPeakClockMhz(measured, "bf16"), 0);
+  // A dtype the run had no case of: no figure, no clock.
+  const std::string partial = "bf16 not measured (no bf16 case in this run); " + kInt8Peak;
+  EXPECT_EQ(MeasuredPeakPart(partial, "bf16"), "");
+  EXPECT_EQ(MeasuredPeakOf({{"gpu_peak_measured", partial}}, "gpu", "bf16"), "");
+  EXPECT_EQ(MeasuredPeakClockMhz(partial, "int8"), 1455);
   EXPECT_EQ(MeasuredPeakClockMhz("fp8 1372.0 TFLOP/s (cuBLASLt ...)", "fp8"), 0);
   EXPECT_EQ(MeasuredPeakClockMhz("fp8 1 T (x; SM clock ? MHz (median while timed))", "fp8"), 0);
   EXPECT_EQ(MeasuredPeakClockMhz("not measured (no GPU)", "fp8"), 0);

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tests/tools/report_cases.h"
 #include "tools/report/analyses/findings.h"
+#include "tools/report/analyses/problems.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/render/document.h"
 
@@ -268,6 +270,36 @@ TEST(Findings, NetworksCarryTheirShareOfPeakWithThePeakNamed) {
       EXPECT_NE(At(*best, r, "peak").Text(), "no peak known");
     }
   EXPECT_TRUE(loader);
+}
+
+// Timing hazards read from each file's context, as Google Benchmark's JSON writes it: the library
+// built as debug, CPU frequency scaling on (a JSON boolean), and dlbench built as Debug.
+TEST(Problems, TimingHazardsAreNamedFromEachFilesContext) {
+  const std::string context = R"("library_build_type": "debug", "cpu_scaling_enabled": true, )"
+                              R"("dlbench_build_type": "Release")";
+  const FileData f = ParseBenchmarkJson(
+      testing::CasesJson({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}}, "", context), "a.json");
+  EXPECT_EQ(f.context.at("cpu_scaling_enabled"), "true");
+  const std::map<std::string, std::string> clean = {{"library_build_type", "release"},
+                                                    {"cpu_scaling_enabled", "false"},
+                                                    {"dlbench_build_type", "Release"}};
+  EXPECT_TRUE(TimingHazards({clean, clean}).empty());
+  const std::vector<std::string> h = TimingHazards({f.context, clean});
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].rfind("Google Benchmark built as debug (`library_build_type`)", 0), 0u) << h[0];
+  EXPECT_NE(h[0].find("in 1 of 2 file(s)"), std::string::npos) << h[0];
+  EXPECT_EQ(h[1].rfind("CPU frequency scaling enabled (`cpu_scaling_enabled`)", 0), 0u) << h[1];
+  std::map<std::string, std::string> debug = clean;
+  debug["dlbench_build_type"] = "Debug";
+  EXPECT_EQ(TimingHazards({debug}).size(), 1u);
+  const MergedRuns runs = testing::CasesRuns({Case{"gemm/cpu/onednn/square.64/dt:f32", 5}});
+  const auto s = ProblemsSection(FindProblems(runs, {f.context, clean}));
+  ASSERT_TRUE(s.has_value());
+  bool said = false;
+  for (const std::string& n : s->notes)
+    said |= n.rfind("**Timing hazards**: Google Benchmark built as debug", 0) == 0 &&
+            n.find("; CPU frequency scaling enabled") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 }  // namespace

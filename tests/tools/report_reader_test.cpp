@@ -56,6 +56,21 @@ TEST(Reader, MergedContextTakesAMeasuredValueOverAnEarlierGap) {
             "not measured (this family does no arithmetic)");
 }
 
+// A run measures the peaks of its cases' dtypes only: the merged measured peak takes each dtype's
+// figure from the first file that measured it.
+TEST(Reader, MergedMeasuredPeakTakesEachDtypeFromTheFileThatMeasuredIt) {
+  FileData bf16, f16;
+  bf16.context["gpu_peak_measured"] =
+      "f32 not measured (no f32 case in this run); bf16 768.3 TFLOP/s (cuBLASLt (a; b)); f16 not "
+      "measured (no f16 case in this run)";
+  f16.context["gpu_peak_measured"] =
+      "f32 not measured (no f32 case in this run); bf16 not measured (no bf16 case in this run); "
+      "f16 770.1 TFLOP/s (cuBLASLt ...)";
+  EXPECT_EQ(Merge({bf16, f16}).context.at("gpu_peak_measured"),
+            "f32 not measured (no f32 case in this run); bf16 768.3 TFLOP/s (cuBLASLt (a; b)); "
+            "f16 770.1 TFLOP/s (cuBLASLt ...)");
+}
+
 // Google Benchmark's cv of a counter whose mean is 0 is NaN (Python's json reads it): the counter
 // has no value there, and the file is read.
 TEST(Reader, ANonFiniteCounterIsNoValueAndTheFileIsRead) {

@@ -12,6 +12,7 @@
 #include "kernels/common/autotune_cache.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
+#include "kernels/common/shapes.h"
 #include "kernels/reference/conv.h"
 #include "tests/fixtures/testing.h"
 #include "tests/support/temp_dir.h"
@@ -95,6 +96,10 @@ TEST(ConvFamily, AutotuneCacheLivesInTheUserCacheDir) {
   const std::string dir = UserCacheDir();
   EXPECT_EQ(AutotuneCachePath(), dir.empty() ? "" : dir + "/autotune.json");
   EXPECT_EQ(schema::kSetupMs, autotune::kSetupMsCounter) << "one counter name for ops and schema";
+}
+
+TEST(ConvFamily, TheFewerOpsCounterHasTheSchemasName) {
+  EXPECT_EQ(schema::kFewerOpsThanCounted, kFewerOpsCounter);
 }
 
 TEST(ConvFamily, NaturalLayoutIsChannelsLastFor16Bit) {

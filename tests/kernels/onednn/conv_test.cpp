@@ -84,9 +84,11 @@ struct OneDnnConvOps {
     EXPECT_EQ(cached.label().find("searched "), cached.label().find("searched 20"))
         << "only the date says searched: " << cached.label();
     const auto counters = cached.Counters();
-    ASSERT_EQ(counters.size(), 1u);
+    ASSERT_EQ(counters.size(), 2u);
     EXPECT_EQ(counters[0].first, autotune::kSetupMsCounter);
     EXPECT_GT(counters[0].second, 0);
+    // The direct algorithm, asked for: as many multiplications as counted.
+    EXPECT_EQ(counters[1], std::make_pair(std::string(kFewerOpsCounter), 0.0));
   }
   static bool Deterministic(const std::string&) { return true; }
   // A winner this oneDNN would not give: searched again, and the entry overwritten.

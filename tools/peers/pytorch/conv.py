@@ -38,14 +38,14 @@ def cases(args):
                         wt = (torch.rand(k, c // g, kr, ks, device=dev, dtype=t) * 2 - 1).to(memory_format=mf)
                         y = torch.nn.functional.conv2d(x, wt, None, st, pd, dl, g)
                         dy = (torch.rand_like(y) * 2 - 1).contiguous(memory_format=mf)
-                        flops = 2.0 * bs * k * y.shape[2] * y.shape[3] * (c // g) * kr * ks
+                        flops, conventional = core.conv_flops(bs, c, k, h, w, kr, ks, st, pd, dl, g)
                         if p == "fwd":
                             fn = lambda: torch.nn.functional.conv2d(x, wt, None, st, pd, dl, g)
                         else:
                             mask = [p == "bwd_data", p == "bwd_filter", False]
                             fn = lambda: torch.ops.aten.convolution_backward(
                                 dy, x, wt, None, [st, st], [pd, pd], [dl, dl], False, [0, 0], g, mask)
-                        return fn, flops, bs
+                        return fn, flops, bs, conventional
                     yield name, r["name"], dt, make
 
 

@@ -41,6 +41,28 @@ def name(family, device, workload, keys):
     return "/".join([family, device, "pytorch", workload] + list(keys))
 
 
+def valid_tap_pairs(size, out, taps, stride, pad, dilation):
+    """(output, tap) pairs of one axis whose input position lies inside the input, as dlbench counts
+    a convolution's work (kernels/common/shapes.h ValidTapPairs): the taps on the padding left out."""
+    pairs = 0
+    for t in range(taps):
+        offset = t * dilation - pad
+        lo = max(0, -(offset // stride))
+        hi = min(out - 1, (size - 1 - offset) // stride)
+        pairs += max(0, hi - lo + 1)
+    return pairs
+
+
+def conv_flops(bs, c, k, h, w, r, s, stride, pad, dilation, groups):
+    """(work, conventional) FLOP of one pass: 2 x the multiply-adds at taps inside the input, and 2 x
+    every tap at every output position (cuDNN's, PyTorch's and benchdnn's count)."""
+    p = (h + 2 * pad - dilation * (r - 1) - 1) // stride + 1
+    q = (w + 2 * pad - dilation * (s - 1) - 1) // stride + 1
+    per = 2.0 * bs * k * (c // groups)
+    return (per * valid_tap_pairs(h, p, r, stride, pad, dilation) *
+            valid_tap_pairs(w, q, s, stride, pad, dilation), per * p * q * r * s)
+
+
 def torch_dtype(dt):
     import torch
     return getattr(torch, TORCH_DTYPES[dt])

@@ -31,13 +31,14 @@ def setup(args):
 
 
 def time_cases(args, cases):
-    """Times each (name, workload, dt, make) case; make() returns (fn, flops a call, items a call)."""
+    """Times each (name, workload, dt, make) case; make() returns (fn, flops a call, items a call)
+    and, for a convolution, the conventional count's FLOP a call (dlbench's conventional_flop_per_s)."""
     import torch
     benchmarks = []
     for name, workload, dt, make in cases:
         core.set_tf32(dt == "tf32")
         try:
-            fn, flops, items = make()
+            fn, flops, items, *conventional = make()
             times = core.time_fn(fn, args.device, reps=args.repetitions)
         except RuntimeError as e:
             benchmarks.append(core.error(name, f"failed: {str(e).splitlines()[0]}"))
@@ -45,6 +46,8 @@ def time_cases(args, cases):
         for i, t in enumerate(times):
             b = core.iteration(name, i, len(times), t)
             b["flop_per_s"] = flops / t
+            if conventional:
+                b["conventional_flop_per_s"] = conventional[0] / t
             if items:
                 b["items_per_s"] = items / t
                 b["bs"] = items

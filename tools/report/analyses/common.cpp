@@ -198,7 +198,9 @@ std::string MeasuredPeakPart(const std::string& measured, std::string dtype) {
     }
     std::string part = measured.substr(start, i - start);
     start = i + 2;
-    if (part.rfind(dtype + " ", 0) == 0) return part;
+    // "bf16 not measured (no bf16 case in this run)": no figure.
+    if (part.rfind(dtype + " ", 0) == 0)
+      return part.compare(dtype.size() + 1, 12, "not measured") == 0 ? "" : part;
   }
   return "";
 }

@@ -59,7 +59,8 @@ std::string MeasuredPeakOf(const std::map<std::string, std::string>& context,
                            const std::string& device, std::string dtype);
 // The part of a gpu_peak_measured / cpu_peak_measured value that is `dtype`'s ("amp_bf16" reads
 // bf16's), "fp8 1372.0 TFLOP/s (cuBLASLt ...; SM clock 1305 MHz (median while timed))"; empty where
-// the value names none.
+// the value names none or says it was not measured ("bf16 not measured (no bf16 case in this
+// run)").
 std::string MeasuredPeakPart(const std::string& measured, std::string dtype);
 // The SM clock the GPU's measured peak of `dtype` was timed at, in MHz, from its part's "SM clock
 // 1305 MHz (median while timed)" (kernels/cublas/peak.cpp writes it; fp8_e5m2 reads fp8's); 0

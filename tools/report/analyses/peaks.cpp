@@ -84,7 +84,8 @@ int AggregateOverOneGpu(const Bench& b, std::string_view counter,
     one = LeadingRate(b.label.substr(at + 5));
   }
   if (!(one > 0)) one = LeadingRate(GpuPeakOf(context, dt));
-  if (const std::string m = MeasuredPeakOf(context, "gpu", dt); !(one > 0) && !m.empty())
+  const std::string device = "gpu";  // a multi-GPU case is read against one GPU's peak
+  if (const std::string m = MeasuredPeakOf(context, device, dt); !(one > 0) && !m.empty())
     one = LeadingRate(m.substr(m.find(' ', 9) + 1));
   // Against all the GPUs' peaks the denominator is about `gpus` times one GPU's.
   return one > 0 && denominator < one * 1.5 ? gpus : 1;

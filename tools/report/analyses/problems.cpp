@@ -155,6 +155,34 @@ std::map<std::string, std::vector<std::string>> MixedInputs(
   return mixed;
 }
 
+std::vector<std::string> TimingHazards(
+    const std::vector<std::map<std::string, std::string>>& contexts) {
+  struct Hazard {
+    std::string_view key, value, what;
+  };
+  static constexpr Hazard kHazards[] = {
+      {schema::kCtxLibraryBuildType, "debug",
+       "Google Benchmark built as debug (`library_build_type`): its loop around the timed spans "
+       "runs unoptimised, and it warns that timings may be noisy"},
+      {schema::kCtxCpuScalingEnabled, "true",
+       "CPU frequency scaling enabled (`cpu_scaling_enabled`): CPU cases ran at a clock the "
+       "governor chose, which may move between and within cases"},
+      {schema::kCtxBuildType, "Debug",
+       "dlbench built as Debug (`dlbench_build_type`): the harness and the CPU code it calls ran "
+       "unoptimised"},
+  };
+  std::vector<std::string> out;
+  for (const Hazard& h : kHazards) {
+    size_t n = 0;
+    for (const auto& ctx : contexts)
+      if (auto it = ctx.find(std::string(h.key)); it != ctx.end() && it->second == h.value) ++n;
+    if (n > 0)
+      out.push_back(std::string(h.what) + " in " + std::to_string(n) + " of " +
+                    std::to_string(contexts.size()) + " file(s)");
+  }
+  return out;
+}
+
 std::string SpreadText(const std::string& what, const std::vector<std::string>& values) {
   std::string out = std::to_string(values.size()) + " " + what + " (";
   for (size_t i = 0; i < values.size() && i < 4; ++i) out += (i ? ", " : "") + values[i];
@@ -245,6 +273,7 @@ ProblemsFound FindProblems(const MergedRuns& runs,
   p.mixed = MixedInputs(contexts);
   p.setups = runs.split_setups;
   p.setup_whats = runs.setup_whats;
+  p.hazards = TimingHazards(contexts);
   return p;
 }
 
@@ -302,6 +331,11 @@ std::optional<Section> ProblemsSection(const ProblemsFound& p) {
                       " cases have one repetition behind their figures, so no spread: a verdict "
                       "on them (best batch size, a change against another run) rests on a single "
                       "run (`--benchmark_repetitions`).");
+  if (!p.hazards.empty()) {
+    std::string line = "**Timing hazards**: ";
+    for (size_t i = 0; i < p.hazards.size(); ++i) line += (i ? "; " : "") + p.hazards[i];
+    s.notes.push_back(line + ".");
+  }
   if (!p.mixed.empty()) {
     std::string line = "**Mixed inputs**: the files span ";
     bool first = true;

@@ -57,10 +57,13 @@ struct ProblemsFound {
   std::map<std::string, std::vector<std::string>> setups;
   std::vector<std::string> setup_whats;
 
+  // What in the files' contexts makes times less trustworthy (TimingHazards).
+  std::vector<std::string> hazards;
+
   bool any() const {
     return throttled > 0 || over_100 > 0 || !overhead.empty() || !failed.empty() ||
            !mistrusted.empty() || !unverified.empty() || once > 0 || !mixed.empty() ||
-           !setups.empty();
+           !setups.empty() || !hazards.empty();
   }
 };
 
@@ -73,6 +76,13 @@ inline constexpr double kHarnessOverhead = 1.10;
 // are ("hosts", "CPU models", "CPU counts", "GPUs", "dates", "revisions", "tiers", drivers and
 // library versions) -> the distinct values, sorted; a date counts by its day. Empty for one file.
 std::map<std::string, std::vector<std::string>> MixedInputs(
+    const std::vector<std::map<std::string, std::string>>& contexts);
+
+// What each file's context says makes its times less trustworthy, one phrase per hazard with the
+// files it applies to: Google Benchmark built as debug (library_build_type), CPU frequency scaling
+// enabled (cpu_scaling_enabled, Google Benchmark's reading of the governor), dlbench itself built
+// without optimisation (dlbench_build_type Debug). Empty when none applies.
+std::vector<std::string> TimingHazards(
     const std::vector<std::map<std::string, std::string>>& contexts);
 
 // "3 hosts (a, b, c)": how many values of a mixed input (MixedInputs), the first four named.

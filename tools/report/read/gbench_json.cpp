@@ -94,6 +94,7 @@ class Handler {
         return true;
       }
     }
+    // Google Benchmark's cpu_scaling_enabled: a timing hazard the report names (problems.h).
     if (depth_ == 2 && section_ == Section::kContext) {
       out_->context[key_] = v ? "true" : "false";
       return true;

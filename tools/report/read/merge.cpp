@@ -115,6 +115,38 @@ SetupGroups GroupSetups(const std::vector<FileData>& files) {
   return out;
 }
 
+// "f32 50.7 TFLOP/s (how; more); bf16 not measured (...)": the parts at parenthesis depth 0.
+std::vector<std::string> PeakParts(const std::string& measured) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= measured.size(); ++i) {
+    if (i == measured.size() || (depth == 0 && measured.compare(i, 2, "; ") == 0)) {
+      parts.push_back(measured.substr(start, i - start));
+      start = i + 2;
+      ++i;
+    } else {
+      depth += measured[i] == '(' ? 1 : measured[i] == ')' ? -1 : 0;
+    }
+  }
+  return parts;
+}
+
+// A run measures the peaks of its cases' dtypes only: per dtype, a part a file could not give
+// ("bf16 not measured (no bf16 case in this run)") takes a later file's measured one.
+std::string MergePeaks(const std::string& kept, const std::string& later) {
+  std::vector<std::string> parts = PeakParts(kept);
+  const std::vector<std::string> more = PeakParts(later);
+  for (std::string& part : parts) {
+    const std::string dtype = part.substr(0, part.find(' ') + 1);
+    if (!IsContextGap(part.substr(dtype.size()))) continue;
+    for (const std::string& m : more)
+      if (m.rfind(dtype, 0) == 0 && !IsContextGap(m.substr(dtype.size()))) part = m;
+  }
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : "; ") + part;
+  return out;
+}
 }  // namespace
 
 MergedRuns Merge(const std::vector<FileData>& files) {
@@ -133,6 +165,9 @@ MergedRuns Merge(const std::vector<FileData>& files) {
       // GEMM run's measured peak.
       auto [it, inserted] = out.context.emplace(k, v);
       if (!inserted && IsContextGap(it->second) && !IsContextGap(v)) it->second = v;
+      if (!inserted && !IsContextGap(v) &&
+          (k == schema::kCtxGpuPeakMeasured || k == schema::kCtxCpuPeakMeasured))
+        it->second = MergePeaks(it->second, v);
     }
     for (const Entry& e : f.entries) {
       const size_t group = setups.group.at({e.run_name, fi});
