@@ -48,15 +48,7 @@ void RegisterCases() {
   benchmark::AddCustomContext(std::string(schema::kCtxDatasets), datasets);
 }
 
-// The loaders decode and move bytes (items/s, bytes/s): their run does not pay the GPU's GEMM
-// peak search.
-Family DataloadFamily() {
-  Family f{"dataload", Flags(), RegisterCases};
-  f.uses_gemm_peak = false;
-  return f;
-}
-
 }  // namespace
 }  // namespace dlb::dataload
 
-DLB_BENCH_MAIN(dlb::dataload::DataloadFamily())
+DLB_BENCH_MAIN((dlb::Family{"dataload", dlb::dataload::Flags(), dlb::dataload::RegisterCases}))

@@ -36,15 +36,17 @@ fi
 out=reports/latest
 mkdir -p "$out"
 bin=build/release/benchmarks
-# train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
-# comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
-# dataload: input pipelines on a dataset generated once into ~/.cache/dlbench (DLB_DATA=DIR for yours).
-families=(gemm conv attn train train_native dataload comm)
-# Each family's share of the budget, by what its default tier takes on a 2-core CPU-only machine
-# and on the H100 host (README: gemm 2.5 / 3, conv 1.5 / 3.4, attn 0.6 / 1, train 5 / 3 min, the
-# rest well under a minute), so that no family's share is short of its tier on either; what a
-# family leaves goes to the ones after it.
-declare -A weight=([gemm]=4 [conv]=4 [attn]=1 [train]=5 [train_native]=1 [dataload]=1 [comm]=1)
+report=build/release/tools/report/dlbench-report
+# Every binary of the families table (fixtures/schema/families.h) in its order, with its weight:
+# its share of the budget (what one leaves goes to the ones after it). Each runs as bench_<name>
+# and writes $out/<name>.json.
+table=$("$report" families)
+families=()
+declare -A weight=()
+while IFS=$'\t' read -r binary _ w; do
+  families+=("${binary#bench_}")
+  weight[${binary#bench_}]=$w
+done <<<"$table"
 start=$(date +%s)
 times=""
 timed_out=()
@@ -91,7 +93,7 @@ for f in "$out"/*.json; do
   if grep -q '"benchmarks": \[\]' "$f"; then echo "dlbench: $(basename "$f" .json): no case ran here"; continue; fi
   jsons+=("$f")
 done
-build/release/tools/report/dlbench-report report "${jsons[@]}" --out-dir "$out" >/dev/null
+"$report" report "${jsons[@]}" --out-dir "$out" >/dev/null
 echo "dlbench: results in:"
 for f in "${jsons[@]}" "$out/report.md" "$out/report.html"; do echo "  $root/$f"; done
 if ((${#timed_out[@]} > 0)); then

@@ -45,7 +45,6 @@ const Options& FamilyOptions() { return MutableOptions(); }
 Family CommFamily(std::function<void()> register_cases) {
   Family f{"comm", Flags(), std::move(register_cases)};
   f.may_run_again = false;
-  f.uses_gemm_peak = false;  // bytes only: algbw and busbw
   f.release = ReleaseWorld;
   return f;
 }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fixtures/schema/families.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -53,6 +54,22 @@ class Cli : public dlb::testing::TempDirTest {
   }
   const fs::path dir_ = dir().path();
 };
+
+// The families table for scripts (tools/dlbench-run.sh, the CI workflow): a line per binary in the
+// table's order, "bench_<name>\t<family>\t<budget weight>", and nothing on stderr.
+TEST_F(Cli, FamiliesPrintsEveryBinaryOfTheTableInOrder) {
+  std::string expected;
+  for (const dlb::families::Facts& f : dlb::families::kFamilies)
+    for (const dlb::families::Binary& b : f.binaries)
+      if (!b.name.empty())
+        expected += "bench_" + std::string(b.name) + "\t" + std::string(f.name) + "\t" +
+                    std::to_string(b.budget_weight) + "\n";
+  Result r = Run("families");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(Run("families extra").rc, 1);
+}
 
 TEST_F(Cli, CompareExitsThreeOnARegression) {
   Result r = Run("compare " + Data("compare_base.json") + " " + Data("compare_new.json"));

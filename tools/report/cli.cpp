@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/compare.h"
@@ -202,6 +203,7 @@ struct Commands {
            *himport = nullptr;
   CLI::App* bisect = nullptr;
   CLI::App* site = nullptr;
+  CLI::App* families = nullptr;
 };
 
 void AddSummaryAndCompare(CLI::App* app, Args* a, Commands* c) {
@@ -256,7 +258,8 @@ void AddAnalyses(CLI::App* app, Args* a, Commands* c) {
   AddOutput(sweep, &a->out);
 
   auto* train = c->train = app->add_subcommand(
-      "train", "training steps per model: epoch CPU vs GPU, batch size, phases, memory, graph");
+      std::string(kTrainFamily),
+      "training steps per model: epoch CPU vs GPU, batch size, phases, memory, graph");
   train->add_option("files", a->files, "Google Benchmark JSON files or folders of them")
       ->required();
   AddOutput(train, &a->out);
@@ -569,8 +572,20 @@ int RunHistory(const Commands& c, Args& a) {
   return 0;
 }
 
+// The families table (fixtures/schema/families.h), a line per binary for scripts:
+// "bench_<binary> <family> <budget weight>", tab-separated, in the order a run takes them.
+int PrintFamilies() {
+  for (const families::Facts& f : families::kFamilies)
+    for (const families::Binary& b : f.binaries)
+      if (!b.name.empty())
+        std::printf("bench_%.*s\t%.*s\t%d\n", int(b.name.size()), b.name.data(), int(f.name.size()),
+                    f.name.data(), b.budget_weight);
+  return 0;
+}
+
 // The parsed subcommand's work; its exit code.
 int Dispatch(const Commands& c, Args& a) {
+  if (c.families->parsed()) return PrintFamilies();
   if (!a.out.format.empty()) ParseFormat(a.out.format);
   a.files = Expand(a.files, &a.from_folder);
   if (c.summary->parsed()) return RunSummary(a);
@@ -605,6 +620,9 @@ int RunCli(int argc, const char* const* argv) {
   AddHistoryAddShow(history, &args, &commands);
   AddHistoryCheckCopy(&app, history, &args, &commands);
   AddBisect(&app, &args, &commands);
+  commands.families = app.add_subcommand(
+      "families",
+      "the benchmark families' binaries, a line each: bench_<name>, family, budget weight");
 
   try {
     app.parse(argc, argv);

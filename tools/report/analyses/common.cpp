@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/stats.h"
 
@@ -177,8 +178,7 @@ std::string ItemsPerSecond(const std::string& family, const std::string& model) 
   for (const char* cnn : {"resnet", "densenet", "vgg", "catdog", "mobilenet", "efficientnet",
                           "alexnet", "inception", "cnn", "vit"})
     if (has(cnn)) return "images/s";
-  if (family == "conv" || family == "dataload") return "images/s";
-  return "samples/s";
+  return std::string(families::Of(family).item_unit);
 }
 
 std::string FlopUnit(const std::string& dtype) {

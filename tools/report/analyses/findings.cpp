@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/peaks.h"
@@ -203,9 +204,11 @@ Table BestTable(const MergedRuns& runs) {
   std::map<std::string, Best> best;  // family|device
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family == kTrainFamily) continue;
-    std::string_view counter = b.family == kCommFamily  ? schema::kBusBw
-                               : b.family == "dataload" ? schema::kItemsPerS
-                                                        : schema::kFlopPerS;
+    // FLOP/s where the family has a FLOP peak, else what it moves: bytes or items.
+    const bool flops = families::Of(b.family).flop_peak;
+    std::string_view counter = flops                   ? schema::kFlopPerS
+                               : Collectives(b.family) ? schema::kBusBw
+                                                       : schema::kItemsPerS;
     const double v = RateAtMedianTime(b, counter);
     if (!std::isfinite(v) || v <= 0) continue;
     std::string key = b.family + "|" + b.parsed->device;
@@ -227,18 +230,17 @@ Table BestTable(const MergedRuns& runs) {
     const Best& x = best[key];
     const BenchName& n = *x.at->parsed;
     const std::string dt = n.Get(key::kDType);
-    std::string unit = n.family == kCommFamily  ? "B/s bus bandwidth"
-                       : n.family == "dataload" ? ItemsPerSecond(n.family, n.workload)
-                                                : FlopUnit(dt);
+    const bool flops = families::Of(n.family).flop_peak;
+    std::string unit = flops                   ? FlopUnit(dt)
+                       : Collectives(n.family) ? "B/s bus bandwidth"
+                                               : ItemsPerSecond(n.family, n.workload);
     // The % beside a FLOP rate and the peak it is of, named; a bandwidth or images/s has none.
-    const PeakShare share = n.family == kCommFamily || n.family == "dataload"
-                                ? PeakShare{}
-                                : PeakShareOf(*x.at, x.value, unit, runs.context);
+    const PeakShare share = flops ? PeakShareOf(*x.at, x.value, unit, runs.context) : PeakShare{};
     const std::string peak = share.peak.empty() ? kNoPeakKnown : share.peak;
     Cell pct_cell = Cell::Number(share.pct, 3).After("%");
     if (share.pct > 100) pct_cell.Doubtful().With(Tone::kWarn);
     std::string workload = n.workload;
-    if (n.family == kCommFamily) {
+    if (Collectives(n.family)) {
       // "all_reduce.1073741824" reads as "all_reduce 1 GiB".
       size_t dot = workload.rfind('.');
       double bytes = dot == std::string::npos ? 0 : std::atof(workload.c_str() + dot + 1);

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
@@ -89,6 +90,10 @@ GpuPoint StepPoint(const Bench& b, double gpus, double t, double bs) {
 
 }  // namespace
 
+bool Collectives(std::string_view family) {
+  return families::Of(family).rate == families::Rate::kBusBandwidth;
+}
+
 GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
   GpuScaling out;
   std::vector<std::string> step_order, comm_order;
@@ -102,12 +107,12 @@ GpuScaling ComputeGpuScaling(const MergedRuns& runs) {
     const double t = b.MedianNs();
     if (!(t > 0)) continue;
     if (n.Get(key::kGpus).empty()) {
-      if (n.family != kCommFamily) one_gpu_steps.emplace(CurveKey(n), &b);
+      if (!Collectives(n.family)) one_gpu_steps.emplace(CurveKey(n), &b);
       continue;
     }
     const double gpus = Positive(std::atof(n.Get(key::kGpus).c_str()));
     if (!std::isfinite(gpus)) continue;
-    if (n.family == kCommFamily) {
+    if (Collectives(n.family)) {
       const std::string head = n.family + "/" + n.device + "/" + n.backend + "/";
       // <collective>.<bytes>: the size is the workload's last part.
       const size_t dot = n.workload.rfind('.');

@@ -12,7 +12,8 @@
 namespace dlb::report {
 
 // ---- GPU scaling: cases over a name key "gpus" ----
-inline constexpr std::string_view kCommFamily = "comm";
+// Whether `family` times collectives (bus bandwidth over message sizes, no CPU twin).
+bool Collectives(std::string_view family);
 
 // Where an efficiency comes from: the curve's own gpus:1 point, (thr(n) / n) / thr(1); else the
 // same against the matching one-GPU step (the name without a gpus key); else the case's

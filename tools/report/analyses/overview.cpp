@@ -8,13 +8,12 @@
 #include <set>
 #include <tuple>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/findings.h"
-#include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/train.h"
-#include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
 
@@ -34,9 +33,7 @@ std::pair<Cell, Cell> PeakCells(const OverviewRow* r, bool gpu) {
   return {p, Cell(peak)};
 }
 
-bool OverviewByWorkload(const std::string& family) {
-  return family == "dataload" || family == kCommFamily || family == kAttnFamily;
-}
+bool OverviewByWorkload(const std::string& family) { return families::Of(family).by_workload; }
 
 Overview ComputeOverview(const MergedRuns& runs) {
   // The fastest backend of each device per layer (pair key), at each batch size.

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <map>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
-#include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/report.h"
-#include "tools/report/analyses/train.h"
-#include "tools/report/analyses/transformer.h"
 
 namespace dlb::report {
 
@@ -151,36 +149,17 @@ struct Words {
 };
 
 Words WordsOf(const std::string& fam) {
+  const families::Facts& f = families::Of(fam);
   Words w;
-  if (fam == "gemm") {
-    w.item = "shape";
-    w.loose = "Shapes without a network";
-    w.flops = true;
-  } else if (fam == kAttnFamily) {
-    w.item = "attention";
-    w.loose = "Attention shapes";
-    w.flops = true;
-    w.by_workload = true;
-  } else if (fam == "conv") {
-    w.item = "layer";
-    w.loose = "Layers without a network";
-    w.per_s = "images/s";
-  } else if (fam == "dataload") {
-    w.item = "pipeline";
-    w.loose = "Pipelines";
-    w.per_s = "images/s";
-    w.time = "time per batch";
-    w.by_workload = OverviewByWorkload(fam);
-  } else if (fam == kCommFamily) {
-    w.item = "collective";
-    w.loose = "Collectives: message sizes and bus bandwidth";
-    w.collectives = true;
-    w.by_workload = OverviewByWorkload(fam);
-  } else if (fam == kTrainFamily) {
-    w.item = "model";
-    w.loose = "Models";
-    w.per_s = "items/s";  // each cell in its model's item
-  }
+  w.item = f.item;
+  w.loose = f.items_title;
+  w.per_s = f.item_unit;
+  w.time = f.time;
+  w.flops = f.rate == families::Rate::kFlops;
+  w.collectives = f.rate == families::Rate::kBusBandwidth;
+  w.by_workload = f.by_workload;
+  // A training model's rate is in its own item (images, sequences): each cell names it.
+  if (fam == kTrainFamily) w.per_s = "items/s";
   return w;
 }
 

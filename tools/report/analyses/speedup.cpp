@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/gpu_scaling.h"
@@ -90,7 +91,7 @@ SpeedupResult ComputeSpeedup(const MergedRuns& runs) {
     const SpeedupRow* r = best[k];
     // A data-loading pipeline names the dataset it reads as its network, and collectives are no
     // layers: neither adds up into a network.
-    if (r->network.empty() || r->family == "dataload" || r->family == kCommFamily) continue;
+    if (r->network.empty() || !families::Of(r->family).networks) continue;
     double weight = r->count > 0 ? r->count : 1;
     std::string key = r->family + "|" + r->network + "|" + r->dt + "|" + r->bs + "|" + r->config;
     auto [it, inserted] = index.emplace(key, out.networks.size());
@@ -133,10 +134,7 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
         "interval.");
     Table t;
     // Each family's rows in its own word: GEMM shapes, conv layers, data-loading pipelines.
-    std::string item = fam == "gemm"       ? "shape"
-                       : fam == "conv"     ? "layer"
-                       : fam == "dataload" ? "pipeline"
-                                           : "workload";
+    const std::string item(families::Of(fam).item);
     t.columns = {{item, "workload"},          {"dt", "dt"},           {"bs", "bs"},
                  {"config", "config"},        {"CPU", "cpu_backend"}, {"GPU", "gpu_backend"},
                  {"CPU time", "cpu_ns"},      {"GPU time", "gpu_ns"}, {"speedup", "speedup"},
@@ -196,7 +194,7 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
     if (!nt.rows.empty()) {
       s.tables.push_back(std::move(nt));
     } else {
-      if (fam != "dataload")
+      if (families::Of(fam).networks)
         s.notes.push_back(
             "No network sums: no result of this family names its network (the workload files "
             "say which network a layer belongs to; a name is never parsed for it).");

@@ -19,9 +19,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Values of the train family's names (benchmarks/train): pass, dtype, layout, graph and the
-// backends whose pairs are worth a figure.
-constexpr std::string_view kInfer = "infer";
+// Values of the train family's names (benchmarks/train): dtype, layout, graph and the backends
+// whose pairs are worth a figure.
 constexpr std::string_view kF32 = "f32";
 constexpr std::string_view kNchw = "nchw";
 constexpr std::string_view kEager = "0";
@@ -33,7 +32,7 @@ constexpr std::string_view kPytorch = "pytorch";
 double Positive(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 double NonNegative(double v) { return std::isfinite(v) && v >= 0 ? v : kNaN; }
 
-bool Training(const TrainCase& c) { return c.pass != kInfer; }
+bool Training(const TrainCase& c) { return c.pass != value::kInfer; }
 double PerImageNs(const TrainCase& c) { return c.step_ns / c.bs; }
 bool HasPhases(const TrainCase& c) {
   return std::isfinite(c.fwd_s) && std::isfinite(c.bwd_s) && std::isfinite(c.opt_s) &&

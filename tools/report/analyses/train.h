@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "fixtures/schema/families.h"
 #include "tools/report/analyses/sweep.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
@@ -14,7 +15,7 @@
 namespace dlb::report {
 
 // ---- train: training steps, per model ----
-inline constexpr std::string_view kTrainFamily = "train";
+inline constexpr std::string_view kTrainFamily = families::kTrain;
 // One measured case. Counters the JSON lacks (or holds out of range) are NaN; fmt and graph are
 // empty where the name has no such key (the MLP has no layout, the CPU no graph).
 struct TrainCase {

@@ -382,7 +382,7 @@ Section AllPairsSection(const TrainResult& t) {
 std::vector<Section> TrainSections(const TrainResult& train) {
   if (train.cases.empty()) {
     Section s;
-    s.title = "train";
+    s.title = std::string(kTrainFamily);
     s.notes.push_back("No train results: names train/<cpu|gpu>/<backend>/<model>/bs:.../...");
     for (const std::string& n : train.notes) s.notes.push_back("Left out: " + n);
     return {s};

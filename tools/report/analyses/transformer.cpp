@@ -39,7 +39,7 @@ std::vector<TokenStep> TokenSteps(const MergedRuns& runs) {
   for (const Bench& b : runs.benches) {
     if (!Usable(b) || b.family != kTrainFamily) continue;
     const BenchName& n = *b.parsed;
-    if (n.Get(key::kPass) == "infer") continue;
+    if (n.Get(key::kPass) == value::kInfer) continue;
     const double tokens = Finite(b.Counter(schema::kTokensPerS));
     if (!std::isfinite(tokens)) continue;
     // bs is per GPU on several GPUs: the GPU scaling section has those.

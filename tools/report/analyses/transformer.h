@@ -6,14 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/schema/families.h"
 #include "tools/report/analyses/peaks.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
 namespace dlb::report {
 
-inline constexpr std::string_view kAttnFamily = "attn";
-inline constexpr std::string_view kGemmFamily = "gemm";
+inline constexpr std::string_view kAttnFamily = families::kAttn;
+inline constexpr std::string_view kGemmFamily = families::kGemm;
 
 // A training step that counts tokens (a transformer): per model and device the case with the most
 // tokens/s.
