@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fixtures/schema/families.h"
 #include "tools/report/read/gbench_json.h"
 #include "tools/report/render/document.h"
 
@@ -75,7 +76,7 @@ double RateAtMedianTime(const Bench& b, std::string_view counter);
 // table crowns it best: its figure rests on noise.
 inline constexpr double kNoisyCv = 0.10;
 
-inline constexpr std::string_view kConvFamily = "conv";
+inline constexpr std::string_view kConvFamily = families::kConv;
 // The engine of a convolution that does fewer FLOPs than the direct count its rates are computed
 // from, as its label names it ("[winograd]", "[fft]", "..._ALGO_FFT_TILING", oneDNN's "wino"):
 // "Winograd" or "FFT"; empty for any other case.

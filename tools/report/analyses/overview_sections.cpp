@@ -159,7 +159,7 @@ Words WordsOf(const std::string& fam) {
   w.collectives = f.rate == families::Rate::kBusBandwidth;
   w.by_workload = f.by_workload;
   // A training model's rate is in its own item (images, sequences): each cell names it.
-  if (fam == kTrainFamily) w.per_s = "items/s";
+  if (fam == families::kTrain) w.per_s = "items/s";
   return w;
 }
 
@@ -243,7 +243,7 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
     c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best, r.cpu_noisy));
     c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best, r.gpu_noisy));
-  } else if (bs && r.family == kTrainFamily) {
+  } else if (bs && r.family == families::kTrain) {
     const std::string unit = ItemsPerSecond(r.family, r.subject);
     c.push_back(RateUnitCell(r.cpu_per_s, unit, r.cpu_best, r.cpu_noisy));
     c.push_back(RateUnitCell(r.gpu_per_s, unit, r.gpu_best, r.gpu_noisy));
