@@ -566,8 +566,8 @@ def check_compare(report, exe, folder, out):
     """`compare` of two runs with kernel tables (reports/h100's conv runs, heuristic against
     search) at 1400x1000: every column, the kernels' included, within the window, and no cell's
     text crossing into the next."""
-    base = folder / "kernels_conv_resnet18_heuristic.json"
-    new = folder / "kernels_conv_resnet18_search.json"
+    base = folder / "kernels_conv_resnet18_heuristic.json.gz"
+    new = folder / "kernels_conv_resnet18_search.json.gz"
     if not (base.exists() and new.exists()):
         check(False, "no kernel runs to compare in %s" % folder)
         return
