@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fixtures/schema/naming.h"
+#include "kernels/common/kernel_trace.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -63,15 +64,15 @@ TEST(PeerNames, CheckerRejectsMalformedNames) {
   EXPECT_EQ(Problem("dataload/cpu/torchvision/imagenet.rrc224/bs:256/dt:f32/fmt:nchw/workers:16"),
             "");
   for (const char* bad : {
-           "gemm/gpu/pytorch/Square.8192/dt:bf16",           // upper case
-           "gemm/tpu/pytorch/square.8192/dt:bf16",           // no such device
-           "gemm/gpu/pytorch/square.8192/dt",                // a key without a value
-           "gemm/gpu/pytorch",                               // no workload
-           "gemm/gpu/pytorch/square 8192/dt:bf16",           // a space
-           "conv/gpu/pytorch/resnet18.conv1/dt:f32/bs:64",   // bs after dt: not canonical
-           "train/gpu/pytorch/gpt2s/bs:8/bs:16",             // a key twice
-           "gemm/gpu/pytorch/square.8192/dt:bf16_median",    // an aggregate's name
-           "gemm/gpu/cublaslt/square.8192/dt:bf16",          // not the peer's backend
+           "gemm/gpu/pytorch/Square.8192/dt:bf16",          // upper case
+           "gemm/tpu/pytorch/square.8192/dt:bf16",          // no such device
+           "gemm/gpu/pytorch/square.8192/dt",               // a key without a value
+           "gemm/gpu/pytorch",                              // no workload
+           "gemm/gpu/pytorch/square 8192/dt:bf16",          // a space
+           "conv/gpu/pytorch/resnet18.conv1/dt:f32/bs:64",  // bs after dt: not canonical
+           "train/gpu/pytorch/gpt2s/bs:8/bs:16",            // a key twice
+           "gemm/gpu/pytorch/square.8192/dt:bf16_median",   // an aggregate's name
+           "gemm/gpu/cublaslt/square.8192/dt:bf16",         // not the peer's backend
        })
     EXPECT_NE(Problem(bad), "") << bad;
 }
@@ -120,6 +121,49 @@ TEST(PeerNames, AFlagTheSubcommandRejectsFailsWithOneLine) {
   EXPECT_TRUE(l.lines.empty());
   EXPECT_EQ(l.err.find('\n'), l.err.size() - 1) << l.err;
   EXPECT_NE(l.err.find("unknown model nosuchmodel"), std::string::npos) << l.err;
+}
+
+// The peer's --kernels tables (tools/peers/pytorch/kernels.py) shorten a kernel's name as
+// dlbench's recorder does, so compare finds the same kernel under the same row on both sides.
+TEST(PeerKernelNames, ShortenedAsTheRecorderShortensThem) {
+  const std::vector<std::string> names = {
+      "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
+      "BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >(at::"
+      "TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, at::native::"
+      "binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, at::native::"
+      "gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, at::native::"
+      "binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<"
+      "float, float, float, at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)"
+      "#1})",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+      "segment_k_off_kernel__5x_cublas",
+      "void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true, "
+      "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, float "
+      "const*, float*)",
+      "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false>(float*, "
+      "float const*, int, int, int)",
+      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float, "
+      "false>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, "
+      "float*, "
+      "float*, c10::BFloat16*)",
+      "square(float*, int)",
+  };
+  dlb::testing::TempDir dir("peer_kernel_names");
+  {
+    std::ofstream in(dir / "in");
+    for (const auto& n : names) in << n << "\n";
+  }
+  const std::string cmd = std::string("cd '") + DLB_ROOT + "' && '" + DLB_PYTHON +
+                          "' -B -c 'import sys; from tools.peers.pytorch import kernels; "
+                          "[print(kernels.shorten(l.rstrip(chr(10)))) for l in sys.stdin]' <" +
+                          (dir / "in") + " >" + (dir / "out");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream out(dir / "out");
+  std::vector<std::string> got;
+  for (std::string line; std::getline(out, line);) got.push_back(line);
+  ASSERT_EQ(got.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(got[i], dlb::trace::ShortenKernelName(names[i])) << names[i];
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 PEER = os.path.join(ROOT, "tools", "peers", "pytorch-peer")
 sys.path.insert(0, ROOT)
 
-from tools.peers.pytorch import cli, core  # noqa: E402
+from tools.peers.pytorch import cli, core, kernels  # noqa: E402
 
 
 def peer(*args):
@@ -134,6 +134,32 @@ class Core(unittest.TestCase):
     def test_first_line(self):
         self.assertEqual(core.first_line(RuntimeError("one\ntwo")), "one")
         self.assertEqual(core.first_line(RuntimeError()), "RuntimeError")
+
+
+class KernelTable(unittest.TestCase):
+    """--kernels on: profiler activities become dlbench's kernels object (docs/schema.md)."""
+
+    def test_rows_summed_by_short_name_sorted_and_per_run(self):
+        acts = [("void k<int>(int)", 2e-6), ("void k<int>(float)", 4e-6),
+                ("Memcpy DtoD (Device -> Device)", 1e-6), ("Memset (Device)", 0.5e-6)]
+        t = kernels.table(acts, runs=2, span_s=1e-5)
+        self.assertEqual((t["source"], t["runs"], t["span_s"]), ("cupti", 2, 1e-5))
+        self.assertEqual([(r["name"], r["kind"]) for r in t["rows"]],
+                         [("k<int>", "kernel"), ("memcpy DtoD", "memcpy"), ("memset", "memset")])
+        k = t["rows"][0]
+        self.assertEqual(k["launches_per_run"], 1.0)
+        self.assertAlmostEqual(k["total_s"], 6e-6)
+        self.assertAlmostEqual(k["mean_s"], 3e-6)
+        self.assertAlmostEqual(k["share"], 0.6)
+
+    def test_rows_past_the_limit_sum_into_other(self):
+        acts = [(f"kernel_{i:02d}", (40 - i) * 1e-6) for i in range(40)]
+        t = kernels.table(acts, runs=1, span_s=1.0)
+        self.assertEqual(len(t["rows"]), kernels.MAX_ROWS + 1)
+        other = t["rows"][-1]
+        self.assertEqual((other["name"], other["kind"]), ("(other)", "other"))
+        self.assertAlmostEqual(other["total_s"], sum((40 - i) * 1e-6 for i in range(30, 40)))
+        self.assertEqual(other["launches_per_run"], 10.0)
 
 
 class Layout(unittest.TestCase):

@@ -50,6 +50,9 @@ FLAGS = [
     (("--threads",), dict(type=int, default=0),
      dict.fromkeys(("gemm", "conv", "train"), "torch's intra-op threads (default: torch's)")),
     (("--repetitions",), dict(type=int, default=5), dict.fromkeys(FAMILIES, "default 5")),
+    (("--kernels",), dict(choices=["on", "off"], default="off"),
+     {"train": "GPU: on records each step's kernels (torch.profiler) into its JSON as dlbench's "
+               "--dlb_kernels=on does, for compare's kernel diff (default off)"}),
     (("--data",), dict(), {"dataload": "the ImageFolder dataset"}),
     (("--workers",), dict(default="16"), {"dataload": "CPU: DataLoader worker processes (default 16)"}),
     (("--batches",), dict(type=int, default=20), {"dataload": "batches per repetition (default 20)"}),

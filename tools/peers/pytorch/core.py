@@ -125,9 +125,11 @@ def capture(warm_step, body, before_capture=None, warmups=3):
     return g.replay
 
 
-def time_step(build, device, reps):
+def time_step(build, device, reps, record=None):
     """Builds a step (build() -> (fn, extra)) and times it on a clean allocator: (times, peak
-    memory in bytes, extra). The step is freed before returning, whatever happens."""
+    memory in bytes, extra). With record (a GPU case's dlbench object, --kernels on), the step's
+    kernel table goes into record["kernels"] after the timing. The step is freed before
+    returning, whatever happens."""
     import gc
     import resource
     import torch
@@ -141,6 +143,9 @@ def time_step(build, device, reps):
         times = time_fn(fn, device, reps=reps)
         peak = (torch.cuda.max_memory_allocated() if gpu
                 else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        if record is not None and gpu:
+            from . import kernels
+            record["kernels"] = kernels.record(fn)
         return times, peak, extra
     finally:
         del fn

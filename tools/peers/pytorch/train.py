@@ -113,7 +113,7 @@ def train_benchmarks(args):
         try:
             times, peak, _ = core.time_step(
                 lambda: (train_step_fn(model, bs, dt, fmt, pas, graph == "1", gpu), None),
-                args.device, args.repetitions)
+                args.device, args.repetitions, result if args.kernels == "on" else None)
         except RuntimeError as e:
             benchmarks.append(core.step_failure(name, e, result))
             continue

@@ -102,7 +102,7 @@ def benchmarks(args):
         try:
             times, peak, flops = core.time_step(
                 lambda: step_fn(model, bs, seq, dt, graph == "1", gpu), args.device,
-                args.repetitions)
+                args.repetitions, result if args.kernels == "on" else None)
         except RuntimeError as e:
             out.append(core.step_failure(name, e, result))
             continue
