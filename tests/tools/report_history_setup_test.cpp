@@ -4,6 +4,7 @@
 #include "tests/tools/report_history_fixture.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/repro.h"
+#include "tools/report/history/series.h"
 
 namespace dlb::report {
 namespace {
@@ -111,6 +112,68 @@ TYPED_TEST(Setup, TwoBinariesFilesAddedToOneRunAreBothKept) {
   SiteOptions so;
   so.out_dir = out;
   EXPECT_EQ(WriteSite(db, so).cases, 2);
+}
+
+// The libraries each case of `db`'s newest run was measured with, by case, as the history reads
+// them back (each case's own file's context).
+std::map<std::string, std::string> LibrariesByCase(const std::string& db) {
+  auto store = OpenStore(db, false, {});
+  std::map<std::string, std::string> out;
+  for (const history::CaseSeries& s :
+       history::ReadSeries(*store, history::FilteredRuns(*store, {}, 1)))
+    out[s.name] = ContextValue(*s.points.back().context, schema::kCtxLibraries);
+  return out;
+}
+
+// export / import of a run of two binaries into a store that holds the run with one binary's
+// file: the other binary's cases are added under their own file's context; copying again adds
+// nothing; a case held there with other figures is refused, nothing copied.
+TYPED_TEST(Setup, ExportImportAddsWhatARunLacksUnderEachFilesContext) {
+  const std::string& db = this->db_;
+  const RunMeta meta{"abc1234", "main", "m1", "2026-12-05T00:00:00Z"};
+  const std::string laptop = this->dir_ / "laptop.sqlite";
+  HistoryAdd(laptop, {GemmFile(0, 10)}, meta);
+  HistoryAdd(laptop, {AttnFile(0, 20, "9.14.0")}, meta);
+  HistoryAdd(db, {GemmFile(0, 10)}, meta);
+  CopyResult c = HistoryCopy(laptop, db);
+  EXPECT_EQ(c.copied, 0);
+  EXPECT_EQ(c.extended, 1);
+  EXPECT_EQ(c.present, 0);
+  EXPECT_EQ(c.results, 1);
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 2);
+  EXPECT_EQ(this->Count("files"), 2);
+  std::map<std::string, std::string> libs = LibrariesByCase(db);
+  EXPECT_EQ(libs[kGemm], kCublas);
+  EXPECT_EQ(libs[kAttn], "cudnn 9.14.0 /opt/cudnn/lib/libcudnn.so.9.14.0; " + kCublas);
+
+  c = HistoryCopy(laptop, db);
+  EXPECT_EQ(c.copied + c.extended, 0);
+  EXPECT_EQ(c.present, 1);
+  EXPECT_EQ(c.results, 0);
+  EXPECT_EQ(this->Count("results"), 2);
+  EXPECT_EQ(this->Count("files"), 2);
+
+  // The store into a new SQLite file: the run with both files, each case under its own.
+  const std::string copy = this->dir_ / "copy.sqlite";
+  c = HistoryCopy(db, copy);
+  EXPECT_EQ(c.copied, 1);
+  EXPECT_EQ(c.results, 2);
+  EXPECT_EQ(LibrariesByCase(copy), libs);
+
+  // Another store holds the attention case of that run with other figures, and a run of its own:
+  // nothing of it is copied.
+  const std::string other = this->dir_ / "other.sqlite";
+  HistoryAdd(other, {GemmFile(1, 10)}, {"def5678", "main", "m1", "2026-12-06T00:00:00Z"});
+  HistoryAdd(other, {AttnFile(0, 25, "9.14.0")}, meta);
+  const std::string m = this->ErrorOf([&] { HistoryCopy(other, db); });
+  EXPECT_NE(m.find(RedactUrl(db) + ":copy: " + kAttn +
+                   " is in run abc1234 (machine m1, date 2026-12-05T00:00:00Z) already with "
+                   "other figures"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 2);
 }
 
 // A 24-run history of two binaries added file by file, the GEMM file first: the attention binary
