@@ -176,6 +176,58 @@ TYPED_TEST(Setup, ExportImportAddsWhatARunLacksUnderEachFilesContext) {
   EXPECT_EQ(this->Count("results"), 2);
 }
 
+// Two binaries of each run, added in alternating order; only the attention binary's cuDNN
+// changes (9.14.0 -> 9.19.0 from run #10), and the binaries load different cuBLAS builds. check's
+// libraries note and the machine page read each binary's own files, never the run's first.
+TYPED_TEST(Setup, EachBinaryKeepsItsOwnLibrariesInCheckAndSite) {
+  const std::string& db = this->db_;
+  const std::string wheel_cublas = "cublas 13.0.2 /torch/lib/libcublas.so.13.0.2";
+  auto gemm = [&](int i) {
+    return BinaryFile("gemm.json", i, {kGemm}, 100,
+                      R"(, "executable": "/b/bench_gemm")" + Libraries(kCublas));
+  };
+  auto attn = [&](int i) {
+    const std::string cudnn = i >= 9 ? "9.19.0" : "9.14.0";
+    return BinaryFile("attn.json", i, {kAttn}, 200,
+                      R"(, "executable": "/b/bench_attn")" +
+                          Libraries("cudnn " + cudnn + " /opt/cudnn/lib/libcudnn.so." + cudnn +
+                                    "; " + wheel_cublas));
+  };
+  for (int i = 0; i < 12; ++i) {
+    const RunMeta meta{"c" + std::to_string(i), "main", "", ""};
+    if (i % 2) {
+      HistoryAdd(db, {gemm(i)}, meta);
+      HistoryAdd(db, {attn(i)}, meta);
+    } else {
+      HistoryAdd(db, {attn(i)}, meta);
+      HistoryAdd(db, {gemm(i)}, meta);
+    }
+  }
+  // The newest run's first file is the GEMM binary's; the note is of the attention binary alone.
+  const CheckResult r = HistoryCheck(db, {});
+  std::string note;
+  for (const std::string& n : r.doc.notes)
+    if (n.find("different library versions") != std::string::npos) note = n;
+  EXPECT_EQ(note,
+            "⚠ Measured on different library versions: bench_attn (1 case): cudnn 9.14.0 in 9 of "
+            "the window's 11 runs, 9.19.0 in the newest. A change may come from the libraries "
+            "rather than from the code.");
+
+  SiteOptions so;
+  so.out_dir = this->dir_ / "site";
+  WriteSite(db, so);
+  const std::string page = Read(fs::path(so.out_dir) / site::Slug("h200") / "machine.html");
+  // One change in twelve runs: cuDNN at #10. Each binary's cuBLAS under its own name.
+  size_t changed = 0;
+  for (size_t at = page.find("class=chg>"); at != std::string::npos;
+       at = page.find("class=chg>", at + 1))
+    ++changed;
+  EXPECT_EQ(changed, 1u) << page;
+  EXPECT_NE(page.find("<b>cudnn</b> 9.14.0 → 9.19.0"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>cublas (bench_gemm)</td><td>13.1.0</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>cublas (bench_attn)</td><td>13.0.2</td>"), std::string::npos) << page;
+}
+
 // A 24-run history of two binaries added file by file, the GEMM file first: the attention binary
 // moves from cuDNN 9.14.0 to 9.19.0 at run #17 and is 5.5% slower from there; the GEMM case is 10%
 // slower from run #13 on with its libraries unchanged. The code regression is found with its

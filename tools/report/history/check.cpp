@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/gate.h"
 #include "tools/report/analyses/kernel_diff.h"
@@ -25,6 +26,7 @@
 #include "tools/report/history/series.h"
 #include "tools/report/history/store.h"
 #include "tools/report/history/tables.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 
@@ -72,17 +74,6 @@ struct Diagnosis {
   std::optional<Table> table;
 };
 
-// A run's context as stored.
-Context RunContext(Store& db, int64_t id) {
-  Context context;
-  auto q = db.Prepare("SELECT context FROM runs WHERE id = ?", "runs");
-  q->Bind(1, id);
-  if (q->Step()) context = ParseContext(q->Text(0));
-  while (q->Step()) {
-  }
-  return context;
-}
-
 // Per case of the newest run, its series (ReadSeries) over `runs` that holds the newest run: the
 // build it was measured in now, never another tier's or build's.
 std::map<std::string, CaseSeries> NewestSeries(Store& db, const std::vector<RunInfo>& runs,
@@ -129,11 +120,26 @@ std::string StepEnvironment(const CaseSeries& s, const ChangePoint& c) {
       s.points[c.at].run + 1);
 }
 
-// The note when runs of the window loaded other library versions than the newest run.
-std::string LibrariesNote(Store& db, const std::vector<RunRow>& runs) {
-  std::vector<Context> window;
-  for (size_t i = 0; i + 1 < runs.size(); ++i) window.push_back(RunContext(db, runs[i].id));
-  return LibrariesAcrossRunsNote(window, RunContext(db, runs.back().id));
+// The note when the window's runs loaded other library versions than the newest run, per binary:
+// each case read in the contexts of the files that measured it (those of its own binary), its
+// cases grouped by the newest run's file.
+std::string LibrariesNote(const std::map<std::string, CaseSeries>& window) {
+  std::map<const Context*, std::vector<const CaseSeries*>> by_file;
+  for (const auto& [name, s] : window) by_file[s.points.back().context.get()].push_back(&s);
+  std::vector<LibraryRuns> binaries;
+  for (const auto& [newest, cases] : by_file) {
+    LibraryRuns b;
+    b.newest = *newest;
+    for (size_t i = 0; i + 1 < cases.front()->points.size(); ++i)
+      b.window.push_back(*cases.front()->points[i].context);
+    std::string binary = ContextValue(*newest, schema::kCtxExecutable);
+    binary = binary.substr(binary.find_last_of('/') + 1);
+    if (binary.empty()) binary = "the " + cases.front()->family + " binary";
+    b.who =
+        binary + " (" + std::to_string(cases.size()) + (cases.size() == 1 ? " case)" : " cases)");
+    binaries.push_back(std::move(b));
+  }
+  return LibrariesAcrossRunsNote(binaries);
 }
 
 class Diagnoser {
@@ -421,7 +427,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                 " runs, each slower than the window; a slower newest run alone is unconfirmed: "
                 "reported, it fails nothing (a shared host slows a whole run now and then)."
           : "A slower newest run fails on its own (--hold 1).");
-  if (std::string libs = LibrariesNote(db, runs); !libs.empty()) d.notes.push_back(libs);
+  if (std::string libs = LibrariesNote(window); !libs.empty()) d.notes.push_back(libs);
   if (r.environment_changes || any_env)
     d.notes.push_back(
         std::to_string(r.environment_changes) +
