@@ -15,6 +15,7 @@
 
 #include "fixtures/schema/families.h"
 #include "tests/support/temp_dir.h"
+#include "tests/tools/report_cases.h"
 
 namespace {
 
@@ -69,6 +70,41 @@ TEST_F(Cli, FamiliesPrintsEveryBinaryOfTheTableInOrder) {
   EXPECT_EQ(r.out, expected);
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(Run("families extra").rc, 1);
+}
+
+// A folder of one attention case on two cuDNN builds is two rows, each build's own figure, and
+// Problems counts the setups; compare of fp8 runs with full and fast accumulation names the flag.
+TEST_F(Cli, TwoBuildsOfACaseAreTwoRowsAndCompareNamesTheFlagThatDiffers) {
+  using dlb::report::testing::CasesJson;
+  const std::string attn = "attn/gpu/cudnn/qwen2_7b.attn/bs:4/dt:bf16/pass:bwd/seq:1024";
+  auto cudnn = [](const std::string& v) {
+    return R"("libraries_loaded": "cudnn )" + v + " /opt/cudnn-" + v + "/libcudnn.so." + v + "\"";
+  };
+  fs::create_directory(dir_ / "runs");
+  Write("runs/attn_914.json", CasesJson({{attn, 1100}}, "NVIDIA H200", cudnn("9.14.0")));
+  Write("runs/attn_919.json", CasesJson({{attn, 1020}}, "NVIDIA H200", cudnn("9.19.0")));
+  Result r = Run("summary " + (dir_ / "runs").string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("| cudnn-9.14.0 | 1.10 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| cudnn-9.19.0 | 1.02 ms"), std::string::npos) << r.out;
+  Result report = Run("report " + (dir_ / "runs").string());
+  ASSERT_EQ(report.rc, 0) << report.err;
+  EXPECT_NE(report.out.find("**Setups**: 1 case(s) were measured under 2 setups"),
+            std::string::npos)
+      << report.out;
+
+  const std::string gemm = "gemm/gpu/cublaslt/square.8192/dt:fp8";
+  auto accum = [](const std::string& how) {
+    return R"("dlbench_command": "/b/bench_gemm --dlb_gemm_fp8_accum=)" + how + "\"";
+  };
+  Write("full.json", CasesJson({{gemm, 900}}, "NVIDIA H200", accum("full")));
+  Write("fast.json", CasesJson({{gemm, 800}}, "NVIDIA H200", accum("fast")));
+  Result c = Run("compare " + (dir_ / "full.json").string() + " " + (dir_ / "fast.json").string());
+  EXPECT_EQ(c.rc, 0) << c.err;
+  EXPECT_NE(c.out.find("⚠ Measured with different settings: --dlb_gemm_fp8_accum=full (base) -> "
+                       "fast (new)"),
+            std::string::npos)
+      << c.out;
 }
 
 TEST_F(Cli, CompareExitsThreeOnARegression) {

@@ -229,16 +229,17 @@ TEST(Findings, NetworksCarryTheirShareOfPeakWithThePeakNamed) {
   EXPECT_EQ(At(t, 0, "device").Text(), "CPU");
   EXPECT_FALSE(At(t, 0, "pct_peak").value.has_value());
   EXPECT_EQ(At(t, 0, "peak").Text(), "no peak known");
-  // The family's table has the same share per row, and its note names the peaks.
+  // The family's table has the same share per row; its one row's peak is said in its title, and
+  // the note says where a row's peak is named.
   const std::vector<Section> sections = OverviewSections(ov);
   ASSERT_FALSE(sections.empty());
   ASSERT_FALSE(sections[0].tables.empty());
-  EXPECT_NEAR(*At(sections[0].tables[0], 0, "gpu_pct_peak").value, 17.5, 1e-6);
+  const Table& net = sections[0].tables[0];
+  EXPECT_NEAR(*At(net, 0, "gpu_pct_peak").value, 17.5, 1e-6);
+  EXPECT_NE(net.title.find("; GPU peak: spec bf16 "), std::string::npos) << net.title;
   EXPECT_NE(sections[0].notes[0].find("% of peak (a network: its layers' shares, weighted by their "
-                                      "time): against "),
+                                      "time): of the peak its row names"),
             std::string::npos)
-      << sections[0].notes[0];
-  EXPECT_NE(sections[0].notes[0].find("GPU: spec bf16 "), std::string::npos)
       << sections[0].notes[0];
   EXPECT_NE(sections[0].notes[0].find("-: no peak known"), std::string::npos)
       << sections[0].notes[0];
@@ -270,6 +271,61 @@ TEST(Findings, NetworksCarryTheirShareOfPeakWithThePeakNamed) {
       EXPECT_NE(At(*best, r, "peak").Text(), "no peak known");
     }
   EXPECT_TRUE(loader);
+}
+
+// One column of % of peak never sets rows against different peaks under one header: f32 and bf16
+// GEMMs of a table each name their own dtype's peak in the row; a peak every row shares is said
+// once, in the title.
+TEST(Findings, EachRowsPercentOfPeakNamesItsOwnPeak) {
+  const std::string measured =
+      R"x("gpu_peak_measured": "f32 50.0 TFLOP/s (gemm 8192); bf16 800.0 TFLOP/s (gemm 8192)")x";
+  const MergedRuns m = Merge({ParseBenchmarkJson(
+      testing::CasesJson({{"gemm/gpu/cublaslt/square.4096/dt:f32", 100, {{"flop_per_s", 25e12}}},
+                          {"gemm/gpu/cublaslt/square.4096/dt:bf16", 10, {{"flop_per_s", 400e12}}}},
+                         "H100", measured),
+      "g.json")});
+  const std::vector<Section> sections = OverviewSections(ComputeOverview(m));
+  ASSERT_EQ(sections.size(), 1u);
+  const Table& t = sections[0].tables.at(0);
+  ASSERT_EQ(t.rows.size(), 2u) << RenderMarkdown(Document{"t", {}, {sections[0]}});
+  ASSERT_TRUE(At(t, 0, "gpu_pct_peak").value.has_value())
+      << RenderMarkdown(Document{"t", {}, {sections[0]}});
+  EXPECT_NEAR(*At(t, 0, "gpu_pct_peak").value, 50, 1e-6);
+  EXPECT_EQ(At(t, 0, "gpu_peak").Text(), "measured f32 50.0 TFLOP/s");
+  EXPECT_NEAR(*At(t, 1, "gpu_pct_peak").value, 50, 1e-6);
+  EXPECT_EQ(At(t, 1, "gpu_peak").Text(), "measured bf16 800 TFLOP/s");
+
+  // One dtype: one peak, in the title, and no peak column.
+  const MergedRuns one = Merge({ParseBenchmarkJson(
+      testing::CasesJson({{"gemm/gpu/cublaslt/square.4096/dt:bf16", 10, {{"flop_per_s", 400e12}}},
+                          {"gemm/gpu/cublaslt/square.8192/dt:bf16", 80, {{"flop_per_s", 400e12}}}},
+                         "H100", measured),
+      "g.json")});
+  const std::vector<Section> one_sections = OverviewSections(ComputeOverview(one));
+  const Table& u = one_sections.at(0).tables.at(0);
+  EXPECT_NE(u.title.find("; GPU peak: measured bf16 800 TFLOP/s"), std::string::npos) << u.title;
+  for (const Column& c : u.columns) EXPECT_NE(c.key, "gpu_peak");
+}
+
+// A transformer's rates are in its own items: the model's table says sequences/s in its header,
+// an MLP's samples/s, and a table of both names each rate's unit in its cell.
+TEST(Findings, ATrainingRowCountsItsModelsItems) {
+  auto step = [](const std::string& model, double us) {
+    return Case{"train/gpu/libtorch/" + model + "/bs:8/dt:bf16/pass:train", us};
+  };
+  const MergedRuns m =
+      Merge({ParseBenchmarkJson(testing::CasesJson({step("gpt2s", 1000)}, "H100"), "t.json")});
+  const std::vector<Section> gpt_sections = OverviewSections(ComputeOverview(m));
+  const Table& gpt = gpt_sections.at(0).tables.at(0);
+  bool header = false;
+  for (const Column& c : gpt.columns) header |= c.title == "GPU sequences/s";
+  EXPECT_TRUE(header);
+  const MergedRuns both = Merge({ParseBenchmarkJson(
+      testing::CasesJson({step("gpt2s", 1000), step("mlp", 10)}, "H100"), "t.json")});
+  const std::vector<Section> both_sections = OverviewSections(ComputeOverview(both));
+  const Table& mixed = both_sections.at(0).tables.at(0);
+  EXPECT_NE(At(mixed, 0, "gpu_per_s").Text().find("sequences/s"), std::string::npos);
+  EXPECT_NE(At(mixed, 1, "gpu_per_s").Text().find("samples/s"), std::string::npos);
 }
 
 // Timing hazards read from each file's context, as Google Benchmark's JSON writes it: the library

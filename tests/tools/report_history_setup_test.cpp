@@ -4,6 +4,7 @@
 #include "tests/tools/report_history_fixture.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/repro.h"
+#include "tools/report/history/series.h"
 
 namespace dlb::report {
 namespace {
@@ -111,6 +112,120 @@ TYPED_TEST(Setup, TwoBinariesFilesAddedToOneRunAreBothKept) {
   SiteOptions so;
   so.out_dir = out;
   EXPECT_EQ(WriteSite(db, so).cases, 2);
+}
+
+// The libraries each case of `db`'s newest run was measured with, by case, as the history reads
+// them back (each case's own file's context).
+std::map<std::string, std::string> LibrariesByCase(const std::string& db) {
+  auto store = OpenStore(db, false, {});
+  std::map<std::string, std::string> out;
+  for (const history::CaseSeries& s :
+       history::ReadSeries(*store, history::FilteredRuns(*store, {}, 1)))
+    out[s.name] = ContextValue(*s.points.back().context, schema::kCtxLibraries);
+  return out;
+}
+
+// export / import of a run of two binaries into a store that holds the run with one binary's
+// file: the other binary's cases are added under their own file's context; copying again adds
+// nothing; a case held there with other figures is refused, nothing copied.
+TYPED_TEST(Setup, ExportImportAddsWhatARunLacksUnderEachFilesContext) {
+  const std::string& db = this->db_;
+  const RunMeta meta{"abc1234", "main", "m1", "2026-12-05T00:00:00Z"};
+  const std::string laptop = this->dir_ / "laptop.sqlite";
+  HistoryAdd(laptop, {GemmFile(0, 10)}, meta);
+  HistoryAdd(laptop, {AttnFile(0, 20, "9.14.0")}, meta);
+  HistoryAdd(db, {GemmFile(0, 10)}, meta);
+  CopyResult c = HistoryCopy(laptop, db);
+  EXPECT_EQ(c.copied, 0);
+  EXPECT_EQ(c.extended, 1);
+  EXPECT_EQ(c.present, 0);
+  EXPECT_EQ(c.results, 1);
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 2);
+  EXPECT_EQ(this->Count("files"), 2);
+  std::map<std::string, std::string> libs = LibrariesByCase(db);
+  EXPECT_EQ(libs[kGemm], kCublas);
+  EXPECT_EQ(libs[kAttn], "cudnn 9.14.0 /opt/cudnn/lib/libcudnn.so.9.14.0; " + kCublas);
+
+  c = HistoryCopy(laptop, db);
+  EXPECT_EQ(c.copied + c.extended, 0);
+  EXPECT_EQ(c.present, 1);
+  EXPECT_EQ(c.results, 0);
+  EXPECT_EQ(this->Count("results"), 2);
+  EXPECT_EQ(this->Count("files"), 2);
+
+  // The store into a new SQLite file: the run with both files, each case under its own.
+  const std::string copy = this->dir_ / "copy.sqlite";
+  c = HistoryCopy(db, copy);
+  EXPECT_EQ(c.copied, 1);
+  EXPECT_EQ(c.results, 2);
+  EXPECT_EQ(LibrariesByCase(copy), libs);
+
+  // Another store holds the attention case of that run with other figures, and a run of its own:
+  // nothing of it is copied.
+  const std::string other = this->dir_ / "other.sqlite";
+  HistoryAdd(other, {GemmFile(1, 10)}, {"def5678", "main", "m1", "2026-12-06T00:00:00Z"});
+  HistoryAdd(other, {AttnFile(0, 25, "9.14.0")}, meta);
+  const std::string m = this->ErrorOf([&] { HistoryCopy(other, db); });
+  EXPECT_NE(m.find(RedactUrl(db) + ":copy: " + kAttn +
+                   " is in run abc1234 (machine m1, date 2026-12-05T00:00:00Z) already with "
+                   "other figures"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(this->Count("runs"), 1);
+  EXPECT_EQ(this->Count("results"), 2);
+}
+
+// Two binaries of each run, added in alternating order; only the attention binary's cuDNN
+// changes (9.14.0 -> 9.19.0 from run #10), and the binaries load different cuBLAS builds. check's
+// libraries note and the machine page read each binary's own files, never the run's first.
+TYPED_TEST(Setup, EachBinaryKeepsItsOwnLibrariesInCheckAndSite) {
+  const std::string& db = this->db_;
+  const std::string wheel_cublas = "cublas 13.0.2 /torch/lib/libcublas.so.13.0.2";
+  auto gemm = [&](int i) {
+    return BinaryFile("gemm.json", i, {kGemm}, 100,
+                      R"(, "executable": "/b/bench_gemm")" + Libraries(kCublas));
+  };
+  auto attn = [&](int i) {
+    const std::string cudnn = i >= 9 ? "9.19.0" : "9.14.0";
+    return BinaryFile("attn.json", i, {kAttn}, 200,
+                      R"(, "executable": "/b/bench_attn")" +
+                          Libraries("cudnn " + cudnn + " /opt/cudnn/lib/libcudnn.so." + cudnn +
+                                    "; " + wheel_cublas));
+  };
+  for (int i = 0; i < 12; ++i) {
+    const RunMeta meta{"c" + std::to_string(i), "main", "", ""};
+    if (i % 2) {
+      HistoryAdd(db, {gemm(i)}, meta);
+      HistoryAdd(db, {attn(i)}, meta);
+    } else {
+      HistoryAdd(db, {attn(i)}, meta);
+      HistoryAdd(db, {gemm(i)}, meta);
+    }
+  }
+  // The newest run's first file is the GEMM binary's; the note is of the attention binary alone.
+  const CheckResult r = HistoryCheck(db, {});
+  std::string note;
+  for (const std::string& n : r.doc.notes)
+    if (n.find("different library versions") != std::string::npos) note = n;
+  EXPECT_EQ(note,
+            "⚠ Measured on different library versions: bench_attn (1 case): cudnn 9.14.0 in 9 of "
+            "the window's 11 runs, 9.19.0 in the newest. A change may come from the libraries "
+            "rather than from the code.");
+
+  SiteOptions so;
+  so.out_dir = this->dir_ / "site";
+  WriteSite(db, so);
+  const std::string page = Read(fs::path(so.out_dir) / site::Slug("h200") / "machine.html");
+  // One change in twelve runs: cuDNN at #10. Each binary's cuBLAS under its own name.
+  size_t changed = 0;
+  for (size_t at = page.find("class=chg>"); at != std::string::npos;
+       at = page.find("class=chg>", at + 1))
+    ++changed;
+  EXPECT_EQ(changed, 1u) << page;
+  EXPECT_NE(page.find("<b>cudnn</b> 9.14.0 → 9.19.0"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>cublas (bench_gemm)</td><td>13.1.0</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>cublas (bench_attn)</td><td>13.0.2</td>"), std::string::npos) << page;
 }
 
 // A 24-run history of two binaries added file by file, the GEMM file first: the attention binary

@@ -15,6 +15,7 @@
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/setup.h"
 #include "tools/report/analyses/transformer.h"
+#include "tools/report/history/environment.h"
 
 namespace dlb::report {
 namespace {
@@ -46,6 +47,18 @@ TEST(SetupKey, FlagsOfASetupAreThoseThatChangeTheMeasurement) {
                                                        {"--dlb_threads", "8"}};
   EXPECT_EQ(SetupFlags("/b/bench_gemm --dlb_tier=full --dlb_gemm_fp8_accum=fast "
                        "'--benchmark_filter=gemm/.*' --dlb_threads=8 --dlb_seed=3 --dlb_budget=5"),
+            expected);
+}
+
+// The history names a change of exactly the flags that make a report's setup: one list.
+TEST(SetupKey, TheHistoryNamesTheFlagsThatMakeASetup) {
+  const std::string command =
+      "/b/bench_gemm --dlb_tier=full --dlb_gemm_fp8_accum=fast --dlb_kernels=on --dlb_seed=3 "
+      "--dlb_monitor_trace=t.csv --dlb_peak_gpu_tflops=989";
+  const std::map<std::string, std::string> expected = {
+      {"--dlb_gemm_fp8_accum", "fast"}, {"--dlb_kernels", "on"}, {"--dlb_peak_gpu_tflops", "989"}};
+  EXPECT_EQ(SetupFlags(command), expected);
+  EXPECT_EQ(history::MeasuringFlags({{std::string(schema::kCtxCommand), command}}, "gemm"),
             expected);
 }
 

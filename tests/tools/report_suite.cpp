@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "tests/tools/report_synthetic.h"
+
 namespace dlb::report::synthetic {
 
 const char* SuiteNoiseName(SuiteNoise n) {
@@ -28,14 +30,6 @@ const char* OutliersName(Outliers o) {
   return "?";
 }
 
-namespace {
-
-double LogUniform(double lo, double hi, std::mt19937_64& rng) {
-  return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
-}
-
-}  // namespace
-
 Suite MakeSuite(const SuiteSpec& s, std::mt19937_64& rng) {
   std::normal_distribution<double> normal(0, 1);
   std::uniform_real_distribution<double> unit(0, 1), slow(s.outlier_lo, s.outlier_hi);
@@ -46,12 +40,11 @@ Suite MakeSuite(const SuiteSpec& s, std::mt19937_64& rng) {
   Suite suite(static_cast<size_t>(s.cases));
   for (int c = 0; c < s.cases; ++c) {
     double cv = 0.01;
-    if (s.noise == SuiteNoise::kGpuRange) cv = LogUniform(0.005, 0.04, rng);
-    if (s.noise == SuiteNoise::kCpu) cv = LogUniform(0.02, 0.30, rng);
-    const double sigma = std::sqrt(std::log(1 + cv * cv));
+    if (s.noise == SuiteNoise::kGpuRange) cv = GpuCv(rng);
+    if (s.noise == SuiteNoise::kCpu) cv = CpuCv(rng);
     std::vector<double>& v = suite[static_cast<size_t>(c)];
     for (int r = 0; r < s.runs; ++r) {
-      double x = 1e6 * std::exp(sigma * normal(rng) - sigma * sigma / 2) * whole[r];
+      double x = 1e6 * LogNormal(cv, normal(rng)) * whole[r];
       if (s.outliers == Outliers::kPerCase) x *= outlier();
       if (c < s.stepped && s.step_at > 0 && r >= s.step_at) x *= 1 + s.step;
       v.push_back(x);

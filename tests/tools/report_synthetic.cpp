@@ -29,6 +29,14 @@ double LogUniform(double lo, double hi, std::mt19937_64& rng) {
 
 }  // namespace
 
+double GpuCv(std::mt19937_64& rng) { return LogUniform(0.005, 0.04, rng); }
+double CpuCv(std::mt19937_64& rng) { return LogUniform(0.02, 0.30, rng); }
+
+double LogNormal(double cv, double z) {
+  const double sigma = std::sqrt(std::log(1 + cv * cv));
+  return std::exp(sigma * z - sigma * sigma / 2);
+}
+
 History Make(Noise noise, int runs, double step, std::mt19937_64& rng) {
   History h;
   std::normal_distribution<double> normal(0, 1);
@@ -38,10 +46,10 @@ History Make(Noise noise, int runs, double step, std::mt19937_64& rng) {
   switch (noise) {
     case Noise::kGpu:
     case Noise::kDrift:
-      cv = LogUniform(0.005, 0.04, rng);
+      cv = GpuCv(rng);
       break;
     case Noise::kCpu:
-      cv = LogUniform(0.02, 0.30, rng);
+      cv = CpuCv(rng);
       break;
     case Noise::kBimodal:
       cv = LogUniform(0.005, 0.02, rng);
@@ -58,12 +66,11 @@ History Make(Noise noise, int runs, double step, std::mt19937_64& rng) {
   }
   // CPU noise is log-normal with the CV's sigma, so it is skewed towards slow runs; GPU noise is
   // Gaussian with one run in 50 slowed by 3-10% (a clock dip).
-  double sigma_log = std::sqrt(std::log(1 + cv * cv));
   for (int i = 0; i < runs; ++i) {
     double x = level * (1 + drift * i / std::max(runs - 1, 1));
     if (h.step_at && static_cast<size_t>(i) >= h.step_at) x *= 1 + step;
     if (noise == Noise::kCpu) {
-      x *= std::exp(sigma_log * normal(rng) - sigma_log * sigma_log / 2);
+      x *= LogNormal(cv, normal(rng));
     } else {
       x *= 1 + cv * normal(rng);
       if (unit(rng) < 0.02) x *= 1 + std::uniform_real_distribution<double>(0.03, 0.10)(rng);

@@ -29,6 +29,14 @@ struct History {
 // run drawn uniformly from the middle 60% of the history.
 History Make(Noise noise, int runs, double step, std::mt19937_64& rng);
 
+// The noise both these histories and the gate's suites (report_suite.h) draw from. A case's
+// between-run CV, log-uniform over its class's range: GPU 0.5-4%, CPU 2-30%.
+double GpuCv(std::mt19937_64& rng);
+double CpuCv(std::mt19937_64& rng);
+// The factor of one run under log-normal noise of `cv` with mean 1, from a standard normal draw
+// `z` (the caller's distribution, so that its sequence of draws stays its own).
+double LogNormal(double cv, double z);
+
 // How a detector did on one history.
 struct Outcome {
   bool found = false;    // a slower change within `slack` runs of the planted step

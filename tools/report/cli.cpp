@@ -564,10 +564,10 @@ int RunHistory(const Commands& c, Args& a) {
     const std::string& to = c.hexport->parsed() ? a.other : a.db;
     CopyResult r = HistoryCopy(from, to, a.hopt);
     std::fprintf(stderr,
-                 "dlbench-report: %d runs (%lld results) copied from %s to %s; %d were there "
-                 "already\n",
-                 r.copied, static_cast<long long>(r.results), RedactUrl(from).c_str(),
-                 RedactUrl(to).c_str(), r.present);
+                 "dlbench-report: %d runs copied from %s to %s, %d it had got the cases they "
+                 "lacked (%lld results in all); %d were there already\n",
+                 r.copied, RedactUrl(from).c_str(), RedactUrl(to).c_str(), r.extended,
+                 static_cast<long long>(r.results), r.present);
   }
   return 0;
 }

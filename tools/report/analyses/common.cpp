@@ -151,6 +151,24 @@ void DropEmptyColumns(Table* t) {
   }
 }
 
+void SayOnceInTitle(Table* t, const std::string& key, const std::string& label) {
+  auto col = std::find_if(t->columns.begin(), t->columns.end(),
+                          [&](const Column& c) { return c.key == key; });
+  if (col == t->columns.end()) return;
+  const auto i = col - t->columns.begin();
+  std::string value;
+  for (const std::vector<Cell>& r : t->rows) {
+    const std::string v = CellText(r[static_cast<size_t>(i)]);
+    if (v == "-" || v == value) continue;
+    if (!value.empty()) return;
+    value = v;
+  }
+  if (value.empty()) return;
+  t->title += "; " + label + ": " + value;
+  t->columns.erase(col);
+  for (std::vector<Cell>& r : t->rows) r.erase(r.begin() + i);
+}
+
 std::string BatchSizeLabel(double bs) { return Prose({"bs ", Cell::Count(bs)}); }
 
 Cell TimeCell(double ns) { return Cell::Time(ns); }

@@ -40,6 +40,9 @@ std::vector<std::string> SplitKeyColumn(Table* t, size_t col, const std::vector<
 // Columns that say nothing ("-" in every row: a CPU-only run's GPU time, a dtype no case names)
 // are left out.
 void DropEmptyColumns(Table* t);
+// A column whose rows all give one value (or "-") is said once, in the title ("; <label>:
+// <value>"), and leaves the table; a column whose rows differ stays, each row naming its own.
+void SayOnceInTitle(Table* t, const std::string& key, const std::string& label);
 // "bs 8": a batch size in a label of the findings and the first screen.
 std::string BatchSizeLabel(double bs);
 // A time in ns as a cell; "-" when not finite.

@@ -110,21 +110,8 @@ Table EpochTable(const MergedRuns& runs, const TrainResult& train) {
   }
   DropEmptyColumns(&t);
   // A peak every row names alike is said once, in the title, and its column leaves the table.
-  for (const auto& [key, device] : {std::pair{"cpu_peak", "CPU"}, std::pair{"gpu_peak", "GPU"}}) {
-    auto col = std::find_if(t.columns.begin(), t.columns.end(),
-                            [&, key = key](const Column& c) { return c.key == key; });
-    if (col == t.columns.end() || t.rows.empty()) continue;
-    const size_t i = size_t(col - t.columns.begin());
-    const std::string first = CellText(t.rows.front()[i]);
-    const bool same = std::all_of(t.rows.begin(), t.rows.end(), [&](const std::vector<Cell>& r) {
-      const std::string v = CellText(r[i]);
-      return v == first || v == "-";
-    });
-    if (!same) continue;
-    t.title += std::string("; ") + device + " peak: " + first;
-    t.columns.erase(col);
-    for (std::vector<Cell>& r : t.rows) r.erase(r.begin() + long(i));
-  }
+  SayOnceInTitle(&t, "cpu_peak", "CPU peak");
+  SayOnceInTitle(&t, "gpu_peak", "GPU peak");
   return t;
 }
 

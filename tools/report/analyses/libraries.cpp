@@ -73,23 +73,32 @@ std::string LibrariesNote(const Context& base, const Context& now) {
 }
 
 std::string LibrariesAcrossRunsNote(const std::vector<Context>& window, const Context& newest) {
-  const auto vn = LibraryVersions(newest);
-  if (vn.empty()) return "";
-  // name -> (a window version that differs from the newest's -> how many runs had it)
-  std::map<std::string, std::map<std::string, int>> differ;
-  for (const Context& c : window) {
-    const auto vw = LibraryVersions(c);
-    if (vw.empty()) continue;
-    for (const auto& [name, version] : vn)
-      if (!vw.count(name) || vw.at(name) != version)
-        ++differ[name][vw.count(name) ? vw.at(name) : "not loaded"];
-  }
+  return LibrariesAcrossRunsNote(std::vector<LibraryRuns>{{"", window, newest}});
+}
+
+std::string LibrariesAcrossRunsNote(const std::vector<LibraryRuns>& binaries) {
   std::string out;
-  for (const auto& [name, versions] : differ)
-    for (const auto& [version, runs] : versions)
-      out += (out.empty() ? "" : "; ") + name + " " + version + " in " + std::to_string(runs) +
-             " of the window's " + std::to_string(window.size()) + " runs, " + vn.at(name) +
-             " in the newest";
+  for (const LibraryRuns& b : binaries) {
+    const auto vn = LibraryVersions(b.newest);
+    if (vn.empty()) continue;
+    // name -> (a window version that differs from the newest's -> how many runs had it)
+    std::map<std::string, std::map<std::string, int>> differ;
+    for (const Context& c : b.window) {
+      const auto vw = LibraryVersions(c);
+      if (vw.empty()) continue;
+      for (const auto& [name, version] : vn)
+        if (!vw.count(name) || vw.at(name) != version)
+          ++differ[name][vw.count(name) ? vw.at(name) : "not loaded"];
+    }
+    std::string part;
+    for (const auto& [name, versions] : differ)
+      for (const auto& [version, runs] : versions)
+        part += (part.empty() ? "" : "; ") + name + " " + version + " in " + std::to_string(runs) +
+                " of the window's " + std::to_string(b.window.size()) + " runs, " + vn.at(name) +
+                " in the newest";
+    if (!part.empty())
+      out += (out.empty() ? "" : "; ") + (b.who.empty() ? "" : b.who + ": ") + part;
+  }
   if (out.empty()) return "";
   return "⚠ Measured on different library versions: " + out +
          ". A change may come from the libraries rather than from the code.";

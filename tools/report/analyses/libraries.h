@@ -27,4 +27,13 @@ std::string LibrariesNote(const Context& base, const Context& now);
 // else one line naming each library that differs and in how many of the window's runs.
 std::string LibrariesAcrossRunsNote(const std::vector<Context>& window, const Context& newest);
 
+// The same over several binaries of one run, each read in its own files' contexts: `who` names
+// the binary ("bench_attn (3 cases)") before what its own runs loaded.
+struct LibraryRuns {
+  std::string who;
+  std::vector<Context> window;
+  Context newest;
+};
+std::string LibrariesAcrossRunsNote(const std::vector<LibraryRuns>& binaries);
+
 }  // namespace dlb::report

@@ -125,6 +125,7 @@ Overview ComputeOverview(const MergedRuns& runs) {
     for (const auto& [k, l] : a.gpu) r.gpu_noisy = r.gpu_noisy || l.noisy;
     r.cpu_backend = backends(a.cpu);
     r.gpu_backend = backends(a.gpu);
+    r.per_s_unit = ItemsPerSecond(r.family, r.subject);
     r.cpu_per_s = r.bs > 0 ? r.bs / r.cpu_ns * 1e9 : kNaN;
     r.gpu_per_s = r.bs > 0 ? r.bs / r.gpu_ns * 1e9 : kNaN;
     auto flop_rate = [](const std::map<std::string, Layer>& layers) {
@@ -236,12 +237,11 @@ Table NetworkFindings(const Overview& ov) {
     const int layers = gpu ? r->gpu_layers : r->cpu_layers;
     // "bf16", "fmt:nhwc/pass:fwd" read "bf16 nhwc fwd" here: the table's title says what it is.
     std::string config = ConfigValues(r->dt + "/" + r->config);
-    return Cell(
-        Prose({BatchSizeLabel(r->bs), " · ", Cell::Rate(v, ItemsPerSecond(r->family, r->subject)),
-               " over " + std::to_string(layers) + " " + r->family + " layer" +
-                   (layers == 1 ? "" : "s"),
-               config.empty() ? "" : " (" + config + ")"}),
-        r->bs);
+    return Cell(Prose({BatchSizeLabel(r->bs), " · ", Cell::Rate(v, r->per_s_unit),
+                       " over " + std::to_string(layers) + " " + r->family + " layer" +
+                           (layers == 1 ? "" : "s"),
+                       config.empty() ? "" : " (" + config + ")"}),
+                r->bs);
   };
   for (const std::string& key : order) {
     Acc& a = acc[key];

@@ -7,6 +7,7 @@
 #include "fixtures/schema/families.h"
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
+#include "tools/report/analyses/peaks.h"
 #include "tools/report/analyses/report.h"
 
 namespace dlb::report {
@@ -158,9 +159,18 @@ Words WordsOf(const std::string& fam) {
   w.flops = f.rate == families::Rate::kFlops;
   w.collectives = f.rate == families::Rate::kBusBandwidth;
   w.by_workload = f.by_workload;
-  // A training model's rate is in its own item (images, sequences): each cell names it.
-  if (fam == families::kTrain) w.per_s = "items/s";
   return w;
+}
+
+// The item the rates of `rows` count, where they all count one ("sequences/s"); "" where they
+// differ (a table of an MLP and a transformer), and then each rate names its own.
+std::string SharedUnit(const std::vector<const OverviewRow*>& rows) {
+  std::string unit;
+  for (const OverviewRow* r : rows) {
+    if (!unit.empty() && unit != r->per_s_unit) return "";
+    unit = r->per_s_unit;
+  }
+  return unit;
 }
 
 // "all_reduce.1073741824" -> "all_reduce", 1073741824; bytes 0 where the name holds none.
@@ -177,8 +187,10 @@ Cell RateUnitCell(double v, const std::string& unit, bool best, bool noisy = fal
   return Marked(Cell::Rate(v, unit), best, noisy);
 }
 
-// The overview table's columns: a network's table or the loose workloads', with or without bs.
-std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
+// The overview table's columns: a network's table or the loose workloads', with or without bs;
+// `unit`: what every row's rate counts ("": they differ, the header says "rate").
+std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs,
+                                    const std::string& unit) {
   std::vector<Column> c;
   if (w.collectives) {
     c = {{w.item, "collective"},
@@ -202,15 +214,31 @@ std::vector<Column> OverviewColumns(const Words& w, bool network, bool bs) {
     c.push_back({"CPU FLOP/s", "cpu_flop_per_s"});
     c.push_back({"GPU FLOP/s", "gpu_flop_per_s"});
   } else if (bs) {
-    c.push_back({"CPU " + w.per_s, "cpu_per_s"});
-    c.push_back({"GPU " + w.per_s, "gpu_per_s"});
+    const std::string per_s = unit.empty() ? "rate" : unit;
+    c.push_back({"CPU " + per_s, "cpu_per_s"});
+    c.push_back({"GPU " + per_s, "gpu_per_s"});
   }
+  // Each row's % of peak beside the peak it is of (SayOnceInTitle moves a peak every row shares
+  // into the title): rows of other dtypes or sources are never read against one header's peak.
   c.push_back({"CPU % of peak", "cpu_pct_peak"});
   c.push_back({"GPU % of peak", "gpu_pct_peak"});
+  c.push_back({"CPU peak", "cpu_peak"});
+  c.push_back({"GPU peak", "gpu_peak"});
   return c;
 }
 
-std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
+// A row's % of peak and the peak it is of, without kCaseOwnPeak's words (the family's note says
+// them once); "-" for both where no peak is known (the note says so too).
+std::pair<Cell, Cell> RowPeakCells(const OverviewRow& r, bool gpu) {
+  std::string peak = gpu ? r.gpu_peak : r.cpu_peak;
+  if (peak.empty()) return {Cell("-"), Cell("-")};
+  for (size_t at; (at = peak.find(kCaseOwnPeak)) != std::string::npos;)
+    peak.erase(at, kCaseOwnPeak.size());
+  return {PeakCells(&r, gpu).first, Cell(peak)};
+}
+
+std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs,
+                                const std::string& unit) {
   std::vector<Cell> c;
   if (w.collectives) {
     auto [name, bytes] = CollectiveOf(r.subject);
@@ -243,17 +271,25 @@ std::vector<Cell> OverviewCells(const Words& w, const OverviewRow& r, bool bs) {
     // At one shape, dtype and config the FLOP per sample is fixed: most FLOP/s is most samples/s.
     c.push_back(RateUnitCell(r.cpu_flop_per_s, FlopUnit(r.dt), r.cpu_best, r.cpu_noisy));
     c.push_back(RateUnitCell(r.gpu_flop_per_s, FlopUnit(r.dt), r.gpu_best, r.gpu_noisy));
-  } else if (bs && r.family == families::kTrain) {
-    const std::string unit = ItemsPerSecond(r.family, r.subject);
-    c.push_back(RateUnitCell(r.cpu_per_s, unit, r.cpu_best, r.cpu_noisy));
-    c.push_back(RateUnitCell(r.gpu_per_s, unit, r.gpu_best, r.gpu_noisy));
+  } else if (bs && unit.empty()) {
+    c.push_back(RateUnitCell(r.cpu_per_s, r.per_s_unit, r.cpu_best, r.cpu_noisy));
+    c.push_back(RateUnitCell(r.gpu_per_s, r.per_s_unit, r.gpu_best, r.gpu_noisy));
   } else if (bs) {
     c.push_back(RateCell(r.cpu_per_s, r.cpu_best, r.cpu_noisy));
     c.push_back(RateCell(r.gpu_per_s, r.gpu_best, r.gpu_noisy));
   }
-  c.push_back(PeakCells(&r, false).first);
-  c.push_back(PeakCells(&r, true).first);
+  auto [cpu_pct, cpu_peak] = RowPeakCells(r, false);
+  auto [gpu_pct, gpu_peak] = RowPeakCells(r, true);
+  for (Cell x : {cpu_pct, gpu_pct, cpu_peak, gpu_peak}) c.push_back(std::move(x));
   return c;
+}
+
+// The table's columns that are "-" in every row leave it; a peak every row shares goes into its
+// title.
+void Tidy(Table* t) {
+  DropEmptyColumns(t);
+  SayOnceInTitle(t, "cpu_peak", "CPU peak");
+  SayOnceInTitle(t, "gpu_peak", "GPU peak");
 }
 
 // The table's keys column as one column per key that varies over `rows` (those of its rows, in
@@ -274,10 +310,9 @@ struct FamilyRange {
   bool any_bs = false, any_speedup = false, any_doubtful = false, any_network = false;
   bool any_noisy = false;
   bool any_cpu = false, any_gpu = false;
-  double lo = INFINITY, hi = 0;  // of the finite speedups
-  // The peaks the rows' % of peak are of, per device, each once; whether a row has none.
-  std::vector<std::string> cpu_peaks, gpu_peaks;
-  bool any_no_peak = false;
+  double lo = INFINITY, hi = 0;                // of the finite speedups
+  bool any_peak = false, any_no_peak = false;  // whether a row's % of peak has a peak, or none
+  bool any_own_peak = false;                   // a peak the case's own figures give
 };
 
 FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
@@ -293,15 +328,8 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
       for (bool gpu : {false, true}) {
         if ((gpu ? r.gpu_layers : r.cpu_layers) == 0) continue;
         const std::string& peak = gpu ? r.gpu_peak : r.cpu_peak;
-        std::vector<std::string>& peaks = gpu ? f.gpu_peaks : f.cpu_peaks;
-        // A peak the case's figures alone give ("bf16 989 TFLOP/s (the case's own)") differs
-        // from case to case: said once.
-        const std::string named =
-            peak.find(" (the case's own)") != std::string::npos ? "each case's own peak" : peak;
-        if (peak.empty())
-          f.any_no_peak = true;
-        else if (std::find(peaks.begin(), peaks.end(), named) == peaks.end())
-          peaks.push_back(named);
+        (peak.empty() ? f.any_no_peak : f.any_peak) = true;
+        f.any_own_peak |= peak.find(kCaseOwnPeak) != std::string::npos;
       }
       if (std::isfinite(r.speedup)) {
         f.any_speedup = true;
@@ -312,19 +340,18 @@ FamilyRange RangeOf(const Overview& ov, const std::string& fam) {
   return f;
 }
 
-// " % of peak (a network: its layers' shares, weighted by their time): against CPU: measured
-// bf16 19.1 TFLOP/s; GPU: spec bf16 1.07 PFLOP/s at max clock, each case's own peak; -: no peak
-// known.",
-// or " % of peak: no peak known for these rates." where no row has one.
+// " % of peak: of the peak each row names (...)", or " % of peak: no peak known for these
+// rates." where no row has one.
 std::string PeakNote(const FamilyRange& f) {
-  if (f.cpu_peaks.empty() && f.gpu_peaks.empty())
-    return " % of peak: no peak known for these rates.";
-  std::vector<std::string> parts;
-  if (!f.cpu_peaks.empty()) parts.push_back("CPU: " + Join(f.cpu_peaks, ", "));
-  if (!f.gpu_peaks.empty()) parts.push_back("GPU: " + Join(f.gpu_peaks, ", "));
+  if (!f.any_peak) return " % of peak: no peak known for these rates.";
   return std::string(" % of peak") +
          (f.any_network ? " (a network: its layers' shares, weighted by their time)" : "") +
-         ": against " + Join(parts, "; ") + (f.any_no_peak ? "; -: no peak known." : ".");
+         ": of the peak its row names (CPU peak, GPU peak), or its table's title where every row "
+         "has the same" +
+         (f.any_own_peak ? "; a peak named without its source (measured, spec) is the case's own, "
+                           "the one its pct_peak is of"
+                         : "") +
+         (f.any_no_peak ? "; -: no peak known." : ".");
 }
 
 std::string FamilyNote(const Words& w, const FamilyRange& f) {
@@ -368,7 +395,13 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
     by_subject[r.subject].push_back(&r);
   }
   const FamilyRange f = RangeOf(ov, fam);
-  const Words w = WordsOf(fam);
+  Words w = WordsOf(fam);
+  // The family's rates in the item its rows count, where they count one; else "items/s".
+  std::vector<const OverviewRow*> all;
+  for (const auto& subj : subjects)
+    for (const OverviewRow* r : by_subject[subj]) all.push_back(r);
+  const std::string family_unit = SharedUnit(all);
+  w.per_s = family_unit.empty() ? "items/s" : family_unit;
   Section s;
   s.title = fam;
   s.notes.push_back(FamilyNote(w, f));
@@ -381,11 +414,15 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
   Table loose;  // workloads that belong to no network
   loose.title = w.loose;
   bool loose_bs = false;
+  std::vector<const OverviewRow*> loose_rows;
   for (const auto& subj : subjects)
     for (const OverviewRow* r : by_subject[subj])
-      if (!r->network || w.by_workload) loose_bs |= r->bs > 0;
-  loose.columns = OverviewColumns(w, false, loose_bs);
-  std::vector<const OverviewRow*> loose_rows;
+      if (!by_subject[subj].front()->network || w.by_workload) {
+        loose_bs |= r->bs > 0;
+        loose_rows.push_back(r);
+      }
+  const std::string loose_unit = SharedUnit(loose_rows);
+  loose.columns = OverviewColumns(w, false, loose_bs, loose_unit);
   for (const auto& subj : subjects) {
     const auto& rows = by_subject[subj];
     bool network = rows.front()->network && !w.by_workload;
@@ -397,16 +434,15 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
       // The network's layers of this family alone (a GEMM family's network is its FC layers):
       // its times and rates are of those, not of the whole network.
       t.title = w.network + subj + ": its " + fam + " layers only";
-      t.columns = OverviewColumns(w, true, bs);
-      for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(w, *r, bs));
+      const std::string unit = SharedUnit(rows);
+      t.columns = OverviewColumns(w, true, bs, unit);
+      for (const OverviewRow* r : rows) t.rows.push_back(OverviewCells(w, *r, bs, unit));
       SplitKeys(&t, rows);
-      DropEmptyColumns(&t);
+      Tidy(&t);
       s.tables.push_back(std::move(t));
     } else {
-      for (const OverviewRow* r : rows) {
-        loose.rows.push_back(OverviewCells(w, *r, loose_bs));
-        loose_rows.push_back(r);
-      }
+      for (const OverviewRow* r : rows)
+        loose.rows.push_back(OverviewCells(w, *r, loose_bs, loose_unit));
     }
     for (const Group& g : groups)
       if (const OverviewRow* h = Headline(g)) {
@@ -416,11 +452,11 @@ Section FamilySection(const Overview& ov, const std::string& fam) {
                                h->speedup);
         bars.bar_dtypes.push_back(g.dt);
       }
-    for (Chart& c : Curves(subj, groups, w.per_s)) curves.push_back(std::move(c));
+    for (Chart& c : Curves(subj, groups, rows.front()->per_s_unit)) curves.push_back(std::move(c));
   }
   if (!loose.rows.empty()) {
     SplitKeys(&loose, loose_rows);
-    DropEmptyColumns(&loose);
+    Tidy(&loose);
     s.tables.push_back(std::move(loose));
   }
   if (!bars.bars.empty()) {

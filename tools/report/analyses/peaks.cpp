@@ -64,7 +64,7 @@ std::string PeakBehind(const Bench& b, double rate, const std::string& unit,
   const std::string spec = n.device == "gpu" ? GpuPeakOf(context, dt) : "";
   if (!spec.empty() && same(LeadingRate(spec)))
     return Prose({"spec ", dt, " ", figure, " at max clock"});
-  return Prose({dt, " ", figure, " (the case's own)"});
+  return Prose({dt, " ", figure, std::string(kCaseOwnPeak)});
 }
 
 int AggregateOverOneGpu(const Bench& b, std::string_view counter,

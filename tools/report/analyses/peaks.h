@@ -48,5 +48,8 @@ int AggregateOverOneGpu(const Bench& b, std::string_view counter,
 
 // Words for a table where a rate has no peak to be a share of.
 inline constexpr const char* kNoPeakKnown = "no peak known";
+// What a peak the case's own figures give (rate / pct_peak, of no known source) says after it:
+// "bf16 989 TFLOP/s (the case's own)".
+inline constexpr std::string_view kCaseOwnPeak = " (the case's own)";
 
 }  // namespace dlb::report

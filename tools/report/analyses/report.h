@@ -27,7 +27,9 @@ struct OverviewRow {
   // The backends whose times those are, the fastest of each layer ("cudnn", "cudnn, libtorch");
   // empty where a device has nothing.
   std::string cpu_backend, gpu_backend;
-  double cpu_per_s = 0, gpu_per_s = 0;            // samples/s; NaN without a batch size
+  double cpu_per_s = 0, gpu_per_s = 0;  // items/s; NaN without a batch size
+  // What those rates count, in the subject's own item: "images/s", "sequences/s", "samples/s".
+  std::string per_s_unit;
   double cpu_flop_per_s = 0, gpu_flop_per_s = 0;  // NaN unless every layer counts its FLOP
   // The share of the peak (or roof) its FLOP/s reach, % (PeakShareOf each layer, weighted by its
   // time: the time it would take at the peak over the time it takes); NaN unless every layer

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fixtures/schema/schema.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/gate.h"
 #include "tools/report/analyses/kernel_diff.h"
@@ -25,6 +26,7 @@
 #include "tools/report/history/series.h"
 #include "tools/report/history/store.h"
 #include "tools/report/history/tables.h"
+#include "tools/report/read/gbench_json.h"
 
 namespace dlb::report {
 
@@ -72,25 +74,23 @@ struct Diagnosis {
   std::optional<Table> table;
 };
 
-// A run's context as stored.
-Context RunContext(Store& db, int64_t id) {
-  Context context;
-  auto q = db.Prepare("SELECT context FROM runs WHERE id = ?", "runs");
-  q->Bind(1, id);
-  if (q->Step()) context = ParseContext(q->Text(0));
-  while (q->Step()) {
-  }
-  return context;
-}
-
-// Per case of the newest run, its series (ReadSeries) over `runs` that holds the newest run: the
-// build it was measured in now, never another tier's or build's.
-std::map<std::string, CaseSeries> NewestSeries(Store& db, const std::vector<RunInfo>& runs,
-                                               int* others) {
+// Per case of the newest run, its series of `all` (ReadSeries over `runs` runs) cut to the newest
+// `last` of those runs, runs counted from the first of them: the build it was measured in now,
+// never another tier's or build's. `others` counts the other builds' series there.
+std::map<std::string, CaseSeries> NewestSeries(const std::vector<CaseSeries>& all, size_t runs,
+                                               size_t last, int* others) {
   std::map<std::string, CaseSeries> out;
-  for (CaseSeries& cs : ReadSeries(db, runs)) {
-    if (cs.points.back().run + 1 == runs.size())
-      out[cs.name] = std::move(cs);
+  const size_t first = runs - last;
+  for (const CaseSeries& s : all) {
+    CaseSeries cut{s.name, s.family, s.build, {}};
+    for (const Point& p : s.points)
+      if (p.run >= first) {
+        cut.points.push_back(p);
+        cut.points.back().run -= first;
+      }
+    if (cut.points.empty()) continue;
+    if (cut.points.back().run + 1 == last)
+      out[s.name] = std::move(cut);
     else if (others)
       ++*others;
   }
@@ -129,11 +129,26 @@ std::string StepEnvironment(const CaseSeries& s, const ChangePoint& c) {
       s.points[c.at].run + 1);
 }
 
-// The note when runs of the window loaded other library versions than the newest run.
-std::string LibrariesNote(Store& db, const std::vector<RunRow>& runs) {
-  std::vector<Context> window;
-  for (size_t i = 0; i + 1 < runs.size(); ++i) window.push_back(RunContext(db, runs[i].id));
-  return LibrariesAcrossRunsNote(window, RunContext(db, runs.back().id));
+// The note when the window's runs loaded other library versions than the newest run, per binary:
+// each case read in the contexts of the files that measured it (those of its own binary), its
+// cases grouped by the newest run's file.
+std::string LibrariesNote(const std::map<std::string, CaseSeries>& window) {
+  std::map<const Context*, std::vector<const CaseSeries*>> by_file;
+  for (const auto& [name, s] : window) by_file[s.points.back().context.get()].push_back(&s);
+  std::vector<LibraryRuns> binaries;
+  for (const auto& [newest, cases] : by_file) {
+    LibraryRuns b;
+    b.newest = *newest;
+    for (size_t i = 0; i + 1 < cases.front()->points.size(); ++i)
+      b.window.push_back(*cases.front()->points[i].context);
+    std::string binary = ContextValue(*newest, schema::kCtxExecutable);
+    binary = binary.substr(binary.find_last_of('/') + 1);
+    if (binary.empty()) binary = "the " + cases.front()->family + " binary";
+    b.who =
+        binary + " (" + std::to_string(cases.size()) + (cases.size() == 1 ? " case)" : " cases)");
+    binaries.push_back(std::move(b));
+  }
+  return LibrariesAcrossRunsNote(binaries);
 }
 
 class Diagnoser {
@@ -247,10 +262,14 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   std::vector<RunRow> runs;  // the window and the judged runs, the newest last
   for (const RunInfo& w : window_runs) runs.push_back(w.row);
   const RunRow& now = runs.back();
-  // Each case's series of the build the newest run measured it in: over the window (whether its
-  // environment changed there) and over every run read (the gate's medians).
-  std::map<std::string, CaseSeries> window = NewestSeries(db, window_runs, nullptr);
-  std::map<std::string, CaseSeries> read_series = NewestSeries(db, read_runs, nullptr);
+  // The runs' results, read once. Each case's series of the build the newest run measured it in:
+  // over the window (whether its environment changed there) and over every run read (the gate's
+  // medians).
+  const std::vector<CaseSeries> all_series = ReadSeries(db, read_runs);
+  std::map<std::string, CaseSeries> window =
+      NewestSeries(all_series, read_runs.size(), judged_runs, nullptr);
+  std::map<std::string, CaseSeries> read_series =
+      NewestSeries(all_series, read_runs.size(), read_runs.size(), nullptr);
   std::vector<std::string> names;
   std::map<std::string, std::vector<double>> read, results;
   for (const auto& [name, ws] : window) {
@@ -285,8 +304,11 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
   int steps_found = 0, steps_missed = 0, other_builds = 0;
   // The change points: every run of the machine and branch in the longer history, each case's
   // series of the build it was measured in by the newest run.
-  std::vector<RunInfo> long_runs = FilteredRuns(db, filter, std::max(opt.history, 1));
-  std::map<std::string, CaseSeries> series = NewestSeries(db, long_runs, &other_builds);
+  const size_t long_count =
+      std::min(read_runs.size(), static_cast<size_t>(std::max(opt.history, 1)));
+  const std::vector<RunInfo> long_runs(read_runs.end() - long_count, read_runs.end());
+  std::map<std::string, CaseSeries> series =
+      NewestSeries(all_series, read_runs.size(), long_count, &other_builds);
   std::set<std::string> builds;
   for (const auto& [name, cs] : series) builds.insert(cs.build);
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
@@ -421,7 +443,7 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                 " runs, each slower than the window; a slower newest run alone is unconfirmed: "
                 "reported, it fails nothing (a shared host slows a whole run now and then)."
           : "A slower newest run fails on its own (--hold 1).");
-  if (std::string libs = LibrariesNote(db, runs); !libs.empty()) d.notes.push_back(libs);
+  if (std::string libs = LibrariesNote(window); !libs.empty()) d.notes.push_back(libs);
   if (r.environment_changes || any_env)
     d.notes.push_back(
         std::to_string(r.environment_changes) +

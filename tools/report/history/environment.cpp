@@ -5,7 +5,7 @@
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/libraries.h"
-#include "tools/report/analyses/repro.h"
+#include "tools/report/analyses/setup.h"
 #include "tools/report/read/gbench_json.h"
 
 namespace dlb::report::history {
@@ -38,40 +38,11 @@ std::string Arrow(const std::string& label, const std::string& a, const std::str
 
 std::map<std::string, std::string> MeasuringFlags(const Context& context,
                                                   const std::string& family) {
-  static const std::set<std::string, std::less<>> kNotMeasuring = {"--dlb_device",
-                                                                   "--dlb_dtypes",
-                                                                   "--dlb_batch_sizes",
-                                                                   "--dlb_workloads",
-                                                                   "--dlb_comm_gpus",
-                                                                   "--dlb_comm_bytes",
-                                                                   "--dlb_train_gpus",
-                                                                   "--dlb_tier",
-                                                                   "--dlb_verify",
-                                                                   "--dlb_monitor",
-                                                                   "--dlb_monitor_trace",
-                                                                   "--dlb_monitor_interval_ms",
-                                                                   "--dlb_kernels",
-                                                                   "--dlb_peak_gpu_tflops",
-                                                                   "--dlb_peak_cpu_tflops",
-                                                                   "--dlb_case_timeout",
-                                                                   "--dlb_comm_timeout",
-                                                                   "--dlb_budget",
-                                                                   "--dlb_stdrel",
-                                                                   "--dlb_stdrel_max_s",
-                                                                   "--dlb_data",
-                                                                   "--dlb_help"};
   std::string command;
   if (!family.empty()) command = ContextValue(context, std::string(kFamilyCommandKey) + family);
   if (command.empty()) command = ContextValue(context, schema::kCtxCommand);
-  std::map<std::string, std::string> out;
-  for (const std::string& word : ReproFlags(ShellSplit(command))) {
-    if (word.rfind("--dlb_", 0) != 0) continue;
-    const size_t eq = word.find('=');
-    const std::string name = word.substr(0, eq);
-    if (kNotMeasuring.count(name)) continue;
-    out[name] = eq == std::string::npos ? "" : word.substr(eq + 1);
-  }
-  return out;
+  // The flags that make a setup in a report are those whose change a series names.
+  return SetupFlags(command);
 }
 
 std::vector<std::string> EnvironmentChanges(const Context& before, const Context& after,

@@ -14,12 +14,8 @@
 namespace dlb::report::history {
 
 // The --dlb_* flags of the context's command line (the family's own where a merged run kept one)
-// that change what a case measures, name -> value ("" for a flag given without one). Left out:
-// flags that choose which cases run (--dlb_device, --dlb_dtypes, --dlb_batch_sizes,
-// --dlb_workloads, --dlb_comm_gpus, --dlb_comm_bytes, --dlb_train_gpus), the tier (part of the
-// series), and those that change only what is reported or how long a case may take
-// (--dlb_verify, --dlb_monitor*, --dlb_kernels, --dlb_peak_*, --dlb_case_timeout,
-// --dlb_comm_timeout, --dlb_budget, --dlb_stdrel*, --dlb_data, --dlb_help).
+// that change what a case measures, name -> value ("" for a flag given without one): those that
+// make a setup (analyses/setup.h's SetupFlags, one list for the report and the history).
 std::map<std::string, std::string> MeasuringFlags(const Context& context,
                                                   const std::string& family);
 

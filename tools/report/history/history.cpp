@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/history/store.h"
@@ -167,36 +168,61 @@ CopyResult HistoryCopy(const std::string& from, const std::string& to, const His
                            "read kernels");
   while (runs->Step()) {
     for (int c = 1; c <= 7; ++c) insert->Bind(c, runs->Text(c));
-    std::optional<int64_t> id = InsertedId(*insert);
+    std::optional<int64_t> inserted = InsertedId(*insert);
     insert->Reset();
-    if (!id) {
-      ++r.present;
-      continue;
-    }
-    std::map<int64_t, int64_t> file_ids;  // the source's id -> the destination's
+    // A run the destination has already (another binary's files added there, say) gets the cases
+    // it lacks, as add gives them; those it holds with the same figures stay as they are.
+    const int64_t id = inserted ? *inserted : RunIdOf(*dst, runs->Text(1));
+    const std::map<std::string, StoredResult> stored =
+        inserted ? std::map<std::string, StoredResult>{} : StoredResults(*dst, id);
+    std::map<int64_t, std::string> file_contexts;  // the source's file id -> its context
     if (contexts) {
       contexts->Bind(1, runs->Int(0));
-      while (contexts->Step()) file_ids[contexts->Int(0)] = FileId(*dst, *id, contexts->Text(1));
+      while (contexts->Step()) file_contexts[contexts->Int(0)] = contexts->Text(1);
       contexts->Reset();
     }
+    std::map<int64_t, int64_t> file_ids;  // the source's file id -> the destination's
     results->Bind(1, runs->Int(0));
     std::vector<ResultRow> rows;
+    std::set<std::string> names;
     while (results->Step()) {
-      auto fid = file_ids.find(results->Int(8));
-      rows.push_back({results->Text(0), results->Text(1), results->Real(2), results->Real(3),
-                      results->Int(4), results->Text(5), results->Text(6), results->Text(7),
-                      fid == file_ids.end() ? 0 : fid->second});
+      ResultRow row{results->Text(0), results->Text(1), results->Real(2), results->Real(3),
+                    results->Int(4),  results->Text(5), results->Text(6), results->Text(7)};
+      if (auto it = stored.find(row.name); it != stored.end()) {
+        if (!it->second.Same(row))
+          throw InputError(dst->name(), "copy",
+                           row.name + " is in run " + runs->Text(2) + " (machine " + runs->Text(4) +
+                               ", date " + runs->Text(5) + ") already with other figures (median " +
+                               FormatTime(it->second.median_ns) + " there, " +
+                               FormatTime(row.median_ns) + " in " + RedactUrl(from) +
+                               "); nothing copied");
+        continue;
+      }
+      const int64_t source_file = results->Int(8);
+      if (auto ctx = file_contexts.find(source_file); ctx != file_contexts.end()) {
+        auto [fid, fresh] = file_ids.emplace(source_file, 0);
+        if (fresh) fid->second = FileId(*dst, id, ctx->second);
+        row.file_id = fid->second;
+      }
+      names.insert(row.name);
+      rows.push_back(std::move(row));
     }
     results->Reset();
-    InsertResults(*dst, *id, rows);
+    InsertResults(*dst, id, rows);
     if (kernels) {
       kernels->Bind(1, runs->Int(0));
       std::vector<std::pair<std::string, std::string>> tables;
-      while (kernels->Step()) tables.emplace_back(kernels->Text(0), kernels->Text(1));
+      while (kernels->Step())
+        if (names.count(kernels->Text(0))) tables.emplace_back(kernels->Text(0), kernels->Text(1));
       kernels->Reset();
-      InsertKernels(*dst, *id, tables);
+      InsertKernels(*dst, id, tables);
     }
-    ++r.copied;
+    if (inserted)
+      ++r.copied;
+    else if (rows.empty())
+      ++r.present;
+    else
+      ++r.extended;
     r.results += static_cast<int64_t>(rows.size());
   }
   tx.Commit();

@@ -90,12 +90,15 @@ CheckResult HistoryCheck(const std::string& db, const CheckOptions& options,
                          const HistoryOptions& hopt = {});
 
 struct CopyResult {
-  int copied = 0;   // runs the destination did not have
-  int present = 0;  // runs it had already (same commit, machine and date): left as they are
+  int copied = 0;    // runs the destination did not have
+  int extended = 0;  // runs it had (same commit, machine and date) that lacked some cases
+  int present = 0;   // runs it had with every case: left as they are
   int64_t results = 0;
 };
 // Copies every run of `from` into `to` (either store; `to` is created or upgraded as by add), in
-// one transaction of `to`: a failure leaves it as it was. `export` and `import` are this.
+// one transaction of `to`: a failure leaves it as it was. A run `to` holds already gets the cases
+// it lacks, each with its own file's context, as add gives them (copying twice copies nothing); a
+// case it holds with other figures is an InputError. `export` and `import` are this.
 CopyResult HistoryCopy(const std::string& from, const std::string& to,
                        const HistoryOptions& hopt = {});
 

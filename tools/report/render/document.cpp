@@ -42,28 +42,40 @@ std::string Render(const Document& doc, Format format) {
   return {};
 }
 
-std::string HtmlEscape(const std::string& s) {
+namespace {
+
+// The entity of each character that HTML would read as markup, nullptr for the others: what both
+// HTML text and a Markdown cell must not pass through raw.
+const char* MarkupEntity(char c) {
+  switch (c) {
+    case '&':
+      return "&amp;";
+    case '<':
+      return "&lt;";
+    case '>':
+      return "&gt;";
+    default:
+      return nullptr;
+  }
+}
+
+// `s` with each character `replace` gives a replacement for replaced (nullptr: kept).
+template <typename Replace>
+std::string Replaced(const std::string& s, Replace replace) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
+  for (char c : s)
+    if (const char* r = replace(c))
+      out += r;
+    else
+      out += c;
   return out;
+}
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& s) {
+  return Replaced(s, [](char c) { return c == '"' ? "&quot;" : MarkupEntity(c); });
 }
 
 std::string HtmlInline(const std::string& md) {
@@ -99,30 +111,7 @@ namespace {
 // A cell's text as Markdown shows it and nothing more: `|` would end the cell, and <, > and &
 // would reach a Markdown viewer as HTML (a name or label "<script>...").
 std::string MdEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '|':
-        out += "\\|";
-        break;
-      case '\n':
-        out += ' ';
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return Replaced(s, [](char c) { return c == '|' ? "\\|" : c == '\n' ? " " : MarkupEntity(c); });
 }
 
 // A heading's or note's Markdown where nothing can start HTML: outside `code` spans (shown as

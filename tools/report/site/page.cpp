@@ -344,8 +344,10 @@ std::string MachineHtml(const MachinePage& page) {
                   ": every case</a><a href=\"../index.html\">machines</a></nav><h1>" +
                   H(page.name) +
                   ": context over time</h1><p class=muted>The driver, clocks, CPU and library "
-                  "versions of the newest run, and each run that changed one of them, oldest "
-                  "first. A case's change point that lines up with such a change says so on its "
+                  "versions of the newest run, each read from the files of the binaries that "
+                  "measured its cases (a key its binaries differ on is named per binary), and "
+                  "each run that changed one of them, oldest first. A case's change point that "
+                  "lines up with such a change says so on its "
                   "page.</p>";
   auto run_label = [&](size_t i) {
     const auto& r = page.runs[i];

@@ -14,6 +14,7 @@
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/kernel_diff.h"
+#include "tools/report/analyses/libraries.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/stats.h"
 #include "tools/report/history/environment.h"
@@ -43,9 +44,79 @@ const std::string_view kBuildKeys[] = {
     schema::kCtxCudaRuntime,  schema::kCtxCublasVersion,    schema::kCtxCudnnVersion,
     schema::kCtxTorchVersion, schema::kCtxTurboJpegVersion, schema::kCtxNcclVersion};
 
-std::string Get(const RunInfo& r, std::string_view key) {
-  auto it = r.context.find(std::string(key));
-  return it == r.context.end() ? std::string() : it->second;
+// The binary a file's context is of: its executable's name, else the family of a case it measured.
+std::string BinaryOf(const Context& c, const std::string& family) {
+  const std::string exe = ContextValue(c, schema::kCtxExecutable);
+  const std::string name = exe.substr(exe.find_last_of('/') + 1);
+  return name.empty() ? family : name;
+}
+
+// The machine page: per run the contexts of the files that measured its cases, each binary's own
+// (a run of several binaries keeps each one's libraries, whichever file came first), a run
+// without any its own context. A key on which every run's files agree is one column; one they
+// differ on is a column per binary ("cudnn (bench_attn)").
+MachinePage MachinePageOf(const std::string& machine, const std::vector<RunInfo>& runs,
+                          const std::vector<CaseSeries>& series) {
+  std::vector<std::map<std::string, const Context*>> files(runs.size());  // per run, by binary
+  for (const CaseSeries& s : series)
+    for (const Point& p : s.points)
+      files[p.run].emplace(BinaryOf(*p.context, s.family), p.context.get());
+  std::vector<std::map<std::string, std::string>> libraries(runs.size());  // per run and binary
+  std::vector<std::string> names;  // the libraries some file loaded, first seen first
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (files[i].empty()) files[i][""] = &runs[i].context;
+    for (const auto& [binary, c] : files[i])
+      for (const auto& [name, version] : LibraryVersions(*c)) {
+        libraries[i][binary + "\x1f" + name] = version;
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+  }
+  // A value of `key` per run and binary; a library's from its versions.
+  auto value = [&](size_t run, const std::string& binary, const std::string& key, bool library) {
+    if (library) {
+      auto it = libraries[run].find(binary + "\x1f" + key);
+      return it == libraries[run].end() ? std::string() : it->second;
+    }
+    return ContextValue(*files[run].at(binary), key);
+  };
+  MachinePage mp;
+  mp.name = machine;
+  for (size_t i = 0; i < runs.size(); ++i)
+    mp.runs.push_back({runs[i].row.date, runs[i].row.commit, runs[i].row.branch, {}});
+  auto add = [&](const std::string& key, bool library) {
+    std::vector<std::string> binaries;  // every binary that gives the key a value
+    bool agree = true;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::string seen;
+      for (const auto& [binary, c] : files[i]) {
+        const std::string v = value(i, binary, key, library);
+        if (v.empty()) continue;
+        if (std::find(binaries.begin(), binaries.end(), binary) == binaries.end())
+          binaries.push_back(binary);
+        agree &= seen.empty() || seen == v;
+        seen = v;
+      }
+    }
+    if (agree || binaries.size() < 2) {
+      mp.keys.push_back(key);
+      for (size_t i = 0; i < runs.size(); ++i) {
+        std::string v;
+        for (const auto& [binary, c] : files[i])
+          if (v.empty()) v = value(i, binary, key, library);
+        mp.runs[i].values.push_back(v);
+      }
+      return;
+    }
+    for (const std::string& binary : binaries) {
+      mp.keys.push_back(key + " (" + binary + ")");
+      for (size_t i = 0; i < runs.size(); ++i)
+        mp.runs[i].values.push_back(files[i].count(binary) ? value(i, binary, key, library) : "");
+    }
+  };
+  for (std::string_view k : kMachineKeys) add(std::string(k), false);
+  for (std::string_view k : kBuildKeys) add(std::string(k), false);
+  for (const std::string& name : names) add(name, true);
+  return mp;
 }
 
 // What changed in the machine's context between two points of a case, as the files that measured
@@ -222,15 +293,7 @@ SiteResult WriteSite(const std::string& path, const SiteOptions& opt, const Stor
     std::sort(ms.families.begin(), ms.families.end());
     ms.families.erase(std::unique(ms.families.begin(), ms.families.end()), ms.families.end());
     WriteOutput((out / ms.dir / "index.html").string(), MachineIndexHtml(ms, rows));
-    MachinePage mp;
-    mp.name = machine;
-    for (std::string_view k : kMachineKeys) mp.keys.emplace_back(k);
-    for (std::string_view k : kBuildKeys) mp.keys.emplace_back(k);
-    for (const RunInfo& r : runs) {
-      MachinePage::Run mr{r.row.date, r.row.commit, r.row.branch, {}};
-      for (const std::string& k : mp.keys) mr.values.push_back(Get(r, k));
-      mp.runs.push_back(std::move(mr));
-    }
+    const MachinePage mp = MachinePageOf(machine, runs, series);
     WriteOutput((out / ms.dir / "machine.html").string(), MachineHtml(mp));
     result.runs += static_cast<int>(runs.size());
     machines.push_back(std::move(ms));
