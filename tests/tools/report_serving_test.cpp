@@ -71,7 +71,7 @@ std::string Notes(const Section& s) {
   return all;
 }
 
-TEST(Serving, ADefaultTierCpuRunReadsAsOneCurvePerDtypeBelowItsRidge) {
+TEST(ReportServing, ADefaultTierCpuRunReadsAsOneCurvePerDtypeBelowItsRidge) {
   const MergedRuns runs = Merge(ReadBenchmarkFiles({Data("infer_default.json")}));
   const Serving s = ComputeServing(runs);
   EXPECT_TRUE(s.any);
@@ -129,7 +129,7 @@ TEST(Serving, ADefaultTierCpuRunReadsAsOneCurvePerDtypeBelowItsRidge) {
   EXPECT_NE(RenderHtml(doc).find("id=\"serving\""), std::string::npos);
 }
 
-TEST(Serving, TheKneeIsTheFirstBatchPastTheRidgeAndTheBudgetsTheLargestWithinThem) {
+TEST(ReportServing, TheKneeIsTheFirstBatchPastTheRidgeAndTheBudgetsTheLargestWithinThem) {
   // GPU: ridge 1e15 / 4e12 = 250 FLOP/byte. Decode at B 1..256, intensity about B; the step grows
   // once the batch passes the ridge.
   const std::string roof = Roof(1e15, 4e12);
@@ -152,7 +152,7 @@ TEST(Serving, TheKneeIsTheFirstBatchPastTheRidgeAndTheBudgetsTheLargestWithinThe
   EXPECT_NEAR(c.points[2].tokens_per_s, 128 / 15e-3, 1e-6);
 }
 
-TEST(Serving, WithoutRooflineCountersTheKneeIsWhereTokensStopGrowingNearLinearly) {
+TEST(ReportServing, WithoutRooflineCountersTheKneeIsWhereTokensStopGrowingNearLinearly) {
   // Tokens/s: 100, 200, 400 (each doubling the batch doubles it), then 8 at 20 ms: 400 again.
   // One case has no flop_per_byte, so the ridge cannot judge the curve.
   const std::string roof = Roof(1e12, 1e11);
@@ -176,7 +176,7 @@ TEST(Serving, WithoutRooflineCountersTheKneeIsWhereTokensStopGrowingNearLinearly
   EXPECT_TRUE(std::isnan(ComputeBoundBatch(pts, std::nan(""), &rule)));
 }
 
-TEST(Serving, ASingleBatchWithoutRooflineHasNoKneeAndMeetsOnlyTheBudgetsItIsWithin) {
+TEST(ReportServing, ASingleBatchWithoutRooflineHasNoKneeAndMeetsOnlyTheBudgetsItIsWithin) {
   const MergedRuns runs = Runs({Decode("cpu", "onednn", 1, 30)});
   const Serving s = ComputeServing(runs);
   ASSERT_EQ(s.curves.size(), 1u);
@@ -196,7 +196,7 @@ TEST(Serving, ASingleBatchWithoutRooflineHasNoKneeAndMeetsOnlyTheBudgetsItIsWith
   EXPECT_TRUE(sections[0].charts.empty()) << "one point is no curve";
 }
 
-TEST(Serving, CpuAgainstGpuAtBatchOneTakesEachDevicesFastestBackend) {
+TEST(ReportServing, CpuAgainstGpuAtBatchOneTakesEachDevicesFastestBackend) {
   const MergedRuns runs = Runs({Decode("cpu", "onednn", 1, 50), Decode("gpu", "native", 1, 5),
                                 Decode("gpu", "libtorch", 1, 6), Decode("gpu", "native", 8, 6),
                                 // Another dtype on the CPU alone pairs with nothing.
@@ -216,9 +216,17 @@ TEST(Serving, CpuAgainstGpuAtBatchOneTakesEachDevicesFastestBackend) {
   const Table* one = TableTitled(sections[0], "CPU against GPU at batch 1");
   ASSERT_NE(one, nullptr);
   EXPECT_EQ(CellText(one->rows[0][ColumnOf(*one, "GPU speedup")]), "10x");
+  // A chart per model and device of the curves with two batches or more: the GPU's native one.
+  ASSERT_EQ(sections[0].charts.size(), 1u);
+  const Chart& chart = sections[0].charts[0];
+  EXPECT_EQ(chart.title.rfind("llama3_8b on the GPU", 0), 0u) << chart.title;
+  ASSERT_EQ(chart.series.size(), 1u);
+  ASSERT_EQ(chart.series[0].points.size(), 2u);
+  EXPECT_NEAR(chart.series[0].points[1].first, 8 / 6e-3, 1e-6);  // tokens/s at B 8
+  EXPECT_NEAR(chart.series[0].points[1].second, 6, 1e-9);        // ms per token
 }
 
-TEST(Serving, ThePeerStandsBesideEachRowAndEnergyPerTokenWhereCounted) {
+TEST(ReportServing, ThePeerStandsBesideEachRowAndEnergyPerTokenWhereCounted) {
   const MergedRuns runs =
       Runs({Decode("gpu", "native", 1, 4, {{"energy_per_item_j", 2.5}, {"pct_mem_bw", 88}}),
             Decode("gpu", "native", 8, 5, {{"energy_per_item_j", 0.4}}),
@@ -248,7 +256,22 @@ TEST(Serving, ThePeerStandsBesideEachRowAndEnergyPerTokenWhereCounted) {
   EXPECT_NE(Notes(sections[0]).find("PyTorch: the peer's decode"), std::string::npos);
 }
 
-TEST(Serving, NoInferenceCaseNoSectionAndPrefillAloneSaysSo) {
+TEST(ReportServing, TwoSetupsOfOneCaseAreTwoCurvesNeverOnePooled) {
+  const std::vector<Case> cases = {Decode("cpu", "onednn", 1, 40), Decode("cpu", "onednn", 8, 60)};
+  const MergedRuns runs = Merge(
+      {ParseBenchmarkJson(testing::CasesJson(cases, "", R"("onednn_version": "2.6.3")"), "a.json"),
+       ParseBenchmarkJson(testing::CasesJson(cases, "", R"("onednn_version": "3.7.0")"),
+                          "b.json")});
+  const Serving s = ComputeServing(runs);
+  ASSERT_EQ(s.curves.size(), 2u);
+  EXPECT_NE(s.curves[0].setup, s.curves[1].setup);
+  for (const DecodeCurve& c : s.curves) {
+    EXPECT_NE(c.setup.find("onednn"), std::string::npos) << c.setup;
+    EXPECT_EQ(c.points.size(), 2u) << c.setup;
+  }
+}
+
+TEST(ReportServing, NoInferenceCaseNoSectionAndPrefillAloneSaysSo) {
   const MergedRuns gemm = Runs({Case{"gemm/cpu/onednn/square.64/dt:f32", 10, {}}});
   EXPECT_FALSE(ComputeServing(gemm).any);
   EXPECT_TRUE(ServingSections(ComputeServing(gemm)).empty());

@@ -90,7 +90,8 @@ Serving ComputeServing(const MergedRuns& runs) {
     }
     const double bs = std::atof(n.Get(key::kBatch).c_str());
     if (!(bs > 0)) continue;
-    const std::string key = ModelOf(b) + "|" + n.backend + tail;
+    // Two setups of one case (analyses/setup.h) are two curves, never one pooled.
+    const std::string key = ModelOf(b) + "|" + n.backend + tail + "|" + b.setup;
     auto [it, fresh] = curves.try_emplace(key);
     DecodeCurve& c = it->second;
     if (fresh) {
@@ -100,6 +101,7 @@ Serving ComputeServing(const MergedRuns& runs) {
       c.backend = n.backend;
       c.dt = n.Get(key::kDType);
       c.ctx = n.Get(key::kCtx);
+      c.setup = b.setup;
     }
     DecodePoint p;
     p.bs = bs;
@@ -170,7 +172,8 @@ Serving ComputeServing(const MergedRuns& runs) {
 namespace {
 
 std::string CurveName(const DecodeCurve& c) {
-  return JoinNonEmpty({DeviceWord(c.device), c.backend, c.dt, c.ctx.empty() ? "" : "L " + c.ctx},
+  return JoinNonEmpty({DeviceWord(c.device), c.backend, c.dt, c.ctx.empty() ? "" : "L " + c.ctx,
+                       c.setup.empty() ? "" : "(" + c.setup + ")"},
                       " ");
 }
 
@@ -205,6 +208,7 @@ Table FrontierTable(const std::vector<const DecodeCurve*>& curves, bool peer) {
     t.columns.push_back({"PyTorch tokens/s", "peer_tokens_per_s"});
     t.columns.push_back({"vs PyTorch", "vs_peer"});
   }
+  t.columns.push_back({"name", "name", true});
   for (const DecodeCurve* c : curves)
     for (const DecodePoint& p : c->points) {
       Cell tokens = Cell::Rate(p.tokens_per_s, "tokens/s");
@@ -212,7 +216,9 @@ Table FrontierTable(const std::vector<const DecodeCurve*>& curves, bool peer) {
       Cell mem = Cell::Percent(p.pct_mem_bw / 100);
       // Past 100%: the step read from caches, not memory (a model that fits in them).
       if (p.pct_mem_bw > 100) mem.With(Tone::kWarn);
-      std::vector<Cell> row{Cell::Key(c->backend),
+      Cell backend = Cell::Key(c->backend);
+      if (!c->setup.empty()) backend.After(" (" + c->setup + ")");
+      std::vector<Cell> row{backend,
                             Cell::Key(c->dt),
                             c->ctx.empty() ? Cell("-") : Cell::Count(std::atof(c->ctx.c_str())),
                             Cell::Count(p.bs),
@@ -225,6 +231,7 @@ Table FrontierTable(const std::vector<const DecodeCurve*>& curves, bool peer) {
         row.push_back(Cell::Rate(p.peer_tokens_per_s, "tokens/s"));
         row.push_back(SpeedupCell(p.tokens_per_s / p.peer_tokens_per_s, p.doubtful));
       }
+      row.emplace_back(p.name);
       t.rows.push_back(std::move(row));
     }
   return t;
@@ -304,24 +311,24 @@ Table BatchOneTable(const std::vector<BatchOneRow>& rows) {
   return t;
 }
 
-// Per model: a line per curve of two batches or more, time per output token over tokens/s.
-Chart FrontierChart(const std::string& model, const std::vector<DecodeCurve>& curves) {
+// Per model and device: a line per curve of two batches or more, time per output token over
+// tokens/s. A device apiece: the CPU's tokens/s would sit squashed at the GPU's axis' zero.
+Chart FrontierChart(const std::string& model, const std::string& device,
+                    const std::vector<DecodeCurve>& curves) {
   Chart chart;
-  chart.title = model + ": time per output token against tokens/s as the decode batch grows";
+  chart.title = model + " on the " + DeviceWord(device) +
+                ": time per output token against tokens/s as the decode batch grows";
   chart.x_label = "tokens/s";
   chart.y_label = "time per output token (ms)";
   chart.width = 560;
   for (const DecodeCurve& c : curves) {
-    if (c.model != model || c.points.size() < 2) continue;
+    if (c.model != model || c.device != device || c.points.size() < 2) continue;
     Series s{CurveName(c), {}, true, true, -1};
     s.dtype = c.dt;
     for (const DecodePoint& p : c.points) s.points.emplace_back(p.tokens_per_s, p.tpot_s * 1e3);
     chart.series.push_back(std::move(s));
   }
-  if (!chart.series.empty()) {
-    chart.log_y = WideY(chart);
-    chart.log_x = true;
-  }
+  if (!chart.series.empty()) chart.log_y = WideY(chart);
   return chart;
 }
 
@@ -382,8 +389,9 @@ std::vector<Section> ServingSections(const Serving& serving) {
         "PyTorch: the peer's decode at the same model, device, dtype, context and batch "
         "(tools/peers, backend pytorch); vs PyTorch: tokens/s over the peer's.");
   for (const std::string& m : models)
-    if (Chart c = FrontierChart(m, serving.curves); !c.series.empty())
-      s.charts.push_back(std::move(c));
+    for (const char* device : {"cpu", "gpu"})
+      if (Chart c = FrontierChart(m, device, serving.curves); !c.series.empty())
+        s.charts.push_back(std::move(c));
   return {std::move(s)};
 }
 

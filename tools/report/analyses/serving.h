@@ -31,7 +31,7 @@ inline constexpr double kNearLinearShare = 0.5;
 // One decode case: one token for each of B sequences whose cache holds L positions.
 struct DecodePoint {
   double bs = 0;
-  std::string name;
+  std::string name;  // the case's, with its setup where it has several
   double tpot_s = std::numeric_limits<double>::quiet_NaN();  // the step's median time
   double tokens_per_s = std::numeric_limits<double>::quiet_NaN();
   // The roofline's arithmetic intensity, the bytes moved as a % of the memory roof, the energy a
@@ -53,6 +53,7 @@ enum class KneeRule { kRidge, kScaling, kNone };
 // One model's decode on one device, backend, dtype and context, batch by batch.
 struct DecodeCurve {
   std::string model, device, backend, dt, ctx;
+  std::string setup;                // what sets this setup of the cases apart; "" for one setup
   std::vector<DecodePoint> points;  // by batch size
   // The device's ridge point, FLOP per byte: the compute roof over the memory bandwidth the cases
   // were placed against; NaN where the run wrote no roofline.
