@@ -219,7 +219,7 @@ TEST(ReportServing, CpuAgainstGpuAtBatchOneTakesEachDevicesFastestBackend) {
   // A chart per model and device of the curves with two batches or more: the GPU's native one.
   ASSERT_EQ(sections[0].charts.size(), 1u);
   const Chart& chart = sections[0].charts[0];
-  EXPECT_EQ(chart.title.rfind("llama3_8b on the GPU", 0), 0u) << chart.title;
+  EXPECT_EQ(chart.title.rfind("llama3_8b, GPU", 0), 0u) << chart.title;
   ASSERT_EQ(chart.series.size(), 1u);
   ASSERT_EQ(chart.series[0].points.size(), 2u);
   EXPECT_NEAR(chart.series[0].points[1].first, 8 / 6e-3, 1e-6);  // tokens/s at B 8

@@ -316,8 +316,8 @@ Table BatchOneTable(const std::vector<BatchOneRow>& rows) {
 Chart FrontierChart(const std::string& model, const std::string& device,
                     const std::vector<DecodeCurve>& curves) {
   Chart chart;
-  chart.title = model + " on the " + DeviceWord(device) +
-                ": time per output token against tokens/s as the decode batch grows";
+  // Short: the chart is 560 pixels wide. The points run in batch order.
+  chart.title = model + ", " + DeviceWord(device) + ": time per token over tokens/s";
   chart.x_label = "tokens/s";
   chart.y_label = "time per output token (ms)";
   chart.width = 560;
