@@ -14,6 +14,7 @@
 #include "tools/report/analyses/gpu_scaling.h"
 #include "tools/report/analyses/problems.h"
 #include "tools/report/analyses/roofline.h"
+#include "tools/report/analyses/serving.h"
 #include "tools/report/analyses/speedup.h"
 #include "tools/report/analyses/summary.h"
 #include "tools/report/analyses/sweep.h"
@@ -276,6 +277,9 @@ const SectionSpec kSections[] = {
          if (!s.details) out.push_back(std::move(s));
        return out;
      }},
+    // Inference: decode's latency-throughput frontier, knee, budgets, CPU vs GPU, energy.
+    {"serving", "Serving", Place::kFirstScreen,
+     [](const ReportData& d) { return ServingSections(ComputeServing(d.runs)); }},
     {"roofline", "Roofline", Place::kFirstScreen,
      [](const ReportData& d) {
        return RooflineSections(ComputeRoofline(d.runs), d.runs.context, true);
