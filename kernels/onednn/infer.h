@@ -34,6 +34,7 @@ class OneDnnInfer {
   HostTensor Output() const;
   Cost cost() const;
   std::string label() const { return label_; }
+  const InferShape& shape() const { return shape_; }
   // Bytes of the KV cache one step reads and writes (part of cost().bytes).
   double KvBytes() const;
 
