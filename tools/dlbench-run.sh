@@ -39,12 +39,12 @@ bin=build/release/benchmarks
 # train_native: the training family's native MLP step, a binary of its own (benchmarks/CMakeLists.txt).
 # comm: the collectives over this host's GPUs in one process (mpirun for one process per GPU: README).
 # dataload: input pipelines on a dataset generated once into ~/.cache/dlbench (DLB_DATA=DIR for yours).
-families=(gemm conv attn train train_native dataload comm)
+families=(gemm conv attn infer train train_native dataload comm)
 # Each family's share of the budget, by what its default tier takes on a 2-core CPU-only machine
 # and on the H100 host (README: gemm 2.5 / 3, conv 1.5 / 3.4, attn 0.6 / 1, train 5 / 3 min, the
 # rest well under a minute), so that no family's share is short of its tier on either; what a
 # family leaves goes to the ones after it.
-declare -A weight=([gemm]=4 [conv]=4 [attn]=1 [train]=5 [train_native]=1 [dataload]=1 [comm]=1)
+declare -A weight=([gemm]=4 [conv]=4 [attn]=1 [infer]=1 [train]=5 [train_native]=1 [dataload]=1 [comm]=1)
 start=$(date +%s)
 times=""
 timed_out=()

@@ -170,6 +170,7 @@ bool WideY(const Chart& chart) {
 }
 
 std::string ItemsPerSecond(const std::string& family, const std::string& model) {
+  if (family == "infer") return "tokens/s";
   auto has = [&](const char* word) { return model.find(word) != std::string::npos; };
   if (has("gpt") || has("bert") || has("llama")) return "tokens/s";
   if (has("mlp")) return "samples/s";

@@ -35,7 +35,8 @@ std::pair<Cell, Cell> PeakCells(const OverviewRow* r, bool gpu) {
 }
 
 bool OverviewByWorkload(const std::string& family) {
-  return family == "dataload" || family == kCommFamily || family == kAttnFamily;
+  return family == "dataload" || family == kCommFamily || family == kAttnFamily ||
+         family == "infer";
 }
 
 Overview ComputeOverview(const MergedRuns& runs) {

@@ -154,6 +154,12 @@ Words WordsOf(const std::string& fam) {
     w.loose = "Attention shapes";
     w.flops = true;
     w.by_workload = true;
+  } else if (fam == "infer") {
+    w.item = "model";
+    w.loose = "Models: prefill and decode steps";
+    w.per_s = "tokens/s";
+    w.time = "time per step";
+    w.by_workload = true;
   } else if (fam == "conv") {
     w.item = "layer";
     w.loose = "Layers without a network";

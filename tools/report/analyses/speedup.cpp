@@ -136,6 +136,7 @@ std::vector<Section> SpeedupSections(const SpeedupResult& speedup) {
     std::string item = fam == "gemm"       ? "shape"
                        : fam == "conv"     ? "layer"
                        : fam == "dataload" ? "pipeline"
+                       : fam == "infer"    ? "model"
                                            : "workload";
     t.columns = {{item, "workload"},          {"dt", "dt"},           {"bs", "bs"},
                  {"config", "config"},        {"CPU", "cpu_backend"}, {"GPU", "gpu_backend"},
