@@ -161,9 +161,9 @@ TEST_F(Cli, CompareOfRunsWithNoCaseInCommonIsBadInput) {
 
 // A malformed number is one line that names its flag (not "stod").
 TEST_F(Cli, AMalformedThresholdNamesItsFlag) {
-  for (const std::string sub : {"compare " + Data("compare_base.json") + " " +
-                                    Data("compare_new.json"),
-                                std::string("history check --db x.sqlite")}) {
+  for (const std::string sub :
+       {"compare " + Data("compare_base.json") + " " + Data("compare_new.json"),
+        std::string("history check --db x.sqlite")}) {
     Result r = Run(sub + " --threshold abc");
     EXPECT_EQ(r.rc, 1) << sub;
     EXPECT_EQ(r.err,
@@ -187,10 +187,8 @@ TEST_F(Cli, ReportOfAFolderSkipsItsFilesWithoutCasesAndNamesThem) {
   std::ofstream(folder / "notes.json") << R"({"what": "not a run"})";
   Result r = Run("report " + folder.string() + " --format md");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "peaks.json").string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skipped " + (folder / "notes.json").string()), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("2 file(s) of the folder skipped"), std::string::npos);
   EXPECT_NE(r.out.find("gemm"), std::string::npos);
   EXPECT_EQ(Run("report " + (folder / "peaks.json").string()).rc, 1);
@@ -208,6 +206,17 @@ TEST_F(Cli, HtmlShowsNoMarkdown) {
   EXPECT_EQ(r.rc, 3) << r.err;
   EXPECT_NE(r.out.find("<strong>REGRESSION</strong>"), std::string::npos);
   EXPECT_EQ(r.out.find("**"), std::string::npos);
+}
+
+// The inference family's cases are models, their rate tokens per second, one table of every case.
+TEST_F(Cli, InferenceCasesReadAsModelsInTokensPerSecond) {
+  Result r =
+      Run("report " + Data("infer_default.json") + " --out-dir " + (dir_ / "infer").string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string md = Slurp(dir_ / "infer" / "report.md");
+  EXPECT_NE(md.find("Models: prefill and decode steps"), std::string::npos) << md;
+  EXPECT_NE(md.find("tokens/s"), std::string::npos) << md;
+  EXPECT_NE(md.find("phase:decode"), std::string::npos) << md;
 }
 
 TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {
