@@ -87,9 +87,8 @@ inline void Store(void* base, int64_t i, float v, bool low) {
 // into the layout the matmul chose.
 memory Packed(const std::vector<float>& w, int64_t out, int64_t in, DType dt,
               const memory::desc& chosen) {
-  const std::vector<uint8_t> bytes = ToStorage(w, dt);
-  memory plain(memory::desc({in, out}, TypeOf(dt), {1, in}), Engine(),
-               const_cast<uint8_t*>(bytes.data()));
+  std::vector<uint8_t> bytes = ToStorage(w, dt);
+  memory plain(memory::desc({in, out}, TypeOf(dt), {1, in}), Engine(), bytes.data());
   memory packed(chosen, Engine());
   dnnl::reorder(plain, packed).execute(Stream(), plain, packed);
   Stream().wait();
