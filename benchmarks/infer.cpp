@@ -1,5 +1,6 @@
 // Inference family: one prefill or decode step of every model of fixtures/workloads/
-// infer_models.csv x batch sizes x contexts x dtypes, on oneDNN (CPU).
+// infer_models.csv x batch sizes x contexts x dtypes, on oneDNN (CPU) and cuBLASLt with CUDA
+// kernels (GPU).
 #include "benchmarks/infer/family.h"
 #include "benchmarks/infer/ops.h"
 #include "fixtures/harness.h"
