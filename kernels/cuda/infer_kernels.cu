@@ -94,8 +94,9 @@ __global__ void RopeAppendKernel(const float* qkv, const float* cos, const float
 }
 
 // Block (row x head, split): kAttnWarps warps take the chunk's keys in turn, each keeping a running
-// max, sum and weighted V; the warps' states then
-// merge into partial[(row * heads + head) * splits + split] = {max, sum, acc[head_dim]}.
+// max, sum and weighted V; the warps' states then merge into
+// partial[(row * heads + head) * splits + split] = {max, sum, acc[head_dim]}. A chunk past the
+// row's last key writes {-inf, 0, 0...}, which the merge skips.
 __global__ void AttnChunkKernel(const bf16* q, const bf16* kc, const bf16* vc, InferAttnDims a,
                                 int64_t chunk, float scale, float* partial) {
   __shared__ float sq[kInferMaxHeadDim];
