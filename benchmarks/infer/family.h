@@ -66,7 +66,8 @@ struct InferSteps : DefaultSteps<Op, InferShape> {
   }
 };
 
-// Registers one case: infer/<device>/<backend>/<model>/bs:<b>/dt:<dt>/phase:<p>/ctx:<l>.
+// Registers one case: infer/<device>/<backend>/<model>/phase:<p>/bs:<b>/ctx:<l>/dt:<dt> (the key
+// order of the family's row in fixtures/schema/families.h).
 template <class Op>
 void Add(const Model& m, const Point& p, DType dt) {
   const InferShape shape{m.config, p.phase, p.batch, p.ctx};
@@ -74,10 +75,10 @@ void Add(const Model& m, const Point& p, DType dt) {
   cfg.dtype = dt;
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
-  NameKeys keys = {{key::kBatch, std::to_string(p.batch)},
-                   {key::kDType, std::string(Name(dt))},
-                   {key::kPhase, Name(p.phase)},
-                   {key::kCtx, std::to_string(p.ctx)}};
+  NameKeys keys = {{key::kPhase, Name(p.phase)},
+                   {key::kBatch, std::to_string(p.batch)},
+                   {key::kCtx, std::to_string(p.ctx)},
+                   {key::kDType, std::string(Name(dt))}};
   Register<Op, InferShape, InferSteps<Op>>(
       "infer", m.basics, std::move(keys), shape, cfg,
       CaseInfo::Of(m.basics, dt, p.batch, Verifier(shape, cfg)));
