@@ -1,8 +1,11 @@
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "kernels/common/error.h"
@@ -18,13 +21,13 @@ using bf16 = __nv_bfloat16;
 constexpr int kThreads = 256;
 // Grid-stride loops take at most this many blocks; the loops cover the rest.
 constexpr int64_t kMaxBlocks = 65536;
-// Attention: warps per block, and the head_dim pairs one lane holds.
+// Attention: warps per block, and the most query heads of one kv head a block takes.
 constexpr int kAttnWarps = 4;
-constexpr int kPairsPerLane = int(kInferMaxHeadDim / 64);
+constexpr int kMaxHeadsPerBlock = 8;
 // Key-splitting: aim for this many blocks per attention launch, with chunks of at least this many
 // keys (fewer and the merge costs more than it spreads).
-constexpr int64_t kTargetBlocks = 4096;
-constexpr int64_t kMinChunk = 64;
+constexpr int64_t kTargetBlocks = 2048;
+constexpr int64_t kMinChunk = 32;
 
 unsigned Blocks(int64_t n) {
   return static_cast<unsigned>(
@@ -93,83 +96,135 @@ __global__ void RopeAppendKernel(const float* qkv, const float* cos, const float
   }
 }
 
-// Block (row x head, split): kAttnWarps warps take the chunk's keys in turn, each keeping a running
-// max, sum and weighted V; the warps' states then merge into
-// partial[(row * heads + head) * splits + split] = {max, sum, acc[head_dim]}. A chunk past the
-// row's last key writes {-inf, 0, 0...}, which the merge skips.
-__global__ void AttnChunkKernel(const bf16* q, const bf16* kc, const bf16* vc, InferAttnDims a,
-                                int64_t chunk, float scale, float* partial) {
-  __shared__ float sq[kInferMaxHeadDim];
-  __shared__ float sm[kAttnWarps], sl[kAttnWarps];
-  __shared__ float sacc[kAttnWarps][kInferMaxHeadDim];
-  const int64_t D = a.head_dim, rh = blockIdx.x, t = rh / a.heads, h = rh % a.heads;
+// The query heads of one kv head that one attention block takes together (grouped-query: 4 for
+// Llama-3-8B); a larger group is split over blocks, a group of no such size takes one head a block.
+int HeadsPerBlock(int64_t group) {
+  for (int h : {kMaxHeadsPerBlock, 4, 2})
+    if (group % h == 0) return h;
+  return 1;
+}
+
+// Block (token x kv head x head slice, split): the kH query heads of one kv head over one chunk
+// of keys, each K and V row read once for all of them. A key row is the 16-byte loads (8 bf16
+// each) of head_dim / 8 lanes, a slot, so a warp takes 32 / (head_dim / 8) keys at a time, each
+// slot keeping its own running max, sum and weighted V per head; the slots and then the warps
+// merge, and the block writes partial[(token * heads + head) * splits + split] = {max, sum,
+// acc[head_dim]} per head. A chunk past the token's last key writes {-inf, 0, 0...}, which the
+// merge skips.
+template <int kH>
+__global__ void __launch_bounds__(kAttnWarps * 32)
+    AttnChunkKernel(const bf16* q, const bf16* kc, const bf16* vc, InferAttnDims a, int64_t chunk,
+                    float scale, float* partial) {
+  __shared__ float sm[kAttnWarps][kH], sl[kAttnWarps][kH];
+  __shared__ float sacc[kAttnWarps][kH][kInferMaxHeadDim];
+  const int64_t D = a.head_dim, G = a.kv_heads, group = a.heads / G;
+  const int slices = int(group / kH);
+  const int64_t t = int64_t(blockIdx.x) / (G * slices), g = int64_t(blockIdx.x) / slices % G;
+  const int64_t h0 = g * group + int64_t(blockIdx.x % slices) * kH;
   const int64_t b = t / a.new_tokens, keys = a.first_pos + t % a.new_tokens + 1;
-  const int64_t g = h / (a.heads / a.kv_heads);
   const int64_t k0 = int64_t(blockIdx.y) * chunk, k1 = min(k0 + chunk, keys);
-  for (int64_t e = threadIdx.x; e < D; e += blockDim.x) sq[e] = __bfloat162float(q[rh * D + e]);
-  __syncthreads();
+  const int lanes = int(D / 8), slots = 32 / lanes;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bf16* kb = kc + (b * a.kv_heads + g) * a.capacity * D;
-  const bf16* vb = vc + (b * a.kv_heads + g) * a.capacity * D;
-  // Lane l holds the pairs (2l, 2l + 1) + 64 c: a warp reads 128 contiguous bytes a load.
-  float m = -INFINITY, l = 0, acc[kPairsPerLane][2];
-  for (int c = 0; c < kPairsPerLane; ++c) acc[c][0] = acc[c][1] = 0;
-  for (int64_t j = k0 + warp; j < k1; j += kAttnWarps) {
-    float dot = 0;
+  const int slot = lane / lanes, sub = lane % lanes;
+  const int64_t e0 = int64_t(sub) * 8;
+
+  float qv[kH][8], acc[kH][8], m[kH], l[kH];
 #pragma unroll
-    for (int c = 0; c < kPairsPerLane; ++c) {
-      const int64_t e = 2 * lane + 64 * c;
-      if (e < D) {
-        const float2 k2 =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kb + j * D + e));
-        dot += sq[e] * k2.x + sq[e + 1] * k2.y;
+  for (int h = 0; h < kH; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      acc[h][i] = 0;
+      qv[h][i] = __bfloat162float(q[(t * a.heads + h0 + h) * D + e0 + i]) * scale;
+    }
+  }
+  const bf16* kb = kc + (b * G + g) * a.capacity * D;
+  const bf16* vb = vc + (b * G + g) * a.capacity * D;
+  for (int64_t base = k0 + int64_t(warp) * slots; base < k1; base += int64_t(kAttnWarps) * slots) {
+    const int64_t j = base + slot;
+    const bool valid = j < k1;
+    uint4 kraw = make_uint4(0, 0, 0, 0), vraw = make_uint4(0, 0, 0, 0);
+    if (valid) {
+      kraw = *reinterpret_cast<const uint4*>(kb + j * D + e0);
+      vraw = *reinterpret_cast<const uint4*>(vb + j * D + e0);
+    }
+    float kf[8], vf[8];
+    const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kraw);
+    const __nv_bfloat162* v2 = reinterpret_cast<const __nv_bfloat162*>(&vraw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 kk = __bfloat1622float2(k2[i]), vv = __bfloat1622float2(v2[i]);
+      kf[2 * i] = kk.x;
+      kf[2 * i + 1] = kk.y;
+      vf[2 * i] = vv.x;
+      vf[2 * i + 1] = vv.y;
+    }
+#pragma unroll
+    for (int h = 0; h < kH; ++h) {
+      float dot = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) dot += qv[h][i] * kf[i];
+      // A slot's lanes are a power of two, aligned: xor below `lanes` stays inside the slot.
+      for (int o = lanes / 2; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (valid) {
+        const float nm = fmaxf(m[h], dot);
+        const float corr = expf(m[h] - nm), p = expf(dot - nm);  // m = -inf at first: corr 0
+        l[h] = l[h] * corr + p;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[h][i] = acc[h][i] * corr + p * vf[i];
+        m[h] = nm;
       }
     }
-    const float s = WarpSum(dot) * scale;
-    const float nm = fmaxf(m, s);
-    const float corr = expf(m - nm), p = expf(s - nm);  // m = -inf at first: corr 0
-    l = l * corr + p;
+  }
+  // The slots of a warp merge into its first slot (lanes 0..lanes-1), pairwise by xor.
+  for (int o = lanes; o < 32; o *= 2) {
 #pragma unroll
-    for (int c = 0; c < kPairsPerLane; ++c) {
-      const int64_t e = 2 * lane + 64 * c;
-      if (e < D) {
-        const float2 v2 =
-            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(vb + j * D + e));
-        acc[c][0] = acc[c][0] * corr + p * v2.x;
-        acc[c][1] = acc[c][1] * corr + p * v2.y;
+    for (int h = 0; h < kH; ++h) {
+      const float om = __shfl_xor_sync(0xffffffffu, m[h], o);
+      const float ol = __shfl_xor_sync(0xffffffffu, l[h], o);
+      const float nm = fmaxf(m[h], om);
+      const float f1 = m[h] == -INFINITY ? 0.f : expf(m[h] - nm);
+      const float f2 = om == -INFINITY ? 0.f : expf(om - nm);
+      l[h] = l[h] * f1 + ol * f2;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float oa = __shfl_xor_sync(0xffffffffu, acc[h][i], o);
+        acc[h][i] = acc[h][i] * f1 + oa * f2;
       }
+      m[h] = nm;
     }
-    m = nm;
   }
-  if (lane == 0) {
-    sm[warp] = m;
-    sl[warp] = l;
-  }
+  if (lane < lanes) {
 #pragma unroll
-  for (int c = 0; c < kPairsPerLane; ++c) {
-    const int64_t e = 2 * lane + 64 * c;
-    if (e < D) {
-      sacc[warp][e] = acc[c][0];
-      sacc[warp][e + 1] = acc[c][1];
+    for (int h = 0; h < kH; ++h) {
+      if (lane == 0) {
+        sm[warp][h] = m[h];
+        sl[warp][h] = l[h];
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sacc[warp][h][e0 + i] = acc[h][i];
     }
   }
   __syncthreads();
-  float mx = -INFINITY;
-  for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w]);
-  float f[kAttnWarps], sum = 0;
-  for (int w = 0; w < kAttnWarps; ++w) {
-    f[w] = sm[w] == -INFINITY ? 0.f : expf(sm[w] - mx);  // a warp that saw no key weighs nothing
-    sum += f[w] * sl[w];
-  }
-  float* out = partial + (rh * gridDim.y + blockIdx.y) * (D + 2);
-  if (threadIdx.x == 0) {
-    out[0] = mx;
-    out[1] = sum;
-  }
-  for (int64_t e = threadIdx.x; e < D; e += blockDim.x) {
-    float v = 0;
-    for (int w = 0; w < kAttnWarps; ++w) v += f[w] * sacc[w][e];
-    out[2 + e] = v;
+  for (int h = 0; h < kH; ++h) {
+    float mx = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, sm[w][h]);
+    float f[kAttnWarps], sum = 0;
+    for (int w = 0; w < kAttnWarps; ++w) {
+      f[w] = sm[w][h] == -INFINITY ? 0.f : expf(sm[w][h] - mx);  // a warp that saw no key
+      sum += f[w] * sl[w][h];
+    }
+    float* out = partial + ((t * a.heads + h0 + h) * gridDim.y + blockIdx.y) * (D + 2);
+    if (threadIdx.x == 0) {
+      out[0] = mx;
+      out[1] = sum;
+    }
+    for (int64_t e = threadIdx.x; e < D; e += blockDim.x) {
+      float v = 0;
+      for (int w = 0; w < kAttnWarps; ++w) v += f[w] * sacc[w][h][e];
+      out[2 + e] = v;
+    }
   }
 }
 
@@ -203,6 +258,35 @@ __global__ void SwiGluKernel(const float* gu, int64_t n, int64_t ffn, bf16* act)
   }
 }
 
+// Non-negative floats order as their bits do, so the maximum of |x| is an unsigned atomicMax.
+__global__ void AbsMaxKernel(const bf16* x, int64_t n, uint32_t* amax_bits) {
+  __shared__ float warp_max[kThreads / 32];
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  float m = 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    m = fmaxf(m, fabsf(__bfloat162float(x[i])));
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
+    atomicMax(amax_bits, __float_as_uint(m));
+  }
+}
+
+// e4m3's largest finite value.
+constexpr float kE4m3Max = 448.f;
+
+__global__ void QuantizeKernel(const bf16* x, int64_t n, const uint32_t* amax_bits, float* scale,
+                               __nv_fp8_e4m3* out) {
+  const float amax = __uint_as_float(*amax_bits);
+  const float s = amax > 0 ? amax / kE4m3Max : 1.f, inv = 1.f / s;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    out[i] = __nv_fp8_e4m3(__bfloat162float(x[i]) * inv);
+}
+
 __global__ void ScaleKernel(bf16* x, int64_t n, float scale) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
@@ -211,10 +295,10 @@ __global__ void ScaleKernel(bf16* x, int64_t n, float scale) {
 
 void CheckDims(const InferAttnDims& a) {
   Require(a.batch > 0 && a.new_tokens > 0 && a.first_pos >= 0 && a.heads > 0 && a.kv_heads > 0 &&
-              a.heads % a.kv_heads == 0 && a.head_dim > 0 && a.head_dim % 2 == 0 &&
-              a.head_dim <= kInferMaxHeadDim && a.capacity >= a.first_pos + a.new_tokens,
-          "attention sizes must be positive, heads a multiple of kv_heads, head_dim even and at "
-          "most 256, the capacity at least every position");
+              a.heads % a.kv_heads == 0 && InferHeadDimOk(a.head_dim) &&
+              a.capacity >= a.first_pos + a.new_tokens,
+          "attention sizes must be positive, heads a multiple of kv_heads, head_dim 8, 16, 32, "
+          "64, 128 or 256, the capacity at least every position");
 }
 
 }  // namespace
@@ -243,9 +327,13 @@ void RopeAppend(const float* qkv, const float* cos, const float* sin, const Infe
   DLB_CHECK(cudaGetLastError());
 }
 
+int64_t AttnBlocks(const InferAttnDims& a) {
+  return a.batch * a.new_tokens * a.heads / HeadsPerBlock(a.heads / a.kv_heads);
+}
+
 AttnSplit ChooseSplit(const InferAttnDims& a) {
   CheckDims(a);
-  const int64_t rows = a.batch * a.new_tokens * a.heads;
+  const int64_t rows = AttnBlocks(a);
   const int64_t keys = a.first_pos + a.new_tokens;
   int64_t splits = std::max<int64_t>(
       1, std::min((kTargetBlocks + rows - 1) / rows, (keys + kMinChunk - 1) / kMinChunk));
@@ -263,13 +351,33 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
                   const InferAttnDims& a, const AttnSplit& split, float* partial, uint16_t* out,
                   cudaStream_t stream) {
   CheckDims(a);
-  const int64_t rows = a.batch * a.new_tokens * a.heads;
+  const int64_t blocks = AttnBlocks(a), rows = a.batch * a.new_tokens * a.heads;
   Require(rows <= INT_MAX && split.splits > 0 && split.splits <= 65535 && split.chunk > 0 &&
               split.splits * split.chunk >= a.first_pos + a.new_tokens,
-          "attention grid: rows x heads at most 2^31 - 1, 1..65535 splits covering every key");
+          "attention grid: tokens x heads at most 2^31 - 1, 1..65535 splits covering every key");
+  Require(reinterpret_cast<uintptr_t>(k_cache) % 16 == 0 &&
+              reinterpret_cast<uintptr_t>(v_cache) % 16 == 0,
+          "attention: the K and V caches must be 16-byte aligned (16-byte loads)");
   const float scale = float(1.0 / std::sqrt(double(a.head_dim)));
-  AttnChunkKernel<<<dim3(unsigned(rows), unsigned(split.splits)), kAttnWarps * 32, 0, stream>>>(
-      B(q), B(k_cache), B(v_cache), a, split.chunk, scale, partial);
+  const dim3 grid(unsigned(blocks), unsigned(split.splits));
+  const unsigned threads = kAttnWarps * 32;
+  switch (HeadsPerBlock(a.heads / a.kv_heads)) {
+    case 8:
+      AttnChunkKernel<8><<<grid, threads, 0, stream>>>(B(q), B(k_cache), B(v_cache), a, split.chunk,
+                                                       scale, partial);
+      break;
+    case 4:
+      AttnChunkKernel<4><<<grid, threads, 0, stream>>>(B(q), B(k_cache), B(v_cache), a, split.chunk,
+                                                       scale, partial);
+      break;
+    case 2:
+      AttnChunkKernel<2><<<grid, threads, 0, stream>>>(B(q), B(k_cache), B(v_cache), a, split.chunk,
+                                                       scale, partial);
+      break;
+    default:
+      AttnChunkKernel<1><<<grid, threads, 0, stream>>>(B(q), B(k_cache), B(v_cache), a, split.chunk,
+                                                       scale, partial);
+  }
   DLB_CHECK(cudaGetLastError());
   AttnMergeKernel<<<unsigned(rows), 128, 0, stream>>>(partial, split.splits, a.head_dim, B(out));
   DLB_CHECK(cudaGetLastError());
@@ -278,6 +386,17 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
 void SwiGluBf16(const float* gu, int64_t rows, int64_t ffn, uint16_t* act, cudaStream_t stream) {
   Require(rows > 0 && ffn > 0, "SwiGLU rows and width must be positive");
   SwiGluKernel<<<Blocks(rows * ffn), kThreads, 0, stream>>>(gu, rows * ffn, ffn, B(act));
+  DLB_CHECK(cudaGetLastError());
+}
+
+void QuantizeFp8(const uint16_t* x, int64_t n, uint32_t* amax_bits, float* scale, uint8_t* out,
+                 cudaStream_t stream) {
+  Require(n > 0, "fp8 quantisation of an empty tensor");
+  DLB_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof(uint32_t), stream));
+  AbsMaxKernel<<<Blocks(n), kThreads, 0, stream>>>(B(x), n, amax_bits);
+  DLB_CHECK(cudaGetLastError());
+  QuantizeKernel<<<Blocks(n), kThreads, 0, stream>>>(B(x), n, amax_bits, scale,
+                                                     reinterpret_cast<__nv_fp8_e4m3*>(out));
   DLB_CHECK(cudaGetLastError());
 }
 
