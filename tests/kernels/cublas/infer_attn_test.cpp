@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct AttnCase {
 };
 
 std::string CaseName(const ::testing::TestParamInfo<AttnCase>& info) { return info.param.what; }
+void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.what; }
 
 class GqaAttentionTest : public ::testing::TestWithParam<AttnCase> {};
 
