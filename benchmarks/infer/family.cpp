@@ -71,9 +71,12 @@ double InferTolerance(DType dt) {
   switch (dt) {
     case DType::kF32:
       return 1e-4;
+    // fp8: the weights are the reference's own e4m3 values, but each GEMM's input is rounded to
+    // e4m3 (3 mantissa bits: an RMS error of about 2.4% of a value) under one per-tensor scale,
+    // which small activations lose more to; some 3-5% on the logits, held within twice that.
     case DType::kFP8E4M3:
     case DType::kFP8E5M2:
-      return 6e-2;
+      return 1e-1;
     default:
       return 3e-2;
   }
@@ -92,8 +95,10 @@ VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg) {
     return [reason](const OutputReader&) { return Verdict::NotVerified(reason); };
   }
   return [shape, cfg](const OutputReader& out) {
-    RefCache cache = SeededRefCache(shape, cfg.seed, cfg.dtype);
-    const Vec want = RefInferStep(shape, SeededRefLlama(shape.model, cfg.seed, cfg.dtype),
+    // fp8 is the matrices' dtype: the embedding, norms and KV cache stay bf16.
+    const DType rest = IsEightBit(cfg.dtype) ? DType::kBF16 : cfg.dtype;
+    RefCache cache = SeededRefCache(shape, cfg.seed, rest);
+    const Vec want = RefInferStep(shape, SeededRefLlama(shape.model, cfg.seed, cfg.dtype, rest),
                                   SeededTokens(cfg.seed, shape), &cache);
     std::vector<int64_t> pos(want.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);

@@ -88,11 +88,15 @@ Vec RefGqaAttention(const Vec& q, const std::vector<int64_t>& pos, const Vec& k,
 }
 
 RefLlama SeededRefLlama(const LlamaConfig& m, uint64_t seed, DType dt) {
+  return SeededRefLlama(m, seed, dt, dt);
+}
+
+RefLlama SeededRefLlama(const LlamaConfig& m, uint64_t seed, DType matrices_dt, DType rest_dt) {
   RefLlama w;
   const auto mat = [&](int index, int64_t rows, int64_t cols) {
-    return ToDouble(SeededMatrix(seed, index, rows, cols, dt));
+    return ToDouble(SeededMatrix(seed, index, rows, cols, matrices_dt));
   };
-  const auto norm = [&](int index) { return ToDouble(SeededNorm(seed, index, m.dim, dt)); };
+  const auto norm = [&](int index) { return ToDouble(SeededNorm(seed, index, m.dim, rest_dt)); };
   for (int l = 0; l < int(m.layers); ++l) {
     const auto at = [l](LlamaTensor t) { return WeightIndex(l, t); };
     RefLlama::Layer y;
@@ -107,7 +111,7 @@ RefLlama SeededRefLlama(const LlamaConfig& m, uint64_t seed, DType dt) {
     y.w2 = mat(at(LlamaTensor::kW2), m.dim, m.ffn);
     w.layers.push_back(std::move(y));
   }
-  w.embed = ToDouble(SeededValues(TensorSeed(seed, kEmbedIndex), size_t(m.vocab * m.dim), dt));
+  w.embed = ToDouble(SeededValues(TensorSeed(seed, kEmbedIndex), size_t(m.vocab * m.dim), rest_dt));
   w.final_norm = norm(kFinalNormIndex);
   w.lm_head = mat(kLmHeadIndex, m.vocab, m.dim);
   return w;

@@ -42,6 +42,9 @@ struct RefLlama {
 };
 // The seeded model in dtype dt (the values an op in that dtype holds).
 RefLlama SeededRefLlama(const LlamaConfig& m, uint64_t seed, DType dt);
+// The same with the layers' matrices and the LM head in matrices_dt and the embedding and norms in
+// rest_dt: fp8 weights beside a bf16 embedding and norms, as the GPU step holds them.
+RefLlama SeededRefLlama(const LlamaConfig& m, uint64_t seed, DType matrices_dt, DType rest_dt);
 
 // The cache of one layer: per sequence, kv_heads x positions x head_dim for K and for V.
 struct RefCache {

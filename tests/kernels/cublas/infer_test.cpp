@@ -58,7 +58,42 @@ TEST_P(NativeInferTest, LogitsMatchTheFloat64Step) {
   EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2);
   EXPECT_EQ(first.data, got.data);
   EXPECT_NE(op.label().find("CUDA graph"), std::string::npos) << op.label();
+  // Prefill's attention is cuDNN's fused SDPA where it has an engine; the label says which ran.
+  if (phase == InferPhase::kPrefill)
+    EXPECT_NE(op.label().find("fused SDPA fwd"), std::string::npos) << op.label();
 }
+
+class NativeInferFp8Test : public ::testing::TestWithParam<std::tuple<InferPhase, int, int64_t>> {};
+
+// fp8 weights: the float64 step of the same e4m3 matrices (the embedding, norms and cache bf16),
+// within the family's fp8 tolerance (each GEMM input quantised to e4m3 by its absmax).
+TEST_P(NativeInferFp8Test, LogitsMatchTheFloat64StepOfTheE4m3Weights) {
+  const auto [phase, batch, ctx] = GetParam();
+  const InferShape s{Tiny(), phase, batch, ctx};
+  RunConfig cfg;
+  cfg.dtype = DType::kFP8E4M3;
+  cfg.seed = 5;
+  const Support sup = cublas::NativeInfer::Supports(s, cfg);
+  if (!sup.ok) GTEST_SKIP() << sup.why;
+  cublas::NativeInfer op(s, cfg);
+  op.Run();
+  const HostTensor got = op.Output();
+  RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
+  const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kFP8E4M3, DType::kBF16),
+                                SeededTokens(cfg.seed, s), &cache);
+  ASSERT_EQ(got.data.size(), want.size());
+  const double err = testing::RelativeL2(got.data, want);
+  EXPECT_LT(err, 1e-1);
+  // Far from the bf16 step's error, and not zero: the activations were quantised.
+  EXPECT_GT(err, 1e-4);
+  EXPECT_NE(op.label().find("fp8"), std::string::npos) << op.label();
+  EXPECT_DOUBLE_EQ(op.cost().bytes, s.Bytes(DType::kFP8E4M3, DType::kBF16));
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, NativeInferFp8Test,
+                         ::testing::Values(std::make_tuple(InferPhase::kDecode, 2, int64_t{40}),
+                                           std::make_tuple(InferPhase::kPrefill, 1, int64_t{16})),
+                         StepName);
 
 // Decode at a context long enough to split the keys into several chunks, and prefill's causal
 // prompts; batch 3 checks that sequences do not mix.
@@ -84,19 +119,27 @@ TEST(NativeInfer, CountsTokensFlopsAndBf16Bytes) {
 
 TEST(NativeInfer, RefusesWeightsItDoesNotOfferSayingWhy) {
   RunConfig cfg;
-  cfg.dtype = DType::kFP8E4M3;
+  cfg.dtype = DType::kF32;
   const InferShape s{Tiny(), InferPhase::kDecode, 1, 8};
   Support sup = cublas::NativeInfer::Supports(s, cfg);
   EXPECT_FALSE(sup.ok);
-  EXPECT_NE(sup.why.find("fp8"), std::string::npos) << sup.why;
-  cfg.dtype = DType::kF32;
-  sup = cublas::NativeInfer::Supports(s, cfg);
+  EXPECT_NE(sup.why.find("bf16 or fp8"), std::string::npos) << sup.why;
+  // fp8's GEMMs need cuBLASLt's FP8 alignment: sizes multiples of 16.
+  cfg.dtype = DType::kFP8E4M3;
+  LlamaConfig odd = Tiny();
+  odd.ffn = 200;
+  sup = cublas::NativeInfer::Supports({odd, InferPhase::kDecode, 1, 8}, cfg);
   EXPECT_FALSE(sup.ok);
-  EXPECT_NE(sup.why.find("bf16"), std::string::npos) << sup.why;
+  EXPECT_NE(sup.why.find("multiples of 16"), std::string::npos) << sup.why;
   cfg.dtype = DType::kBF16;
   LlamaConfig wide = Tiny();
   wide.head_dim = 512;
   EXPECT_FALSE(cublas::NativeInfer::Supports({wide, InferPhase::kDecode, 1, 8}, cfg).ok);
+  LlamaConfig uneven = Tiny();
+  uneven.head_dim = 24;
+  sup = cublas::NativeInfer::Supports({uneven, InferPhase::kDecode, 1, 8}, cfg);
+  EXPECT_FALSE(sup.ok);
+  EXPECT_NE(sup.why.find("head_dim"), std::string::npos) << sup.why;
 }
 
 // The attention's key split: every key in some chunk, no chunk empty for every row, a decode at

@@ -97,6 +97,22 @@ TEST(RefInfer, ZeroLayersLeaveTheEmbeddingToTheHead) {
   EXPECT_NEAR(logits[1], 7 / r, 1e-12);
 }
 
+// fp8 weights beside a bf16 embedding and norms: each tensor is the one-dtype model's of its own
+// dtype.
+TEST(RefInfer, MatricesAndTheRestTakeTheirOwnDtypes) {
+  const LlamaConfig m = Tiny();
+  const RefLlama mixed = SeededRefLlama(m, 3, DType::kFP8E4M3, DType::kBF16);
+  const RefLlama fp8 = SeededRefLlama(m, 3, DType::kFP8E4M3);
+  const RefLlama bf16 = SeededRefLlama(m, 3, DType::kBF16);
+  EXPECT_EQ(mixed.layers[1].wq, fp8.layers[1].wq);
+  EXPECT_EQ(mixed.layers[0].w2, fp8.layers[0].w2);
+  EXPECT_EQ(mixed.lm_head, fp8.lm_head);
+  EXPECT_NE(mixed.lm_head, bf16.lm_head);
+  EXPECT_EQ(mixed.embed, bf16.embed);
+  EXPECT_EQ(mixed.final_norm, bf16.final_norm);
+  EXPECT_EQ(mixed.layers[1].ffn_norm, bf16.layers[1].ffn_norm);
+}
+
 TEST(RefInfer, DecodeAfterPrefillMatchesALongerPrefill) {
   // Prefill 5 tokens, then decode the 6th over that cache: the logits equal a prefill of all 6.
   const LlamaConfig m = Tiny();
