@@ -49,8 +49,7 @@ void SeedMatrix(uint8_t* dst, DType dt, uint64_t seed, int index, int64_t rows, 
   }
   cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * cols, rows * cols, cols, 1},
                    TensorSeed(seed, index), dt, stream);
-  cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols),
-                  stream);
+  cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols), stream);
 }
 
 // fp8: what cuBLASLt multiplies a weight matrix of `in` inputs by (its A scale).
