@@ -11,6 +11,11 @@ using engines::Set;
 
 Dims Contiguous(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1}; }
 
+Storage ContiguousStorage(const AttnShape& s) {
+  return {Contiguous({s.batch, s.heads, s.seq, s.head_dim}),
+          Contiguous({s.batch, s.kv_heads, s.seq, s.head_dim})};
+}
+
 Lowering LoweringFor(const AttnShape& s, AttnPass pass, size_t v) {
   Lowering l;
   l.padding_workaround = pass == AttnPass::kBwd && s.seq % 128 != 0 && v <= 91500;
@@ -167,7 +172,7 @@ struct Inputs {
   void *Q = nullptr, *KT = nullptr, *scale = nullptr, *neg_inf = nullptr;
 };
 
-Inputs MakeInputs(Builder& g, const AttnShape& s, DType dt) {
+Inputs MakeInputs(Builder& g, const AttnShape& s, DType dt, const Storage& storage) {
   Inputs in;
   const int64_t b = s.batch, h = s.heads, kvh = s.kv_heads, n = s.seq, d = s.head_dim;
   in.q = {b, h, n, d};
@@ -176,10 +181,10 @@ Inputs MakeInputs(Builder& g, const AttnShape& s, DType dt) {
   in.scores_strides = Contiguous(in.scores);
   in.row = {b, h, n, 1};
   in.row_strides = {h * n, n, 1, 1};
-  const Dims kv_strides = Contiguous(in.kv);
+  const Dims kv_strides = storage.kv;
   in.kt = {b, kvh, d, n};
   in.kt_strides = {kv_strides[0], kv_strides[1], kv_strides[3], kv_strides[2]};
-  in.Q = g.Tensor(kUidQ, in.q, Contiguous(in.q), IoType(dt));
+  in.Q = g.Tensor(kUidQ, in.q, storage.q, IoType(dt));
   in.KT = g.Tensor(kUidK, in.kt, in.kt_strides, IoType(dt));
   in.scale = g.Scalar(kUidScale);
   return in;
@@ -220,10 +225,15 @@ void* PaddingMask(Builder& g, const Inputs& in, void* scores, void* seq_q, void*
 }  // namespace
 
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low) {
+  return BuildForward(handle, s, dt, low, ContiguousStorage(s));
+}
+
+OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low,
+                     const Storage& storage) {
   (void)low;
   Builder g(handle);
-  Inputs in = MakeInputs(g, s, dt);
-  void* V = g.Tensor(kUidV, in.kv, Contiguous(in.kv), IoType(dt));
+  Inputs in = MakeInputs(g, s, dt, storage);
+  void* V = g.Tensor(kUidV, in.kv, storage.kv, IoType(dt));
 
   // scores = scale * Q K^T [causal mask]
   void* qk = g.Virtual(in.scores, in.scores_strides);
@@ -253,14 +263,14 @@ OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const L
   void* p = g.Virtual(in.scores, in.scores_strides, IoType(dt));
   g.Pointwise(CUDNN_POINTWISE_DIV, e, sum, nullptr, p);
 
-  void* O = g.Tensor(kUidO, in.q, Contiguous(in.q), IoType(dt));
+  void* O = g.Tensor(kUidO, in.q, storage.q, IoType(dt));
   g.Matmul(p, V, O);
   return g.Finish();
 }
 
 OpGraph BuildBackward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low) {
   Builder g(handle);
-  Inputs in = MakeInputs(g, s, dt);
+  Inputs in = MakeInputs(g, s, dt, ContiguousStorage(s));
   const int64_t b = s.batch, h = s.heads, n = s.seq, d = s.head_dim;
   const bool grouped = s.kv_heads != s.heads;
   void* VT = g.Tensor(kUidV, in.kt, in.kt_strides, IoType(dt));

@@ -67,8 +67,18 @@ struct OpGraph {
   Descriptor graph;
 };
 
+// Where Q, K, V and O live: strides of the logical (B, H, S, D) of Q and O and (B, G, S, D) of K
+// and V. Contiguous (B, H, S, D) unless a caller's tensors are laid out otherwise (the inference
+// step's rows of tokens x heads x head_dim, its KV cache's positions up to a capacity).
+struct Storage {
+  Dims q, kv;
+};
+Storage ContiguousStorage(const AttnShape& s);
+
 // Forward: Q, K, V -> O, Stats.
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);
+OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low,
+                     const Storage& storage);
 // Backward: Q, K, V, O, dO, Stats -> dQ, dK, dV (with the SoftmaxSum and DQAccum scratch tensors,
 // and SeqQ/SeqKv when low.padding_workaround).
 OpGraph BuildBackward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);

@@ -88,8 +88,8 @@ TEST(PeerNames, EveryNameRoundTrips) {
     if (auto n = dlb::ParseName(line)) kinds.insert(n->family + "/" + n->device);
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"attn/gpu", "conv/cpu", "conv/gpu", "dataload/cpu",
-                                          "dataload/gpu", "gemm/cpu", "gemm/gpu", "train/cpu",
-                                          "train/gpu"}));
+                                          "dataload/gpu", "gemm/cpu", "gemm/gpu", "infer/gpu",
+                                          "train/cpu", "train/gpu"}));
 }
 
 TEST(PeerNames, ACommandListsWhatItsFlagsSelect) {

@@ -60,6 +60,10 @@ class CommandLine(unittest.TestCase):
         self.assert_one_line_error(peer("attn", "--device", "cpu", "-o", "x.json"), 1,
                                    "needs a CUDA device")
         self.assert_one_line_error(peer("names", "attn"), 1, "give --seqs")
+        self.assert_one_line_error(peer("infer", "--device", "cpu", "-o", "x.json"), 1,
+                                   "needs a CUDA device")
+        self.assert_one_line_error(peer("names", "infer", "--phases", "decode,train"), 1,
+                                   "unknown dtype, phase or mode train")
 
     def test_flags_before_the_subcommand(self):
         move = cli.subcommand_first

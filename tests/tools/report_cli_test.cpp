@@ -404,6 +404,17 @@ TEST_F(Cli, HtmlShowsNoMarkdown) {
   EXPECT_EQ(r.out.find("**"), std::string::npos);
 }
 
+// The inference family's cases are models, their rate tokens per second, one table of every case.
+TEST_F(Cli, InferenceCasesReadAsModelsInTokensPerSecond) {
+  Result r =
+      Run("report " + Data("infer_default.json") + " --out-dir " + (dir_ / "infer").string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string md = Slurp(dir_ / "infer" / "report.md");
+  EXPECT_NE(md.find("Models: prefill and decode steps"), std::string::npos) << md;
+  EXPECT_NE(md.find("tokens/s"), std::string::npos) << md;
+  EXPECT_NE(md.find("phase:decode"), std::string::npos) << md;
+}
+
 TEST_F(Cli, ReportWritesMarkdownAndHtmlAndPrintsThePaths) {
   fs::path out = dir_ / "latest";  // created when missing
   Result r = Run("report " + Data("compare_base.json") + " --out-dir " + out.string());

@@ -36,7 +36,7 @@ endfunction()
 
 set(DLBENCH_TORCH_CUDA_LIB_DIRS "")
 if(DLBENCH_HAVE_CUDA)
-  set(_dlb_libs "cuDNN families (bench_conv, bench_attn): ${CUDNN_LIBRARY} (${CUDNN_VERSION})")
+  set(_dlb_libs "cuDNN families (bench_conv, bench_attn, bench_infer): ${CUDNN_LIBRARY} (${CUDNN_VERSION})")
   if(DLBENCH_HAVE_TORCH_CUDA)
     string(TOUPPER "${DLBENCH_TORCH_CUDA_LIBS}" _dlb_choice)
     if(_dlb_choice STREQUAL "SYSTEM")

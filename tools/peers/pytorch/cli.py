@@ -3,36 +3,45 @@ import argparse
 import shlex
 import sys
 
-from . import attn, conv, core, dataload, ddp, gemm, train
+from . import attn, conv, core, dataload, ddp, gemm, infer, train
 
 FAMILIES = {"gemm": gemm, "conv": conv, "train": train, "dataload": dataload, "ddp": ddp,
-            "attn": attn}
+            "attn": attn, "infer": infer}
 SUMMARY = {"gemm": "torch.matmul, _scaled_mm, _int_mm on dlbench's GEMMs",
            "conv": "conv2d and its backward passes on dlbench's conv layers",
            "train": "training steps of dlbench's models (CNNs, MLP, GPT-2, BERT)",
            "dataload": "torchvision's input pipelines on dlbench's dataset",
            "ddp": "the training step under DistributedDataParallel, a process per GPU",
-           "attn": "scaled_dot_product_attention with each fused GPU backend"}
+           "attn": "scaled_dot_product_attention with each fused GPU backend",
+           "infer": "a gpt-fast-shaped Llama decode and prefill step"}
 
 # (flags, argparse keywords, {subcommand: help}). Every subcommand accepts every flag, as the
 # single command line before it did, so no recorded command breaks; its --help shows those it uses.
 FLAGS = [
     (("--device",), dict(choices=["cpu", "gpu"], default="gpu"),
      dict.fromkeys(("gemm", "conv", "train", "dataload"), "cpu or gpu (default)")
-     | {"attn": "gpu (the default) only"}),
+     | {"attn": "gpu (the default) only", "infer": "gpu (the default) only"}),
     (("--dtypes",), dict(default=None),
      {"gemm": "f32,tf32,bf16 (default), f16; on the GPU also fp8, fp8_e5m2, int8",
       "conv": "f32,tf32,bf16 (default), f16",
-      "train": "f32,tf32,amp_bf16 (default)", "attn": "bf16 (default), f16"}),
+      "train": "f32,tf32,amp_bf16 (default)", "attn": "bf16 (default), f16",
+      "infer": "bf16 (default), f16, f32"}),
     (("--fp8-accum",), dict(choices=["fast", "full"], default="fast"),
      {"gemm": "fp8: torch._scaled_mm's use_fast_accum True (fast) or False (full)"}),
     (("--batch-sizes",), dict(default=None),
      dict.fromkeys(("gemm", "conv", "train", "dataload"), "default 64")
      | {"gemm": "the rows whose m is bs (default 64)", "ddp": "per GPU (default 64)",
-        "attn": "default 64 (a row's bs column where it has one)"}),
-    (("--seqs",), dict(default=None), {"attn": "sequence lengths (default: a row's seq column)"}),
+        "attn": "default 64 (a row's bs column where it has one)",
+        "infer": "sequences (decode) or prompts (prefill) a step (default 64)"}),
+    (("--seqs",), dict(default=None),
+     {"attn": "sequence lengths (default: a row's seq column)",
+      "infer": "contexts: decode's cached positions, prefill's prompt tokens (default 2048)"}),
+    (("--phases",), dict(default=None), {"infer": "decode,prefill (default both)"}),
+    (("--modes",), dict(default=None),
+     {"infer": "eager,graph,compile (default graph,compile): the configurations timed, the "
+               "fastest the entry"}),
     (("--filter",), dict(default=".*"),
-     dict.fromkeys(("gemm", "conv", "attn"), "regex on the workload name")
+     dict.fromkeys(("gemm", "conv", "attn", "infer"), "regex on the workload name")
      | {"train": "regex on the model name"}),
     (("--models",), dict(default=",".join(train.TRAIN_MODELS)),
      {"train": "the models (default: every CNN and the MLP; also gpt2s, bert_base)",
@@ -81,6 +90,7 @@ SWEEP = [
     f"ddp --models {','.join(train.TRAIN_MODELS)} --graph 0,1 --gpus 1",
     "ddp --models resnet18 --batch-sizes 64,256 --gpus 8",
     "attn --batch-sizes 1,16 --seqs 128,4096 --dtypes bf16,f16 --pass fwd,bwd",
+    "infer", "infer --batch-sizes 1,8,32,128 --seqs 2048,8192 --dtypes bf16,f32 --phases decode",
 ]
 
 

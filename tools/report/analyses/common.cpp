@@ -190,13 +190,17 @@ bool WideY(const Chart& chart) {
 }
 
 std::string ItemsPerSecond(const std::string& family, const std::string& model) {
+  // A family whose rows count tokens counts them for every model; the guesses below tell what a
+  // training model's items are (images, sequences, samples) by its name.
+  const std::string_view unit = families::Of(family).item_unit;
+  if (unit == "tokens/s") return std::string(unit);
   auto has = [&](const char* word) { return model.find(word) != std::string::npos; };
   if (has("gpt") || has("bert") || has("llama")) return "sequences/s";
   if (has("mlp")) return "samples/s";
   for (const char* cnn : {"resnet", "densenet", "vgg", "catdog", "mobilenet", "efficientnet",
                           "alexnet", "inception", "cnn", "vit"})
     if (has(cnn)) return "images/s";
-  return std::string(families::Of(family).item_unit);
+  return std::string(unit);
 }
 
 std::string FlopUnit(const std::string& dtype) {

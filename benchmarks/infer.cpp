@@ -1,0 +1,24 @@
+// Inference family: one prefill or decode step of every model of fixtures/workloads/
+// infer_models.csv x batch sizes x contexts x dtypes, on oneDNN (CPU) and cuBLASLt with CUDA
+// kernels (GPU).
+#include "benchmarks/infer/family.h"
+#include "benchmarks/infer/ops.h"
+#include "fixtures/harness.h"
+
+namespace dlb::infer {
+namespace {
+
+void RegisterCases() {
+  for (const Model& m : TierModels())
+    ForEachOp(Ops{}, [&](auto tag) {
+      using Op = typename decltype(tag)::type;
+      if (!WantDevice(Op::kGpu)) return;
+      for (DType dt : DTypesOn(Op::kGpu))
+        for (const Point& p : Points(Op::kGpu, m.config, dt)) Add<Op>(m, p, dt);
+    });
+}
+
+}  // namespace
+}  // namespace dlb::infer
+
+DLB_BENCH_MAIN((dlb::Family{"infer", {}, dlb::infer::RegisterCases}))

@@ -1,0 +1,395 @@
+#include "kernels/cublas/infer.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/fill.h"
+#include "kernels/cublas/check.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device.h"
+
+namespace dlb::cublas {
+
+namespace {
+
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreference_t p) const noexcept {
+    DLB_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(p));
+  }
+};
+
+template <class T>
+void SetAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value));
+}
+
+Layout MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  DLB_CHECK(cublasLtMatrixLayoutCreate(&raw, type, uint64_t(rows), uint64_t(cols), ld));
+  return Layout(raw);
+}
+
+// A seeded matrix of kernels/common/infer.h (rows x cols at dst): bf16, seeded on the device, then
+// scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage (seeded on
+// the host, as every 8-bit tensor is: kernels/common/fill.h), whose logical value is that times
+// StorageScale(fp8) times the matrix's weight scale (GemmAScale).
+void SeedMatrix(uint8_t* dst, DType dt, uint64_t seed, int index, int64_t rows, int64_t cols,
+                StreamRef stream) {
+  if (dt == DType::kFP8E4M3) {
+    std::vector<uint8_t> host(size_t(rows * cols));
+    SeedStorage(host.data(), TensorSeed(seed, index), host.size(), dt);
+    DLB_CHECK(cudaMemcpyAsync(dst, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
+    cuda::Sync(stream);  // the host copy goes
+    return;
+  }
+  cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * cols, rows * cols, cols, 1},
+                   TensorSeed(seed, index), dt, stream);
+  cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols), stream);
+}
+
+// fp8: what cuBLASLt multiplies a weight matrix of `in` inputs by (its A scale).
+float GemmAScale(int64_t in) { return float(StorageScale(DType::kFP8E4M3)) * WeightScale(in); }
+
+// fp8 scales: each GEMM's A and B scales in their own 256-byte slots.
+constexpr int64_t kScaleApart = 64;  // floats
+constexpr int kGemms = 5;            // qkv, o, gate/up, down, LM head
+
+int DeviceCc() {
+  int dev = 0, major = 0, minor = 0;
+  DLB_CHECK(cudaGetDevice(&dev));
+  DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  DLB_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return major * 10 + minor;
+}
+
+template <class T>
+void Upload(T* dst, const std::vector<T>& src, StreamRef stream) {
+  DLB_CHECK(
+      cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+}  // namespace
+
+Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
+  if (!s.Valid())
+    return Support::No(
+        "model sizes, batch and context must be positive, heads a multiple of kv_heads, head_dim "
+        "even");
+  const bool fp8 = cfg.dtype == DType::kFP8E4M3;
+  if (cfg.dtype != DType::kBF16 && !fp8)
+    return Support::No("the GPU step runs bf16 or fp8 (e4m3) weights; " +
+                       std::string(Name(cfg.dtype)) + " weights are not offered");
+  if (!cuda::InferHeadDimOk(s.model.head_dim))
+    return Support::No("the attention kernel takes a head_dim of 8, 16, 32, 64, 128 or 256");
+  if (s.batch * s.NewTokens() * s.model.heads > INT32_MAX)
+    return Support::No("batch x tokens x heads above 2^31 - 1 (the attention kernel's grid)");
+  const LlamaConfig& m = s.model;
+  if (fp8 && (m.dim % 16 != 0 || m.QDim() % 16 != 0 || m.KvDim() % 16 != 0 || m.ffn % 16 != 0 ||
+              m.vocab % 16 != 0))
+    return Support::No(
+        "fp8 needs dim, heads x head_dim, kv_heads x head_dim, ffn and vocab multiples of 16 "
+        "(cuBLASLt's FP8 alignment)");
+  if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
+  if (fp8 && DeviceCc() < 89)
+    return Support::No("fp8 needs FP8 tensor cores: compute capability 8.9+");
+  return Support::Yes();
+}
+
+NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) {
+  RequireSupported(Supports(s, cfg));
+  fp8_ = cfg.dtype == DType::kFP8E4M3;
+  const LlamaConfig& m = s.model;
+  const int64_t B = s.batch, n = s.NewTokens(), T = B * n, d = m.dim, G = m.kv_heads,
+                D = m.head_dim, F = m.ffn, V = m.vocab, cap = s.CacheLen(), QD = m.QDim(),
+                KVD = m.KvDim(), QKV = QD + 2 * KVD;
+  rows_ = T;
+  attn_ = {B, n, s.FirstPos(), m.heads, G, D, cap};
+  split_ = cuda::ChooseSplit(attn_);
+
+  stream_ = cuda::MakeStream();
+  cublasLtHandle_t raw_handle = nullptr;
+  DLB_CHECK(cublasLtCreate(&raw_handle));
+  handle_.reset(raw_handle);
+  workspace_ = cuda::DeviceBuffer<unsigned char>(WorkspaceBytes());
+  StreamRef st = stream_.get();
+  if (fp8_) {
+    // The weights' scales are fixed; the activations' are written by each step's quantisation.
+    std::vector<float> scales(size_t(2 * kGemms * kScaleApart), 1.0f);
+    const int64_t ins[kGemms] = {d, QD, d, F, d};
+    for (int g = 0; g < kGemms; ++g) scales[size_t(2 * g * kScaleApart)] = GemmAScale(ins[g]);
+    scales_ = cuda::DeviceBuffer<float>(scales.size());
+    Upload(scales_.get(), scales, st);
+    cuda::Sync(st);  // the host vector goes
+    amax_ = cuda::DeviceBuffer<uint32_t>(size_t(kGemms));
+    x8_ = cuda::DeviceBuffer<uint8_t>(size_t(T * std::max({d, QD, F})));
+  }
+  g_qkv_ = Plan(T, d, QKV, 0);
+  g_o_ = Plan(T, QD, d, 1);
+  g_13_ = Plan(T, d, 2 * F, 2);
+  g_2_ = Plan(T, F, d, 3);
+  g_lm_ = Plan(B, d, V, 4);
+
+  SeedWeights(cfg.seed);
+  // The cache: zero, then (decode) the seeded prefix, which streams layer 0 K, layer 0 V, ...
+  // each B x kv_heads x ctx x head_dim: one placement of (2 layers, B kv_heads, ctx, head_dim)
+  // into the capacity-strided buffer.
+  const int64_t per = B * G * cap * D;
+  cache_ = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * per));
+  DLB_CHECK(cudaMemsetAsync(cache_.get(), 0, cache_.bytes(), st));
+  if (s.phase == InferPhase::kDecode)
+    cuda::SeedDevice(cache_.get(), {2 * m.layers, B * G, s.ctx, D}, {per, cap * D, D, 1},
+                     TensorSeed(cfg.seed, kCacheIndex), DType::kBF16, st);
+
+  std::vector<int32_t> tokens;
+  for (int64_t t : SeededTokens(cfg.seed, s)) tokens.push_back(int32_t(t));
+  tokens_ = cuda::DeviceBuffer<int32_t>(tokens.size());
+  Upload(tokens_.get(), tokens, st);
+  std::vector<float> cos, sin;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < D / 2; ++j) {
+      const double angle =
+          double(s.FirstPos() + i) * std::pow(m.rope_theta, -2.0 * double(j) / double(D));
+      cos.push_back(float(std::cos(angle)));
+      sin.push_back(float(std::sin(angle)));
+    }
+  cos_ = cuda::DeviceBuffer<float>(cos.size());
+  sin_ = cuda::DeviceBuffer<float>(sin.size());
+  Upload(cos_.get(), cos, st);
+  Upload(sin_.get(), sin, st);
+
+  x_ = cuda::DeviceBuffer<float>(size_t(T * d));
+  h_ = cuda::DeviceBuffer<uint16_t>(size_t(T * d));
+  qkv_ = cuda::DeviceBuffer<float>(size_t(T * QKV));
+  q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
+  partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
+  attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
+  gu_ = cuda::DeviceBuffer<float>(size_t(T * 2 * F));
+  act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
+  last_ = cuda::DeviceBuffer<uint16_t>(size_t(B * d));
+  logits_ = cuda::DeviceBuffer<float>(size_t(B * V));
+  cuda::Sync(st);  // the staged host values may go
+
+  // Prefill: cuDNN's fused SDPA over the step's q rows (token x head x head_dim: the logical
+  // (B, H, P, D) strided) and each layer's cache (capacity P), where cuDNN has an engine.
+  std::string attention = "a split-key CUDA kernel, all query heads of a kv head a block (" +
+                          std::to_string(split_.splits) + " chunks of " +
+                          std::to_string(split_.chunk) + " keys)";
+  if (s.phase == InferPhase::kPrefill) {
+    AttnShape as;
+    as.batch = B;
+    as.heads = m.heads;
+    as.kv_heads = G;
+    as.seq = n;
+    as.head_dim = D;
+    as.causal = true;
+    const Support sdpa_ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
+    try {
+      if (sdpa_ok.ok) {
+        const cudnn::SdpaForward::Strides strides{{n * QD, D, QD, 1}, {G * cap * D, cap * D, D, 1}};
+        sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, st);
+        for (int64_t l = 0; l < m.layers; ++l) {
+          uint16_t* k = cache_.get() + 2 * l * per;
+          sdpa_->Bind(q_.get(), k, k + per, attn_out_.get());
+        }
+        attention = sdpa_->label();
+      } else {
+        attention += " (cuDNN's fused SDPA: " + sdpa_ok.why + ")";
+      }
+    } catch (const Unsupported& e) {
+      sdpa_.reset();
+      attention += std::string(" (cuDNN's fused SDPA: ") + e.what() + ")";
+    }
+  }
+
+  Capture();
+  cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);
+  cuda::Sync(st);
+
+  label_ = std::string(fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, "
+                              "activations quantised to e4m3 by their absmax each step"
+                            : "cuBLASLt bf16 GEMMs (") +
+           "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
+           ", f32 softmax; contiguous bf16 KV cache (paged not implemented), f32 residual; whole "
+           "step in one CUDA graph";
+}
+
+void NativeInfer::SeedWeights(uint64_t seed) {
+  const LlamaConfig& m = shape_.model;
+  const int64_t d = m.dim, F = m.ffn, V = m.vocab, QD = m.QDim(), KVD = m.KvDim(),
+                QKV = QD + 2 * KVD;
+  const DType wdt = fp8_ ? DType::kFP8E4M3 : DType::kBF16;
+  const size_t es = StorageBytes(wdt);
+  StreamRef st = stream_.get();
+  // The norms' few values on the host, kept until the copies are done (bf16 in both dtypes: the
+  // fp8 weights are the matrices').
+  std::vector<std::vector<float>> staged;
+  const auto norm = [&](int index) {
+    staged.push_back(SeededNorm(seed, index, d, DType::kBF16));
+    cuda::DeviceBuffer<float> buf{size_t(d)};
+    Upload(buf.get(), staged.back(), st);
+    return buf;
+  };
+  const auto matrix = [&](int64_t rows, int64_t cols) {
+    return cuda::DeviceBuffer<uint8_t>(size_t(rows * cols) * es);
+  };
+  for (int l = 0; l < int(m.layers); ++l) {
+    Layer y;
+    y.wqkv = matrix(QKV, d);
+    SeedMatrix(y.wqkv.get(), wdt, seed, WeightIndex(l, LlamaTensor::kWq), QD, d, st);
+    SeedMatrix(y.wqkv.get() + QD * d * es, wdt, seed, WeightIndex(l, LlamaTensor::kWk), KVD, d, st);
+    SeedMatrix(y.wqkv.get() + (QD + KVD) * d * es, wdt, seed, WeightIndex(l, LlamaTensor::kWv), KVD,
+               d, st);
+    y.wo = matrix(d, QD);
+    SeedMatrix(y.wo.get(), wdt, seed, WeightIndex(l, LlamaTensor::kWo), d, QD, st);
+    y.w13 = matrix(2 * F, d);
+    SeedMatrix(y.w13.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW1), F, d, st);
+    SeedMatrix(y.w13.get() + F * d * es, wdt, seed, WeightIndex(l, LlamaTensor::kW3), F, d, st);
+    y.w2 = matrix(d, F);
+    SeedMatrix(y.w2.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW2), d, F, st);
+    y.attn_norm = norm(WeightIndex(l, LlamaTensor::kAttnNorm));
+    y.ffn_norm = norm(WeightIndex(l, LlamaTensor::kFfnNorm));
+    layers_.push_back(std::move(y));
+  }
+  embed_ = cuda::DeviceBuffer<uint16_t>(size_t(V * d));
+  cuda::SeedDevice(embed_.get(), {1, 1, V, d}, {V * d, V * d, d, 1}, TensorSeed(seed, kEmbedIndex),
+                   DType::kBF16, st);
+  lm_head_ = matrix(V, d);
+  SeedMatrix(lm_head_.get(), wdt, seed, kLmHeadIndex, V, d, st);
+  final_norm_ = norm(kFinalNormIndex);
+  cuda::Sync(st);  // the staged norms may go
+}
+
+void NativeInfer::Capture() {
+  // One eager step first: cuBLASLt, cuDNN and the kernels load their code on first use, which
+  // must not happen inside a capture.
+  StreamRef st = stream_.get();
+  Step();
+  cuda::Sync(st);
+  DLB_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  try {
+    Step();
+  } catch (...) {
+    // End the broken capture so the stream is usable again; the original error is the news.
+    cudaGraph_t broken = nullptr;
+    if (cudaStreamEndCapture(st, &broken) != cudaSuccess) cudaGetLastError();
+    cuda::Graph discard(broken);
+    throw;
+  }
+  cudaGraph_t raw_graph = nullptr;
+  DLB_CHECK(cudaStreamEndCapture(st, &raw_graph));
+  graph_.reset(raw_graph);
+  cudaGraphExec_t raw_exec = nullptr;
+  DLB_CHECK(cudaGraphInstantiate(&raw_exec, raw_graph, 0));
+  exec_.reset(raw_exec);
+  DLB_CHECK(cudaGraphUpload(raw_exec, st));
+}
+
+NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int slot) {
+  // Column-major, y^T (out x rows) = W (read transposed: stored in x out) . x^T (in x rows).
+  Gemm g;
+  g.rows = rows;
+  g.in = in;
+  g.slot = slot;
+  cublasLtMatmulDesc_t raw = nullptr;
+  DLB_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  g.desc.reset(raw);
+  SetAttr(raw, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  SetAttr(raw, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  const cudaDataType_t in_type = fp8_ ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  if (fp8_) {
+    // torch._scaled_mm's attributes for a per-tensor scaled GEMM: both scales on the device;
+    // full-precision accumulation (no fast accumulation).
+    const float* a_scale = scales_.get() + 2 * slot * kScaleApart;
+    const float* b_scale = a_scale + kScaleApart;
+    SetAttr(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
+    SetAttr(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
+  }
+  g.a = MakeLayout(in_type, in, out, in);
+  g.b = MakeLayout(in_type, in, rows, in);
+  g.c = MakeLayout(CUDA_R_32F, out, rows, out);
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  DLB_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
+  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
+  const uint64_t ws = workspace_.bytes();
+  DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle_.get(), raw, g.a.get(), g.b.get(), g.c.get(), g.c.get(),
+                                     pref.get(), 1, &result, &returned);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned <= 0))
+    throw Unsupported(std::string("cuBLASLt has no ") + (fp8_ ? "e4m3 x e4m3" : "bf16 x bf16") +
+                      " -> f32 algorithm for " + std::to_string(rows) + " x " + std::to_string(in) +
+                      " x " + std::to_string(out) + " here");
+  DLB_CHECK(status);
+  g.algo = result.algo;
+  return g;
+}
+
+void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
+                         bool accumulate) {
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const void* input = x;
+  if (fp8_) {
+    cuda::QuantizeFp8(x, g.rows * g.in, amax_.get() + g.slot,
+                      scales_.get() + (2 * g.slot + 1) * kScaleApart, x8_.get(), stream_.get());
+    input = x8_.get();
+  }
+  DLB_CHECK(cublasLtMatmul(handle_.get(), g.desc.get(), &alpha, w, g.a.get(), input, g.b.get(),
+                           &beta, y, g.c.get(), y, g.c.get(), &g.algo, workspace_.get(),
+                           workspace_.bytes(), stream_.get()));
+}
+
+void NativeInfer::Step() {
+  const LlamaConfig& m = shape_.model;
+  const int64_t d = m.dim, n = shape_.NewTokens(),
+                per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;
+  const float eps = float(m.norm_eps);
+  cudaStream_t st = stream_.get();
+  cuda::EmbedRows(tokens_.get(), embed_.get(), rows_, d, x_.get(), st);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& y = layers_[l];
+    uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
+    uint16_t* v = k + per;
+    cuda::RmsNormBf16(x_.get(), rows_, d, d, y.attn_norm.get(), eps, h_.get(), st);
+    Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false);
+    cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, v, st);
+    if (sdpa_)
+      sdpa_->Run(int(l));
+    else
+      cuda::GqaAttention(q_.get(), k, v, attn_, split_, partial_.get(), attn_out_.get(), st);
+    Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true);
+    cuda::RmsNormBf16(x_.get(), rows_, d, d, y.ffn_norm.get(), eps, h_.get(), st);
+    Launch(g_13_, y.w13.get(), h_.get(), gu_.get(), false);
+    cuda::SwiGluBf16(gu_.get(), rows_, m.ffn, act_.get(), st);
+    Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true);
+  }
+  // Each sequence's last token: rows n - 1, 2n - 1, ... of the residual.
+  cuda::RmsNormBf16(x_.get() + (n - 1) * d, shape_.batch, n * d, d, final_norm_.get(), eps,
+                    last_.get(), st);
+  Launch(g_lm_, lm_head_.get(), last_.get(), logits_.get(), false);
+}
+
+void NativeInfer::Run() { DLB_CHECK(cudaGraphLaunch(exec_.get(), stream_.get())); }
+
+HostTensor NativeInfer::Output() const {
+  return {{shape_.batch, shape_.model.vocab},
+          cuda::Download(logits_.get(), logits_.size(), DType::kF32, stream_.get())};
+}
+
+double NativeInfer::KvBytes() const {
+  return shape_.KvReadBytes(DType::kBF16) + shape_.KvWrittenBytes(DType::kBF16);
+}
+
+Cost NativeInfer::cost() const {
+  return {shape_.Flops(), shape_.Bytes(fp8_ ? DType::kFP8E4M3 : DType::kBF16, DType::kBF16),
+          double(rows_)};
+}
+
+}  // namespace dlb::cublas

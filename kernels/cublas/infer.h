@@ -1,0 +1,114 @@
+// One step of a Llama-style decoder (kernels/common/infer.h) on the GPU: prefill of B prompts or
+// decode of one token for B sequences over a KV cache, the projections, MLP and LM head cuBLASLt
+// GEMMs, prefill's attention cuDNN's fused SDPA, the rest small CUDA kernels of the suite's own
+// (kernels/cuda/infer_kernels.h), the whole step captured once in a CUDA graph (after one eager
+// step) that Run() launches.
+//   weights: bf16 or fp8 e4m3, seeded on the device (the values the reference rounds to the
+//            dtype): q, k and v in one matrix, gate and up in another, so a step is 4 GEMMs a layer
+//            and reads every weight once; each GEMM is the TN weight-streaming y = x W^T (M = the
+//            step's tokens: the batch at decode) with f32 accumulation and f32 output, the o and
+//            down projections adding into the f32 residual (beta 1). bf16: bf16 x bf16. fp8:
+//            cuBLASLt's fp8 GEMMs take fp8 on both sides, so each GEMM's input is quantised to
+//            e4m3 on the device first, with a per-tensor scale from its absolute maximum of this
+//            step (amax / 448, an absmax reduction kernel, no calibration); the weights are e4m3
+//            with a per-tensor scale (a power of two: the seeded storage scale times the matrix's
+//            weight scale), both scales passed to cuBLASLt as its A and B scales;
+//   activations: the residual stream f32, what a GEMM reads bf16 (RMSNorm, SwiGLU and attention
+//            write it; fp8 quantises that), the fused projections' outputs f32;
+//   KV cache: contiguous, B x kv_heads x capacity x head_dim per layer for K and V, bf16 in both
+//            dtypes, appended in place (decode: position ctx, capacity ctx + 1, so every step is
+//            the same step; prefill: 0..P-1). A paged cache is not implemented;
+//   attention: decode, a split-key CUDA kernel (flash-decoding) whose block takes all the query
+//            heads of one kv head, reading each cached K and V row once for them; prefill,
+//            cuDNN's fused SDPA forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the
+//            step's q rows and the cache, or the same kernel where cuDNN has no engine for it.
+// Output(): the logits of each sequence's last token, B x vocab, f32.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/infer.h"
+#include "kernels/common/op.h"
+#include "kernels/cublas/gemm.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/cuda/infer_kernels.h"
+#include "kernels/cudnn/sdpa.h"
+
+namespace dlb::cublas {
+
+class NativeInfer {
+ public:
+  static constexpr bool kGpu = true;
+  static constexpr const char* kBackend = "native";
+  // No for an invalid shape, weights other than bf16 and fp8, a head_dim the attention kernel
+  // does not take, no CUDA device, fp8 without FP8 tensor cores or sizes off its alignment.
+  static Support Supports(const InferShape& s, const RunConfig& cfg);
+  // Seeds the weights, cache and tokens on the device, plans the GEMMs and prefill's attention,
+  // runs one eager step and captures the step in a CUDA graph; the logits are poisoned after.
+  NativeInfer(const InferShape& s, const RunConfig& cfg);
+  void Run();
+  HostTensor Output() const;
+  Cost cost() const;
+  std::string label() const { return label_; }
+  const InferShape& shape() const { return shape_; }
+  // Bytes of the KV cache one step reads and writes (part of cost().bytes).
+  double KvBytes() const;
+  StreamRef stream() const { return stream_.get(); }
+
+ private:
+  // One planned GEMM y (rows x out, f32) = x (rows x in) W^T (W out x in), bf16 or e4m3 operands;
+  // fp8: `slot` indexes its A (weight) and B (activation) scales and its input's absolute maximum.
+  struct Gemm {
+    MatmulDesc desc;
+    Layout a, b, c;
+    cublasLtMatmulAlgo_t algo{};
+    int64_t rows = 0, in = 0;
+    int slot = 0;
+  };
+  Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
+  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first.
+  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate);
+  void Step();
+  void SeedWeights(uint64_t seed);
+  void Capture();
+
+  struct Layer {
+    cuda::DeviceBuffer<uint8_t> wqkv, wo, w13, w2;  // bf16 or e4m3 storage
+    cuda::DeviceBuffer<float> attn_norm, ffn_norm;
+  };
+
+  InferShape shape_;
+  bool fp8_ = false;
+  int64_t rows_ = 0;
+  cuda::InferAttnDims attn_;
+  cuda::AttnSplit split_;
+  cuda::Stream stream_;
+  LtHandle handle_;
+  cuda::DeviceBuffer<unsigned char> workspace_;
+  Gemm g_qkv_, g_o_, g_13_, g_2_, g_lm_;
+  std::vector<Layer> layers_;
+  cuda::DeviceBuffer<uint8_t> lm_head_;
+  cuda::DeviceBuffer<uint16_t> embed_, cache_;  // cache: layers x (K, V) x B x kv_heads x capacity
+                                                // x head_dim
+  cuda::DeviceBuffer<float> final_norm_, cos_, sin_;
+  // fp8: each GEMM's A and B scales, 256 bytes apart (cuBLASLt turns down scale pointers that are
+  // only 4-byte aligned); the activations' absolute maxima; the quantised GEMM input.
+  cuda::DeviceBuffer<float> scales_;
+  cuda::DeviceBuffer<uint32_t> amax_;
+  cuda::DeviceBuffer<uint8_t> x8_;
+  // Prefill's attention where cuDNN has an engine for it: one bound set of tensors a layer.
+  std::unique_ptr<cudnn::SdpaForward> sdpa_;
+  cuda::DeviceBuffer<int32_t> tokens_;
+  cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
+  cuda::DeviceBuffer<uint16_t> h_, q_, attn_out_, act_, last_;
+  cuda::Graph graph_;
+  cuda::GraphExec exec_;
+  std::string label_;
+};
+
+}  // namespace dlb::cublas

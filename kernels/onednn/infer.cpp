@@ -1,0 +1,423 @@
+#include "kernels/onednn/infer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "kernels/common/fill.h"
+#include "kernels/common/memory.h"
+#include "kernels/onednn/context.h"
+
+namespace dlb::onednn {
+
+namespace {
+
+using dnnl::memory;
+using dims = memory::dims;
+
+// The one place where oneDNN 2 and 3 differ for this file: oneDNN 2 builds a primitive descriptor
+// from an operation descriptor, puts a scale in front of every eltwise post-op and calls the
+// softmax with distinct source and destination descriptors softmax_v2; oneDNN 3 takes the engine
+// first and calls that one softmax.
+#if DNNL_VERSION_MAJOR >= 3
+using Softmax = dnnl::softmax_forward;
+dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::desc& wei,
+                                      const memory::desc& dst, const dnnl::primitive_attr& attr) {
+  return dnnl::matmul::primitive_desc(Engine(), src, wei, dst, attr);
+}
+void AppendScale(dnnl::post_ops* po, float scale) {
+  po->append_eltwise(dnnl::algorithm::eltwise_linear, scale, 0.f);
+}
+dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc& src1,
+                                   const dnnl::primitive_attr& attr) {
+  return dnnl::binary::primitive_desc(Engine(), dnnl::algorithm::binary_add, src0, src1, src0,
+                                      attr);
+}
+Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
+  return Softmax::primitive_desc(Engine(), dnnl::prop_kind::forward_inference,
+                                 dnnl::algorithm::softmax_accurate, d, d, 1, attr);
+}
+#else
+using Softmax = dnnl::softmax_v2_forward;
+dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::desc& wei,
+                                      const memory::desc& dst, const dnnl::primitive_attr& attr) {
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, Engine());
+}
+void AppendScale(dnnl::post_ops* po, float scale) {
+  po->append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
+}
+dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc& src1,
+                                   const dnnl::primitive_attr& attr) {
+  return dnnl::binary::primitive_desc(
+      dnnl::binary::desc(dnnl::algorithm::binary_add, src0, src1, src0), attr, Engine());
+}
+Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
+  return Softmax::primitive_desc(
+      Softmax::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, d, d, 1),
+      attr, Engine());
+}
+#endif
+
+// Elements below which a loop runs on the calling thread: waking the OpenMP team costs more than
+// a decode step's few thousand elements (kernels/onednn/mlp.cpp says the same of its loops).
+constexpr int64_t kMinParallel = 32768;
+
+memory::data_type TypeOf(DType dt) {
+  return dt == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+memory::desc Plain(const dims& d, memory::data_type t) {
+  dims strides(d.size(), 1);
+  for (size_t i = d.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * d[i];
+  return memory::desc(d, t, strides);
+}
+
+// Writes v at element i of a buffer of the step's low dtype (f32 or bf16).
+inline void Store(void* base, int64_t i, float v, bool low) {
+  if (low) {
+    static_cast<uint16_t*>(base)[i] = FloatToBf16(v);
+  } else {
+    static_cast<float*>(base)[i] = v;
+  }
+}
+
+// The weights of a matmul that computes y = x W^T, W out x in row-major (seeded values), reordered
+// into the layout the matmul chose.
+memory Packed(const std::vector<float>& w, int64_t out, int64_t in, DType dt,
+              const memory::desc& chosen) {
+  std::vector<uint8_t> bytes = ToStorage(w, dt);
+  memory plain(memory::desc({in, out}, TypeOf(dt), {1, in}), Engine(), bytes.data());
+  memory packed(chosen, Engine());
+  dnnl::reorder(plain, packed).execute(Stream(), plain, packed);
+  Stream().wait();
+  return packed;
+}
+
+std::vector<float> Concat(std::vector<float> a, const std::vector<float>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+Support OneDnnInfer::Supports(const InferShape& s, const RunConfig& cfg) {
+  if (!s.Valid())
+    return Support::No(
+        "model sizes, batch and context must be positive, heads a multiple of kv_heads, head_dim "
+        "even");
+  switch (cfg.dtype) {
+    case DType::kF32:
+      return Support::Yes();
+    case DType::kBF16:
+      return HasBf16() ? Support::Yes() : Support::No("bf16 needs avx512_bf16 or amx");
+    default:
+      return Support::No("the CPU step runs f32 and bf16 weights; " + std::string(Name(cfg.dtype)) +
+                         " weights are not offered on the CPU");
+  }
+}
+
+OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s), dt_(cfg.dtype) {
+  RequireSupported(Supports(s, cfg));
+  SetThreads(cfg.threads);
+  const LlamaConfig& m = s.model;
+  const int64_t B = s.batch, n = s.NewTokens(), T = B * n, d = m.dim, G = m.kv_heads,
+                D = m.head_dim, R = m.heads / G, F = m.ffn, V = m.vocab, cap = s.CacheLen(),
+                QKV = m.QDim() + 2 * m.KvDim();
+  rows_ = T;
+  group_ = R;
+  keys_ = cap;
+  const bool low = dt_ == DType::kBF16;
+  const double elem = double(StorageBytes(dt_));
+  const double scores = double(B * m.heads * n * cap);
+  // Weights and cache, the embedding as floats, activations, scores, one layer's seeding copies.
+  RequireHostBytes(m.StepParams() * elem + double(V * d) * 4 +
+                   2.0 * double(m.layers * B * m.KvDim() * cap) * elem +
+                   double(T) * double(2 * d + QKV + 2 * m.QDim() + 3 * F) * 4 +
+                   scores * (4 + elem) + 3.0 * m.LayerMatmulParams() * 4);
+
+  const memory::data_type t = TypeOf(dt_), f32 = memory::data_type::f32;
+  dnnl::primitive_attr plain;
+  plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr add;  // the residual: dst += src x W^T
+  add.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  {
+    dnnl::post_ops po;
+    po.append_sum(1.f);
+    add.set_post_ops(po);
+  }
+  dnnl::primitive_attr scaled;
+  scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  {
+    dnnl::post_ops po;
+    AppendScale(&po, float(1.0 / std::sqrt(double(D))));
+    scaled.set_post_ops(po);
+  }
+  size_t scratch = 0;
+  std::string impl;
+  const auto linear = [&](int64_t rows, int64_t in, int64_t out, memory::data_type dst,
+                          const dnnl::primitive_attr& attr) {
+    auto pd = MatmulPd(Plain({rows, in}, t), memory::desc({in, out}, t, memory::format_tag::any),
+                       Plain({rows, out}, dst), attr);
+    scratch = std::max(scratch, pd.scratchpad_desc().get_size());
+    if (impl.empty()) impl = pd.impl_info_str();
+    return pd;
+  };
+  const auto pd_qkv = linear(T, d, QKV, f32, plain);
+  const auto pd_o = linear(T, m.QDim(), d, f32, add);
+  const auto pd_13 = linear(T, d, 2 * F, f32, plain);
+  const auto pd_2 = linear(T, F, d, f32, add);
+  const auto pd_lm = linear(B, d, V, f32, plain);
+  mm_qkv_ = dnnl::matmul(pd_qkv);
+  mm_o_ = dnnl::matmul(pd_o);
+  mm_13_ = dnnl::matmul(pd_13);
+  mm_2_ = dnnl::matmul(pd_2);
+  mm_lm_ = dnnl::matmul(pd_lm);
+
+  // Attention over (batch, kv head): the kv head's R query heads x n tokens as rows.
+  const int64_t M = R * n;
+  const memory::desc q_md = Plain({B, G, M, D}, t);
+  const memory::desc kt_md({B, G, D, cap}, t, {G * cap * D, cap * D, 1, D});
+  const memory::desc v_md({B, G, cap, D}, t, {G * cap * D, cap * D, D, 1});
+  const memory::desc sc_md = Plain({B, G, M, cap}, f32);
+  const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
+  const memory::desc p_md = Plain({B, G, M, cap}, t);
+  const auto pd_qk = MatmulPd(q_md, kt_md, sc_md, scaled);
+  const auto pd_pv = MatmulPd(p_md, v_md, q_md, plain);
+  const auto pd_sm = SoftmaxPd(sc2_md, plain);
+  mm_qk_ = dnnl::matmul(pd_qk);
+  mm_pv_ = dnnl::matmul(pd_pv);
+  softmax_ = Softmax(pd_sm);
+  for (size_t sz : {pd_qk.scratchpad_desc().get_size(), pd_pv.scratchpad_desc().get_size(),
+                    pd_sm.scratchpad_desc().get_size()})
+    scratch = std::max(scratch, sz);
+  const std::string attn_impl = pd_qk.impl_info_str();
+  masked_ = n > 1;
+  if (masked_) {
+    // Row (r, i) of a kv head's block is token i: it sees the keys up to FirstPos() + i.
+    const memory::desc mask_md = Plain({1, 1, M, cap}, f32);
+    mask_ = memory(mask_md, Engine());
+    auto* mk = static_cast<float*>(mask_.get_data_handle());
+    for (int64_t row = 0; row < M; ++row)
+      for (int64_t j = 0; j < cap; ++j)
+        mk[row * cap + j] =
+            j > s.FirstPos() + row % n ? -std::numeric_limits<float>::infinity() : 0.f;
+    const auto pd_mask = AddPd(sc_md, mask_md, plain);
+    scratch = std::max(scratch, pd_mask.scratchpad_desc().get_size());
+    mask_add_ = dnnl::binary(pd_mask);
+  }
+  if (low) {
+    const auto pd_low = dnnl::reorder::primitive_desc(Engine(), sc2_md, Engine(),
+                                                      Plain({B * G * M, cap}, t), plain);
+    scratch = std::max(scratch, pd_low.scratchpad_desc().get_size());
+    to_low_ = dnnl::reorder(pd_low);
+  }
+
+  // Activations.
+  x_ = memory(Plain({T, d}, f32), Engine());
+  h_ = memory(Plain({T, d}, t), Engine());
+  qkv_ = memory(Plain({T, QKV}, f32), Engine());
+  q_ = memory(q_md, Engine());
+  scores_ = memory(sc_md, Engine());
+  p_ = low ? memory(p_md, Engine()) : scores_;
+  o_ = memory(q_md, Engine());
+  attn_ = memory(Plain({T, m.QDim()}, t), Engine());
+  gu_ = memory(Plain({T, 2 * F}, f32), Engine());
+  act_ = memory(Plain({T, F}, t), Engine());
+  last_ = memory(Plain({B, d}, t), Engine());
+  logits_ = memory(Plain({B, V}, f32), Engine());
+  scratch_ =
+      memory(Plain({int64_t(std::max<size_t>(scratch, 1))}, memory::data_type::u8), Engine());
+
+  // Seeded weights (kernels/common/infer.h), the prefilled cache, tokens, rotary angles.
+  const uint64_t seed = cfg.seed;
+  for (int l = 0; l < int(m.layers); ++l) {
+    const auto mat = [&](LlamaTensor w, int64_t rows, int64_t cols) {
+      return SeededMatrix(seed, WeightIndex(l, w), rows, cols, dt_);
+    };
+    Layer y;
+    y.attn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kAttnNorm), d, dt_);
+    y.ffn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kFfnNorm), d, dt_);
+    y.wqkv = Packed(
+        Concat(Concat(mat(LlamaTensor::kWq, m.QDim(), d), mat(LlamaTensor::kWk, m.KvDim(), d)),
+               mat(LlamaTensor::kWv, m.KvDim(), d)),
+        QKV, d, dt_, pd_qkv.weights_desc());
+    y.wo = Packed(mat(LlamaTensor::kWo, d, m.QDim()), d, m.QDim(), dt_, pd_o.weights_desc());
+    y.w13 = Packed(Concat(mat(LlamaTensor::kW1, F, d), mat(LlamaTensor::kW3, F, d)), 2 * F, d, dt_,
+                   pd_13.weights_desc());
+    y.w2 = Packed(mat(LlamaTensor::kW2, d, F), d, F, dt_, pd_2.weights_desc());
+    for (bool value : {false, true}) {
+      memory c(Plain({B * G * cap * D}, t), Engine());
+      std::memset(c.get_data_handle(), 0, size_t(B * G * cap * D) * StorageBytes(dt_));
+      if (s.phase == InferPhase::kDecode) {
+        const std::vector<float> prefix = SeededCache(seed, s, l, value, dt_);
+        for (int64_t bh = 0; bh < B * G; ++bh)
+          for (int64_t p = 0; p < s.ctx; ++p)
+            for (int64_t e = 0; e < D; ++e)
+              Store(c.get_data_handle(), (bh * cap + p) * D + e, prefix[(bh * s.ctx + p) * D + e],
+                    low);
+      }
+      (value ? y.v : y.k) = c;
+    }
+    layers_.push_back(std::move(y));
+  }
+  embed_ = SeededValues(TensorSeed(seed, kEmbedIndex), size_t(V * d), dt_);
+  final_norm_ = SeededNorm(seed, kFinalNormIndex, d, dt_);
+  lm_head_ = Packed(SeededMatrix(seed, kLmHeadIndex, V, d, dt_), V, d, dt_, pd_lm.weights_desc());
+  tokens_ = SeededTokens(seed, s);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < D / 2; ++j) {
+      const double angle =
+          double(s.FirstPos() + i) * std::pow(m.rope_theta, -2.0 * double(j) / double(D));
+      cos_.push_back(float(std::cos(angle)));
+      sin_.push_back(float(std::sin(angle)));
+    }
+
+  // Every call's arguments, built once: Run() allocates nothing.
+  const memory sc2(sc2_md, Engine(), scores_.get_data_handle());
+  const memory p2(Plain({B * G * M, cap}, t), Engine(), p_.get_data_handle());
+  for (Layer& y : layers_) {
+    const memory kt(kt_md, Engine(), y.k.get_data_handle());
+    const memory vv(v_md, Engine(), y.v.get_data_handle());
+    y.calls = {{&mm_qkv_, {{DNNL_ARG_SRC, h_}, {DNNL_ARG_WEIGHTS, y.wqkv}, {DNNL_ARG_DST, qkv_}}},
+               {&mm_qk_, {{DNNL_ARG_SRC, q_}, {DNNL_ARG_WEIGHTS, kt}, {DNNL_ARG_DST, scores_}}},
+               {&mm_pv_, {{DNNL_ARG_SRC, p_}, {DNNL_ARG_WEIGHTS, vv}, {DNNL_ARG_DST, o_}}},
+               {&mm_o_, {{DNNL_ARG_SRC, attn_}, {DNNL_ARG_WEIGHTS, y.wo}, {DNNL_ARG_DST, x_}}},
+               {&mm_13_, {{DNNL_ARG_SRC, h_}, {DNNL_ARG_WEIGHTS, y.w13}, {DNNL_ARG_DST, gu_}}},
+               {&mm_2_, {{DNNL_ARG_SRC, act_}, {DNNL_ARG_WEIGHTS, y.w2}, {DNNL_ARG_DST, x_}}}};
+    for (Call& c : y.calls) c.args[DNNL_ARG_SCRATCHPAD] = scratch_;
+  }
+  softmax_args_ = {{DNNL_ARG_SRC, sc2}, {DNNL_ARG_DST, sc2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+  if (masked_)
+    mask_args_ = {{DNNL_ARG_SRC_0, scores_},
+                  {DNNL_ARG_SRC_1, mask_},
+                  {DNNL_ARG_DST, scores_},
+                  {DNNL_ARG_SCRATCHPAD, scratch_}};
+  if (low) low_args_ = {{DNNL_ARG_FROM, sc2}, {DNNL_ARG_TO, p2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+  lm_args_ = {{DNNL_ARG_SRC, last_},
+              {DNNL_ARG_WEIGHTS, lm_head_},
+              {DNNL_ARG_DST, logits_},
+              {DNNL_ARG_SCRATCHPAD, scratch_}};
+
+  Poison(logits_, DType::kF32);
+  label_ = impl + " matmuls, attention " + attn_impl + "; " + std::string(Name(dt_)) +
+           " weights and KV cache, f32 residual; threads " + std::to_string(Threads());
+}
+
+void OneDnnInfer::Norm(const float* x, const std::vector<float>& w, int64_t rows, int64_t stride,
+                       void* out) {
+  const int64_t d = shape_.model.dim;
+  const double eps = shape_.model.norm_eps;
+  const bool low = dt_ == DType::kBF16;
+#pragma omp parallel for if (rows * d >= kMinParallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * stride;
+    float ss = 0;
+    for (int64_t i = 0; i < d; ++i) ss += row[i] * row[i];
+    const float inv = float(1.0 / std::sqrt(double(ss) / double(d) + eps));
+    for (int64_t i = 0; i < d; ++i) Store(out, r * d + i, row[i] * inv * w[i], low);
+  }
+}
+
+void OneDnnInfer::RopeAndAppend(const Layer& y) {
+  const LlamaConfig& m = shape_.model;
+  const int64_t n = shape_.NewTokens(), G = m.kv_heads, R = group_, D = m.head_dim, half = D / 2,
+                cap = keys_, QKV = m.QDim() + 2 * m.KvDim();
+  const bool low = dt_ == DType::kBF16;
+  const auto* qkv = static_cast<const float*>(qkv_.get_data_handle());
+  void* q = q_.get_data_handle();
+  void* kc = y.k.get_data_handle();
+  void* vc = y.v.get_data_handle();
+#pragma omp parallel for if (rows_ * QKV >= kMinParallel)
+  for (int64_t t = 0; t < rows_; ++t) {
+    const int64_t b = t / n, i = t % n, pos = shape_.FirstPos() + i;
+    const float* row = qkv + t * QKV;
+    const float* c = cos_.data() + i * half;
+    const float* s = sin_.data() + i * half;
+    const auto rotate = [&](const float* src, void* dst, int64_t at) {
+      for (int64_t j = 0; j < half; ++j) {
+        const float a = src[j], e = src[j + half];
+        Store(dst, at + j, a * c[j] - e * s[j], low);
+        Store(dst, at + j + half, e * c[j] + a * s[j], low);
+      }
+    };
+    for (int64_t h = 0; h < m.heads; ++h)
+      rotate(row + h * D, q, (((b * G + h / R) * R + h % R) * n + i) * D);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t at = ((b * G + g) * cap + pos) * D;
+      rotate(row + m.QDim() + g * D, kc, at);
+      const float* v = row + m.QDim() + m.KvDim() + g * D;
+      for (int64_t e = 0; e < D; ++e) Store(vc, at + e, v[e], low);
+    }
+  }
+}
+
+void OneDnnInfer::HeadsBack() {
+  const LlamaConfig& m = shape_.model;
+  const int64_t n = shape_.NewTokens(), G = m.kv_heads, R = group_, D = m.head_dim;
+  const size_t row = size_t(D) * StorageBytes(dt_);
+  const auto* o = static_cast<const uint8_t*>(o_.get_data_handle());
+  auto* a = static_cast<uint8_t*>(attn_.get_data_handle());
+#pragma omp parallel for if (rows_ * m.QDim() >= kMinParallel)
+  for (int64_t t = 0; t < rows_; ++t) {
+    const int64_t b = t / n, i = t % n;
+    for (int64_t h = 0; h < m.heads; ++h)
+      std::memcpy(a + size_t(t * m.heads + h) * row,
+                  o + size_t(((b * G + h / R) * R + h % R) * n + i) * row, row);
+  }
+}
+
+void OneDnnInfer::SwiGlu() {
+  const int64_t F = shape_.model.ffn;
+  const bool low = dt_ == DType::kBF16;
+  const auto* gu = static_cast<const float*>(gu_.get_data_handle());
+  void* act = act_.get_data_handle();
+#pragma omp parallel for if (rows_ * F >= kMinParallel)
+  for (int64_t t = 0; t < rows_; ++t)
+    for (int64_t f = 0; f < F; ++f) {
+      const float g = gu[t * 2 * F + f];
+      Store(act, t * F + f, g / (1.f + std::exp(-g)) * gu[t * 2 * F + F + f], low);
+    }
+}
+
+void OneDnnInfer::Run() {
+  const LlamaConfig& m = shape_.model;
+  const int64_t d = m.dim, n = shape_.NewTokens();
+  auto* x = static_cast<float*>(x_.get_data_handle());
+#pragma omp parallel for if (rows_ * d >= kMinParallel)
+  for (int64_t t = 0; t < rows_; ++t)
+    std::memcpy(x + t * d, embed_.data() + tokens_[t] * d, size_t(d) * sizeof(float));
+  dnnl::stream& st = Stream();
+  for (const Layer& y : layers_) {
+    Norm(x, y.attn_norm, rows_, d, h_.get_data_handle());
+    y.calls[0].prim->execute(st, y.calls[0].args);
+    RopeAndAppend(y);
+    y.calls[1].prim->execute(st, y.calls[1].args);
+    if (masked_) mask_add_.execute(st, mask_args_);
+    softmax_.execute(st, softmax_args_);
+    if (dt_ == DType::kBF16) to_low_.execute(st, low_args_);
+    y.calls[2].prim->execute(st, y.calls[2].args);
+    HeadsBack();
+    y.calls[3].prim->execute(st, y.calls[3].args);
+    Norm(x, y.ffn_norm, rows_, d, h_.get_data_handle());
+    y.calls[4].prim->execute(st, y.calls[4].args);
+    SwiGlu();
+    y.calls[5].prim->execute(st, y.calls[5].args);
+  }
+  Norm(x + (n - 1) * d, final_norm_, shape_.batch, n * d, last_.get_data_handle());
+  mm_lm_.execute(st, lm_args_);
+}
+
+HostTensor OneDnnInfer::Output() const {
+  Stream().wait();
+  const int64_t count = shape_.batch * shape_.model.vocab;
+  const auto* p = static_cast<const float*>(logits_.get_data_handle());
+  return {{shape_.batch, shape_.model.vocab}, std::vector<float>(p, p + count)};
+}
+
+double OneDnnInfer::KvBytes() const { return shape_.KvReadBytes(dt_) + shape_.KvWrittenBytes(dt_); }
+
+Cost OneDnnInfer::cost() const { return {shape_.Flops(), shape_.Bytes(dt_, dt_), double(rows_)}; }
+
+}  // namespace dlb::onednn

@@ -1,0 +1,72 @@
+// One step of a Llama-style decoder (kernels/common/infer.h) on the CPU: prefill of B prompts or
+// decode of one token for B sequences over a KV cache, its projections, MLP, LM head and both
+// attention products oneDNN matmuls, the rest (RMSNorm, rotary embeddings, SwiGLU, the cache
+// append and the head transposes) OpenMP loops between them.
+//   weights: f32 or bf16, reordered once into the layout each matmul picks (format any): q, k and
+//            v in one matrix, gate and up in another, so a step reads every weight once;
+//   activations: the residual stream f32, what a matmul reads in the weights' dtype, its output
+//            f32 (the o and down projections add into the residual as a sum post-op);
+//   KV cache: B x kv_heads x capacity x head_dim per layer for K and V, in the weights' dtype,
+//            appended in place (decode: position ctx, capacity ctx + 1; prefill: 0..P-1);
+//   attention: the query heads of a kv head stacked into one matrix (grouped-query), scores f32
+//            for all B x heads at once, scaled in the matmul, the causal mask (prefill) added,
+//            softmax, P (bf16: a copy) times V.
+// Output(): the logits of each sequence's last token, B x vocab, f32.
+#pragma once
+
+#include <dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/common/infer.h"
+#include "kernels/common/op.h"
+
+namespace dlb::onednn {
+
+class OneDnnInfer {
+ public:
+  static constexpr bool kGpu = false;
+  static constexpr const char* kBackend = "onednn";
+  static Support Supports(const InferShape& s, const RunConfig& cfg);
+  OneDnnInfer(const InferShape& s, const RunConfig& cfg);
+  void Run();
+  HostTensor Output() const;
+  Cost cost() const;
+  std::string label() const { return label_; }
+  const InferShape& shape() const { return shape_; }
+  // Bytes of the KV cache one step reads and writes (part of cost().bytes).
+  double KvBytes() const;
+
+ private:
+  using Args = std::unordered_map<int, dnnl::memory>;
+  struct Call {
+    const dnnl::primitive* prim;
+    Args args;
+  };
+  struct Layer {
+    dnnl::memory wqkv, wo, w13, w2, k, v;
+    std::vector<float> attn_norm, ffn_norm;
+    std::vector<Call> calls;  // qkv, q k^T, p v, o, gate/up, down: their arguments built once
+  };
+  void Norm(const float* x, const std::vector<float>& w, int64_t rows, int64_t stride, void* out);
+  void RopeAndAppend(const Layer& layer);
+  void HeadsBack();
+  void SwiGlu();
+
+  InferShape shape_;
+  DType dt_;
+  int64_t rows_ = 0, group_ = 0, keys_ = 0;
+  std::vector<Layer> layers_;
+  std::vector<float> embed_, final_norm_, cos_, sin_;  // cos/sin: new tokens x head_dim / 2
+  std::vector<int64_t> tokens_;
+  dnnl::memory lm_head_, x_, h_, qkv_, q_, scores_, p_, o_, attn_, gu_, act_, last_, logits_, mask_,
+      scratch_;
+  dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_,
+      to_low_;
+  Args softmax_args_, mask_args_, low_args_, lm_args_;
+  bool masked_ = false;
+  std::string label_;
+};
+
+}  // namespace dlb::onednn

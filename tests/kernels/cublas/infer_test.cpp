@@ -1,0 +1,164 @@
+#include "kernels/cublas/infer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/infer_kernels.h"
+#include "kernels/reference/infer.h"
+#include "tests/kernels/testing.h"
+
+namespace dlb {
+namespace {
+
+// The tiny row of fixtures/workloads/infer_models.csv.
+LlamaConfig Tiny() {
+  LlamaConfig m;
+  m.name = "tiny";
+  m.layers = 2;
+  m.dim = 64;
+  m.heads = 4;
+  m.kv_heads = 2;
+  m.head_dim = 16;
+  m.ffn = 192;
+  m.vocab = 256;
+  m.rope_theta = 10000;
+  return m;
+}
+
+std::string StepName(const ::testing::TestParamInfo<std::tuple<InferPhase, int, int64_t>>& info) {
+  return std::string(Name(std::get<0>(info.param))) + "_bs" +
+         std::to_string(std::get<1>(info.param)) + "_ctx" + std::to_string(std::get<2>(info.param));
+}
+
+class NativeInferTest : public ::testing::TestWithParam<std::tuple<InferPhase, int, int64_t>> {};
+
+// The graph's step against the float64 step of the same bf16 weights and cache, within the
+// family's bf16 tolerance (benchmarks/infer/family.cpp's InferTolerance); a second replay writes
+// the same cache position, so it gives the same logits.
+TEST_P(NativeInferTest, LogitsMatchTheFloat64Step) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const auto [phase, batch, ctx] = GetParam();
+  const InferShape s{Tiny(), phase, batch, ctx};
+  RunConfig cfg;
+  cfg.dtype = DType::kBF16;
+  cfg.seed = 11;
+  cublas::NativeInfer op(s, cfg);
+  op.Run();
+  const HostTensor first = op.Output();
+  op.Run();
+  const HostTensor got = op.Output();
+  RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
+  const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kBF16),
+                                SeededTokens(cfg.seed, s), &cache);
+  ASSERT_EQ(got.data.size(), want.size());
+  EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2);
+  EXPECT_EQ(first.data, got.data);
+  EXPECT_NE(op.label().find("CUDA graph"), std::string::npos) << op.label();
+  // Prefill's attention is cuDNN's fused SDPA where it has an engine; the label says which ran.
+  if (phase == InferPhase::kPrefill)
+    EXPECT_NE(op.label().find("fused SDPA fwd"), std::string::npos) << op.label();
+}
+
+class NativeInferFp8Test : public ::testing::TestWithParam<std::tuple<InferPhase, int, int64_t>> {};
+
+// fp8 weights: the float64 step of the same e4m3 matrices (the embedding, norms and cache bf16),
+// within the family's fp8 tolerance (each GEMM input quantised to e4m3 by its absmax).
+TEST_P(NativeInferFp8Test, LogitsMatchTheFloat64StepOfTheE4m3Weights) {
+  const auto [phase, batch, ctx] = GetParam();
+  const InferShape s{Tiny(), phase, batch, ctx};
+  RunConfig cfg;
+  cfg.dtype = DType::kFP8E4M3;
+  cfg.seed = 5;
+  const Support sup = cublas::NativeInfer::Supports(s, cfg);
+  if (!sup.ok) GTEST_SKIP() << sup.why;
+  cublas::NativeInfer op(s, cfg);
+  op.Run();
+  const HostTensor got = op.Output();
+  RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
+  const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kFP8E4M3, DType::kBF16),
+                                SeededTokens(cfg.seed, s), &cache);
+  ASSERT_EQ(got.data.size(), want.size());
+  const double err = testing::RelativeL2(got.data, want);
+  EXPECT_LT(err, 1e-1);
+  // Far from the bf16 step's error, and not zero: the activations were quantised.
+  EXPECT_GT(err, 1e-4);
+  EXPECT_NE(op.label().find("fp8"), std::string::npos) << op.label();
+  EXPECT_DOUBLE_EQ(op.cost().bytes, s.Bytes(DType::kFP8E4M3, DType::kBF16));
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, NativeInferFp8Test,
+                         ::testing::Values(std::make_tuple(InferPhase::kDecode, 2, int64_t{40}),
+                                           std::make_tuple(InferPhase::kPrefill, 1, int64_t{16})),
+                         StepName);
+
+// Decode at a context long enough to split the keys into several chunks, and prefill's causal
+// prompts; batch 3 checks that sequences do not mix.
+INSTANTIATE_TEST_SUITE_P(Steps, NativeInferTest,
+                         ::testing::Values(std::make_tuple(InferPhase::kDecode, 1, int64_t{9}),
+                                           std::make_tuple(InferPhase::kDecode, 3, int64_t{300}),
+                                           std::make_tuple(InferPhase::kPrefill, 1, int64_t{32}),
+                                           std::make_tuple(InferPhase::kPrefill, 3, int64_t{7})),
+                         StepName);
+
+TEST(NativeInfer, CountsTokensFlopsAndBf16Bytes) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const InferShape s{Tiny(), InferPhase::kDecode, 4, 32};
+  RunConfig cfg;
+  cfg.dtype = DType::kBF16;
+  cublas::NativeInfer op(s, cfg);
+  const Cost c = op.cost();
+  EXPECT_EQ(c.items, 4);
+  EXPECT_DOUBLE_EQ(c.flops, s.Flops());
+  EXPECT_DOUBLE_EQ(c.bytes, s.Bytes(DType::kBF16, DType::kBF16));
+  EXPECT_DOUBLE_EQ(op.KvBytes(), 2.0 * 2 * 4 * 32 * 33 * 2);
+}
+
+TEST(NativeInfer, RefusesWeightsItDoesNotOfferSayingWhy) {
+  RunConfig cfg;
+  cfg.dtype = DType::kF32;
+  const InferShape s{Tiny(), InferPhase::kDecode, 1, 8};
+  Support sup = cublas::NativeInfer::Supports(s, cfg);
+  EXPECT_FALSE(sup.ok);
+  EXPECT_NE(sup.why.find("bf16 or fp8"), std::string::npos) << sup.why;
+  // fp8's GEMMs need cuBLASLt's FP8 alignment: sizes multiples of 16.
+  cfg.dtype = DType::kFP8E4M3;
+  LlamaConfig odd = Tiny();
+  odd.ffn = 200;
+  sup = cublas::NativeInfer::Supports({odd, InferPhase::kDecode, 1, 8}, cfg);
+  EXPECT_FALSE(sup.ok);
+  EXPECT_NE(sup.why.find("multiples of 16"), std::string::npos) << sup.why;
+  cfg.dtype = DType::kBF16;
+  LlamaConfig wide = Tiny();
+  wide.head_dim = 512;
+  EXPECT_FALSE(cublas::NativeInfer::Supports({wide, InferPhase::kDecode, 1, 8}, cfg).ok);
+  LlamaConfig uneven = Tiny();
+  uneven.head_dim = 24;
+  sup = cublas::NativeInfer::Supports({uneven, InferPhase::kDecode, 1, 8}, cfg);
+  EXPECT_FALSE(sup.ok);
+  EXPECT_NE(sup.why.find("head_dim"), std::string::npos) << sup.why;
+}
+
+// The attention's key split: every key in some chunk, no chunk empty for every row, a decode at
+// batch 1 spread over many chunks and a long prefill over one.
+TEST(NativeInfer, AttentionSplitCoversEveryKey) {
+  for (const cuda::InferAttnDims& a : {cuda::InferAttnDims{1, 1, 2048, 32, 8, 128, 2049},
+                                       cuda::InferAttnDims{128, 1, 2048, 32, 8, 128, 2049},
+                                       cuda::InferAttnDims{1, 2048, 0, 32, 8, 128, 2048},
+                                       cuda::InferAttnDims{3, 1, 9, 4, 2, 16, 10}}) {
+    const cuda::AttnSplit sp = cuda::ChooseSplit(a);
+    const int64_t keys = a.first_pos + a.new_tokens;
+    EXPECT_GE(sp.splits * sp.chunk, keys);
+    EXPECT_LT((sp.splits - 1) * sp.chunk, keys);
+    EXPECT_EQ(cuda::AttnPartialFloats(a, sp),
+              size_t(a.batch * a.new_tokens * a.heads * sp.splits * (a.head_dim + 2)));
+  }
+  EXPECT_GT(cuda::ChooseSplit({1, 1, 2048, 32, 8, 128, 2049}).splits, 16);
+  EXPECT_EQ(cuda::ChooseSplit({1, 2048, 0, 32, 8, 128, 2048}).splits, 1);
+}
+
+}  // namespace
+}  // namespace dlb
