@@ -12,6 +12,7 @@
 #include "kernels/cublas/check.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/gemv.h"
 
 namespace dlb::cublas {
 
@@ -210,9 +211,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);
   cuda::Sync(st);
 
-  label_ = std::string(fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, "
-                              "activations quantised to e4m3 by their absmax each step"
-                            : "cuBLASLt bf16 GEMMs (") +
+  const char* gemms =
+      fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
+             "e4m3 by their absmax each step"
+      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step"
+                    : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
+  label_ = std::string(gemms) +
            "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
            ", f32 softmax; contiguous bf16 KV cache (paged not implemented), f32 residual; whole "
            "step in one CUDA graph";
@@ -294,7 +298,9 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   Gemm g;
   g.rows = rows;
   g.in = in;
+  g.out = out;
   g.slot = slot;
+  g.gemv = !fp8_ && rows == 1 && in % 8 == 0;
   cublasLtMatmulDesc_t raw = nullptr;
   DLB_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   g.desc.reset(raw);
@@ -334,6 +340,11 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
 
 void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
                          bool accumulate) {
+  if (g.gemv) {
+    cuda::GemvBf16(x, reinterpret_cast<const uint16_t*>(w), y, g.rows, g.out, g.in, accumulate,
+                   stream_.get());
+    return;
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const void* input = x;
   if (fp8_) {

@@ -67,8 +67,11 @@ class NativeInfer {
     MatmulDesc desc;
     Layout a, b, c;
     cublasLtMatmulAlgo_t algo{};
-    int64_t rows = 0, in = 0;
+    int64_t rows = 0, in = 0, out = 0;
     int slot = 0;
+    // bf16 at one token a step: the weight-streaming kernel (kernels/cuda/gemv.h), which streams
+    // the smaller matrices faster than cuBLASLt's tiles and the larger as fast.
+    bool gemv = false;
   };
   Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
   // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first.
