@@ -28,6 +28,8 @@ constexpr int kMaxHeadsPerBlock = 8;
 // keys (fewer and the merge costs more than it spreads).
 constexpr int64_t kTargetBlocks = 2048;
 constexpr int64_t kMinChunk = 32;
+// Key rows a slot loads ahead in the attention kernel.
+constexpr int kKeyLoads = 4;
 
 unsigned Blocks(int64_t n) {
   return static_cast<unsigned>(
@@ -53,20 +55,62 @@ __global__ void EmbedKernel(const int32_t* tokens, const bf16* embed, int64_t n,
     x[i] = __bfloat162float(embed[int64_t(tokens[i / d]) * d + i % d]);
 }
 
-__global__ void RmsNormKernel(const float* x, int64_t stride, int64_t d, const float* w, float eps,
-                              bf16* out) {
-  __shared__ float warp_sums[kThreads / 32];
-  const float* row = x + int64_t(blockIdx.x) * stride;
-  float ss = 0;
-  for (int64_t i = threadIdx.x; i < d; i += kThreads) ss += row[i] * row[i];
-  ss = WarpSum(ss);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = ss;
+// A block's sum of v over its threads (blockDim.x a multiple of 32, at most 1024), in every thread.
+__device__ float BlockSum(float v, float* scratch) {
+  v = WarpSum(v);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
   float total = 0;
-  for (int i = 0; i < kThreads / 32; ++i) total += warp_sums[i];
-  const float inv = rsqrtf(total / float(d) + eps);
+  for (int i = 0; i < int(blockDim.x / 32); ++i) total += scratch[i];
+  __syncthreads();
+  return total;
+}
+
+__device__ float BlockMax(float v, float* scratch) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  float m = -INFINITY;
+  for (int i = 0; i < int(blockDim.x / 32); ++i) m = fmaxf(m, scratch[i]);
+  __syncthreads();
+  return m;
+}
+
+// One block a row. Rows whose width, stride and pointers allow it are read 16 bytes at a time,
+// several loads in flight per thread: at one token a step the norm is a single block, bound by the
+// latency of its reads rather than their bytes.
+__global__ void RmsNormKernel(const float* x, int64_t stride, int64_t d, const float* w, float eps,
+                              bf16* out, bool vec) {
+  __shared__ float scratch[kThreads / 32];
+  const float* row = x + int64_t(blockIdx.x) * stride;
   bf16* o = out + int64_t(blockIdx.x) * d;
-  for (int64_t i = threadIdx.x; i < d; i += kThreads) o[i] = __float2bfloat16(row[i] * inv * w[i]);
+  float ss = 0;
+  if (vec) {
+    const float4* r4 = reinterpret_cast<const float4*>(row);
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < d / 4; i += kThreads) {
+      const float4 v = r4[i];
+      ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+  } else {
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < d; i += kThreads) ss += row[i] * row[i];
+  }
+  const float inv = rsqrtf(BlockSum(ss, scratch) / float(d) + eps);
+  if (vec) {
+    const float4* r4 = reinterpret_cast<const float4*>(row);
+    const float4* w4 = reinterpret_cast<const float4*>(w);
+    __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(o);
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < d / 4; i += kThreads) {
+      const float4 v = r4[i], g = w4[i];
+      o2[2 * i] = __floats2bfloat162_rn(v.x * inv * g.x, v.y * inv * g.y);
+      o2[2 * i + 1] = __floats2bfloat162_rn(v.z * inv * g.z, v.w * inv * g.w);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < d; i += kThreads)
+      o[i] = __float2bfloat16(row[i] * inv * w[i]);
+  }
 }
 
 __global__ void RopeAppendKernel(const float* qkv, const float* cos, const float* sin,
@@ -141,39 +185,51 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   }
   const bf16* kb = kc + (b * G + g) * a.capacity * D;
   const bf16* vb = vc + (b * G + g) * a.capacity * D;
-  for (int64_t base = k0 + int64_t(warp) * slots; base < k1; base += int64_t(kAttnWarps) * slots) {
-    const int64_t j = base + slot;
-    const bool valid = j < k1;
-    uint4 kraw = make_uint4(0, 0, 0, 0), vraw = make_uint4(0, 0, 0, 0);
-    if (valid) {
-      kraw = *reinterpret_cast<const uint4*>(kb + j * D + e0);
-      vraw = *reinterpret_cast<const uint4*>(vb + j * D + e0);
-    }
-    float kf[8], vf[8];
-    const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kraw);
-    const __nv_bfloat162* v2 = reinterpret_cast<const __nv_bfloat162*>(&vraw);
+  // kKeyLoads iterations' K and V rows are loaded before any is used, so that a warp has that many
+  // 16-byte loads in flight rather than one at a time.
+  const int64_t stride = int64_t(kAttnWarps) * slots;
+  for (int64_t base = k0 + int64_t(warp) * slots; base < k1; base += kKeyLoads * stride) {
+    uint4 kraw[kKeyLoads], vraw[kKeyLoads];
+    bool valid[kKeyLoads];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 kk = __bfloat1622float2(k2[i]), vv = __bfloat1622float2(v2[i]);
-      kf[2 * i] = kk.x;
-      kf[2 * i + 1] = kk.y;
-      vf[2 * i] = vv.x;
-      vf[2 * i + 1] = vv.y;
+    for (int u = 0; u < kKeyLoads; ++u) {
+      const int64_t j = base + u * stride + slot;
+      valid[u] = j < k1;
+      kraw[u] = make_uint4(0, 0, 0, 0);
+      vraw[u] = make_uint4(0, 0, 0, 0);
+      if (valid[u]) {
+        kraw[u] = *reinterpret_cast<const uint4*>(kb + j * D + e0);
+        vraw[u] = *reinterpret_cast<const uint4*>(vb + j * D + e0);
+      }
     }
 #pragma unroll
-    for (int h = 0; h < kH; ++h) {
-      float dot = 0;
+    for (int u = 0; u < kKeyLoads; ++u) {
+      float kf[8], vf[8];
+      const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kraw[u]);
+      const __nv_bfloat162* v2 = reinterpret_cast<const __nv_bfloat162*>(&vraw[u]);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) dot += qv[h][i] * kf[i];
-      // A slot's lanes are a power of two, aligned: xor below `lanes` stays inside the slot.
-      for (int o = lanes / 2; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      if (valid) {
-        const float nm = fmaxf(m[h], dot);
-        const float corr = expf(m[h] - nm), p = expf(dot - nm);  // m = -inf at first: corr 0
-        l[h] = l[h] * corr + p;
+      for (int i = 0; i < 4; ++i) {
+        const float2 kk = __bfloat1622float2(k2[i]), vv = __bfloat1622float2(v2[i]);
+        kf[2 * i] = kk.x;
+        kf[2 * i + 1] = kk.y;
+        vf[2 * i] = vv.x;
+        vf[2 * i + 1] = vv.y;
+      }
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[h][i] = acc[h][i] * corr + p * vf[i];
-        m[h] = nm;
+      for (int h = 0; h < kH; ++h) {
+        float dot = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot += qv[h][i] * kf[i];
+        // A slot's lanes are a power of two, aligned: xor below `lanes` stays inside the slot.
+        for (int o = lanes / 2; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+        if (valid[u]) {
+          const float nm = fmaxf(m[h], dot);
+          const float corr = expf(m[h] - nm), p = expf(dot - nm);  // m = -inf at first: corr 0
+          l[h] = l[h] * corr + p;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[h][i] = acc[h][i] * corr + p * vf[i];
+          m[h] = nm;
+        }
       }
     }
   }
@@ -229,22 +285,29 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 }
 
 // Block row x head: the chunks' states merged; chunk 0 always holds key 0, so the max is finite.
+// The chunks' weights exp(m - max) go to shared memory once (ChooseSplit makes at most
+// kTargetBlocks chunks), then each thread sums one output element over the chunks, its loads
+// independent of one another so that several are in flight.
 __global__ void AttnMergeKernel(const float* partial, int64_t splits, int64_t D, bf16* out) {
+  __shared__ float weight[kTargetBlocks];
+  __shared__ float scratch[32];
   const int64_t rh = blockIdx.x;
   const float* p = partial + rh * splits * (D + 2);
   float mx = -INFINITY;
-  for (int64_t s = 0; s < splits; ++s) mx = fmaxf(mx, p[s * (D + 2)]);
+  for (int64_t s = threadIdx.x; s < splits; s += blockDim.x) mx = fmaxf(mx, p[s * (D + 2)]);
+  mx = BlockMax(mx, scratch);
   float sum = 0;
-  for (int64_t s = 0; s < splits; ++s) {
+  for (int64_t s = threadIdx.x; s < splits; s += blockDim.x) {
     const float m = p[s * (D + 2)];
-    if (m != -INFINITY) sum += expf(m - mx) * p[s * (D + 2) + 1];
+    const float f = m == -INFINITY ? 0.f : expf(m - mx);
+    weight[s] = f;
+    sum += f * p[s * (D + 2) + 1];
   }
+  sum = BlockSum(sum, scratch);  // its barrier also publishes `weight`
   for (int64_t e = threadIdx.x; e < D; e += blockDim.x) {
     float v = 0;
-    for (int64_t s = 0; s < splits; ++s) {
-      const float m = p[s * (D + 2)];
-      if (m != -INFINITY) v += expf(m - mx) * p[s * (D + 2) + 2 + e];
-    }
+#pragma unroll 8
+    for (int64_t s = 0; s < splits; ++s) v += weight[s] * p[s * (D + 2) + 2 + e];
     out[rh * D + e] = __float2bfloat16(v / sum);
   }
 }
@@ -314,7 +377,10 @@ void RmsNormBf16(const float* x, int64_t rows, int64_t stride, int64_t d, const 
                  uint16_t* out, cudaStream_t stream) {
   Require(rows > 0 && rows <= INT_MAX && d > 0 && stride >= d,
           "RMSNorm rows must be positive (at most 2^31 - 1), the stride at least the width");
-  RmsNormKernel<<<unsigned(rows), kThreads, 0, stream>>>(x, stride, d, w, eps, B(out));
+  const bool vec = d % 4 == 0 && stride % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(out) % 8 == 0;
+  RmsNormKernel<<<unsigned(rows), kThreads, 0, stream>>>(x, stride, d, w, eps, B(out), vec);
   DLB_CHECK(cudaGetLastError());
 }
 
