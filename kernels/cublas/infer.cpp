@@ -212,8 +212,11 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   cuda::Sync(st);
 
   const char* gemms =
-      fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
-             "e4m3 by their absmax each step"
+      fp8_ && g_qkv_.gemv
+          ? "fp8 weight-streaming products, a warp a weight row (one token a step: e4m3 weights "
+            "with per-tensor scales, bf16 activations"
+      : fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
+               "e4m3 by their absmax each step"
       : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
   label_ = std::string(gemms) +
@@ -300,7 +303,8 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   g.in = in;
   g.out = out;
   g.slot = slot;
-  g.gemv = !fp8_ && rows == 1 && in % 8 == 0;
+  g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0;
+  g.w_scale = fp8_ ? GemmAScale(in) : 1.0f;
   cublasLtMatmulDesc_t raw = nullptr;
   DLB_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   g.desc.reset(raw);
@@ -340,6 +344,10 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
 
 void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
                          bool accumulate) {
+  if (g.gemv && fp8_) {
+    cuda::GemvFp8E4m3(x, w, g.w_scale, y, g.rows, g.out, g.in, accumulate, stream_.get());
+    return;
+  }
   if (g.gemv) {
     cuda::GemvBf16(x, reinterpret_cast<const uint16_t*>(w), y, g.rows, g.out, g.in, accumulate,
                    stream_.get());

@@ -69,9 +69,11 @@ class NativeInfer {
     cublasLtMatmulAlgo_t algo{};
     int64_t rows = 0, in = 0, out = 0;
     int slot = 0;
-    // bf16 at one token a step: the weight-streaming kernel (kernels/cuda/gemv.h), which streams
-    // the smaller matrices faster than cuBLASLt's tiles and the larger as fast.
+    // One token a step: the weight-streaming kernels (kernels/cuda/gemv.h), which stream the
+    // smaller matrices faster than cuBLASLt's tiles and the larger as fast; fp8 weights there
+    // meet bf16 activations (weight-only fp8), times w_scale.
     bool gemv = false;
+    float w_scale = 1.0f;
   };
   Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
   // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first.

@@ -25,4 +25,12 @@ bool GemvFits(const void* x, const void* w, const void* y, int64_t m, int64_t n,
 void GemvBf16(const uint16_t* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
               bool accumulate, cudaStream_t stream);
 
+// The same product with e4m3 weights (w: n x k bytes) times w_scale, the activations kept bf16:
+// a weight-only fp8 step reads half the bytes of a bf16 one and quantises nothing each step.
+// k a multiple of 16 (a row is read 16 bytes, 16 weights, at a time); throws dlb::Error when
+// !GemvFp8Fits.
+bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t n, int64_t k);
+void GemvFp8E4m3(const uint16_t* x, const uint8_t* w, float w_scale, float* y, int64_t m, int64_t n,
+                 int64_t k, bool accumulate, cudaStream_t stream);
+
 }  // namespace dlb::cuda

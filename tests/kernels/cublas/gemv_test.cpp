@@ -81,6 +81,55 @@ TEST(GemvBf16, TakesAStrideItDoesNotUnrollAndAccumulates) {
   EXPECT_LT(WorstError(8, 257, 14336, true), 1e-5);  // the MLP's down projection, into y
 }
 
+// An e4m3 byte's value (1 sign, 4 exponent bits of bias 7, 3 mantissa bits; 0x7f and 0xff NaN).
+double E4m3Of(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, e - 7);
+  return (b & 0x80) ? -mag : mag;
+}
+
+// As WorstError, with e4m3 weights (every finite byte) times a scale.
+double WorstErrorFp8(int64_t m, int64_t n, int64_t k, bool accumulate) {
+  const auto x = Seeded(size_t(m * k), 3);
+  std::vector<uint8_t> w(size_t(n * k));
+  std::mt19937 gen(4);
+  for (auto& b : w) {
+    do b = uint8_t(gen());
+    while ((b & 0x7f) == 0x7f);
+  }
+  const float scale = 0.0078125f;
+  std::vector<float> y0(size_t(m * n));
+  for (size_t i = 0; i < y0.size(); ++i) y0[i] = accumulate ? float(i % 5) - 2.f : 0.f;
+  DeviceBuffer<uint16_t> dx(x.size());
+  DeviceBuffer<uint8_t> dw(w.size());
+  DeviceBuffer<float> dy(y0.size());
+  DLB_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dw.get(), w.data(), w.size(), cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dy.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+  GemvFp8E4m3(dx.get(), dw.get(), scale, dy.get(), m, n, k, accumulate, nullptr);
+  std::vector<float> y(y0.size());
+  DLB_CHECK(cudaMemcpy(y.data(), dy.get(), y.size() * 4, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = y0[size_t(i * n + j)], scale_sum = 1 + std::fabs(want);
+      for (int64_t t = 0; t < k; ++t) {
+        const double p = FloatOf(x[size_t(i * k + t)]) * E4m3Of(w[size_t(j * k + t)]) * scale;
+        want += p;
+        scale_sum += std::fabs(p);
+      }
+      worst = std::max(worst, std::fabs(y[size_t(i * n + j)] - want) / scale_sum);
+    }
+  return worst;
+}
+
+TEST(GemvFp8E4m3, MatchesAFloat64ProductOfTheDecodedWeights) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (int64_t m : {1, 2, 5, 8}) EXPECT_LT(WorstErrorFp8(m, 67, 4096, false), 1e-5) << m;
+  EXPECT_LT(WorstErrorFp8(1, 33, 16, false), 1e-5);    // one load a row
+  EXPECT_LT(WorstErrorFp8(3, 130, 2064, true), 1e-5);  // a partial unrolled stride, into y
+}
+
 TEST(GemvBf16, RefusesOperandsItDoesNotTake) {
   alignas(16) static uint16_t buf[64];
   alignas(16) static float out[64];
@@ -89,6 +138,8 @@ TEST(GemvBf16, RefusesOperandsItDoesNotTake) {
   EXPECT_FALSE(GemvFits(buf + 1, buf, out, 1, 4, 8));  // x not 16-byte aligned
   EXPECT_TRUE(GemvFits(buf, buf, out, 8, 4, 8));
   EXPECT_THROW(GemvBf16(buf, buf, out, 1, 4, 12, false, nullptr), Error);
+  EXPECT_FALSE(GemvFp8Fits(buf, buf, out, 1, 4, 8));  // fp8: k a multiple of 16
+  EXPECT_TRUE(GemvFp8Fits(buf, buf, out, 1, 4, 16));
 }
 
 }  // namespace
