@@ -35,21 +35,15 @@ Layout MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
   return Layout(raw);
 }
 
-// A seeded matrix of kernels/common/infer.h (rows x cols at dst): bf16, seeded on the device, then
-// scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage (seeded on
-// the host, as every 8-bit tensor is: kernels/common/fill.h), whose logical value is that times
+// A seeded matrix of kernels/common/infer.h (rows x cols at dst), seeded on the device: bf16, then
+// scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
+// (kernels/common/fill.h's SeedStorage, bit for bit), whose logical value is that times
 // StorageScale(fp8) times the matrix's weight scale (GemmAScale).
 void SeedMatrix(uint8_t* dst, DType dt, uint64_t seed, int index, int64_t rows, int64_t cols,
                 StreamRef stream) {
-  if (dt == DType::kFP8E4M3) {
-    std::vector<uint8_t> host(size_t(rows * cols));
-    SeedStorage(host.data(), TensorSeed(seed, index), host.size(), dt);
-    DLB_CHECK(cudaMemcpyAsync(dst, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
-    cuda::Sync(stream);  // the host copy goes
-    return;
-  }
   cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * cols, rows * cols, cols, 1},
                    TensorSeed(seed, index), dt, stream);
+  if (dt == DType::kFP8E4M3) return;
   cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols), stream);
 }
 

@@ -1,4 +1,5 @@
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -225,8 +226,8 @@ struct Placement {
   uint64_t seed;
 };
 
-template <class T, int kKind>  // kKind: 0 f32/tf32, 1 bf16, 2 f16
-__global__ void SeedKernel(T* dst, Placement a) {
+template <class T, int kKind>  // kKind: 0 f32/tf32, 1 bf16, 2 f16, 3 e4m3 (of v / its scale)
+__global__ void SeedKernel(T* dst, Placement a, float inv_storage_scale) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += step) {
     const int64_t e = i % a.d3, c = i / a.d3 % a.d2, b = i / (a.d3 * a.d2) % a.d1,
@@ -237,6 +238,10 @@ __global__ void SeedKernel(T* dst, Placement a) {
       out = v;
     } else if constexpr (kKind == 1) {
       out = Bf16Bits(v);
+    } else if constexpr (kKind == 3) {
+      // The host's EncodeFp8: round to nearest even, saturating at 448 (|v| < 1 and the scale a
+      // power of two keep it exact and far below).
+      out = __nv_cvt_float_to_fp8(v * inv_storage_scale, __NV_SATFINITE, __NV_E4M3);
     } else {
       out = __half_as_ushort(__float2half_rn(v));
     }
@@ -261,18 +266,22 @@ void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
   switch (dt) {
     case DType::kF32:
     case DType::kTF32:
-      SeedKernel<float, 0><<<blocks, 256, 0, stream>>>(static_cast<float*>(dst), a);
+      SeedKernel<float, 0><<<blocks, 256, 0, stream>>>(static_cast<float*>(dst), a, 1.f);
       break;
     case DType::kBF16:
-      SeedKernel<uint16_t, 1><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a);
+      SeedKernel<uint16_t, 1><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a, 1.f);
       break;
     case DType::kF16:
-      SeedKernel<uint16_t, 2><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a);
+      SeedKernel<uint16_t, 2><<<blocks, 256, 0, stream>>>(static_cast<uint16_t*>(dst), a, 1.f);
       break;
     case DType::kFP8E4M3:
+      // The inference family's fp8 weights (gigabytes: seeding them on the host took a minute).
+      SeedKernel<uint8_t, 3><<<blocks, 256, 0, stream>>>(static_cast<uint8_t*>(dst), a,
+                                                         float(1.0 / StorageScale(dt)));
+      break;
     case DType::kFP8E5M2:
     case DType::kInt8:
-      // Only the GEMM family has 8-bit tensors, and it seeds them on the host (cuda::Upload).
+      // Only the GEMM family has these, and it seeds them on the host (cuda::Upload).
       throw Error("SeedDevice: " + std::string(Name(dt)) + " tensors are seeded on the host");
   }
   DLB_CHECK(cudaGetLastError());

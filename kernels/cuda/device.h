@@ -52,7 +52,8 @@ std::vector<float> Download(const void* src, size_t n, DType dt, StreamRef strea
 // Writes, in the dtype's storage, the values SeededValues(seed, d0*d1*d2*d3, dt) holds for a
 // tensor of logical dims (d0, d1, d2, d3) placed by `strides` (in elements): inputs are seeded on
 // the device, with no host copy and no transfer. Bit for bit what seeding on the host and
-// uploading gives.
+// uploading gives. f32, tf32, f16, bf16 and fp8 e4m3; e5m2 and int8 throw dlb::Error (they are
+// seeded on the host).
 void SeedDevice(void* dst, const std::array<int64_t, 4>& dims,
                 const std::array<int64_t, 4>& strides, uint64_t seed, DType dt, StreamRef stream);
 // The elements at logical flat indices `flat` of a (d0, d1, d2, d3) tensor placed by `strides`,

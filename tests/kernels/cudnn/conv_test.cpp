@@ -138,9 +138,9 @@ TEST(CudnnConv, SearchSaysWhatItTimedAndHowLong) {
   EXPECT_NE(first.label().find(", heuristic: first usable"), std::string::npos) << first.label();
 }
 
-// Convolution inputs are seeded on the device; the verifier computes the same values on the host.
-// Bit for bit, in every dtype, for both layouts and odd sizes (and more elements than one pass of
-// the grid covers).
+// Convolution inputs (and the inference family's fp8 weights) are seeded on the device; the
+// verifier computes the same values on the host. Bit for bit, in every dtype, for both layouts and
+// odd sizes (and more elements than one pass of the grid covers).
 TEST(CudnnConv, DeviceSeedingMatchesHostSeeding) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   cuda::Stream stream = cuda::MakeStream();
@@ -149,7 +149,7 @@ TEST(CudnnConv, DeviceSeedingMatchesHostSeeding) {
     const int64_t n = d[0] * d[1] * d[2] * d[3];
     const std::array<int64_t, 4> nchw = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1},
                                  nhwc = {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
-    for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16}) {
+    for (DType dt : {DType::kF32, DType::kTF32, DType::kF16, DType::kBF16, DType::kFP8E4M3}) {
       const std::vector<float> want = SeededValues(TensorSeed(3, 1), size_t(n), dt);
       for (const auto& strides : {nchw, nhwc}) {
         cuda::DeviceBuffer<uint8_t> buf(size_t(n) * StorageBytes(dt));
