@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tools/report/analyses/gate.h"
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 
 namespace dlb::report::synthetic {
 
