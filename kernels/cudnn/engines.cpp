@@ -11,6 +11,7 @@
 #include "kernels/common/autotune_cache.h"
 #include "kernels/common/parallel.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cudnn/backend.h"
 
 namespace dlb::cudnn::engines {
 
@@ -63,17 +64,7 @@ Tensors LogicalDims(const ConvShape& s) {
 namespace {
 
 Descriptor MakeTensor(int64_t uid, const Dims& dims, Layout layout, DType dt) {
-  Descriptor t = MakeDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t type = DataType(dt);
-  const Dims strides = Strides(dims, layout);
-  const int64_t alignment = 16;
-  Set(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  Set(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-  Set(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-  Set(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-  Set(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  DLB_CHECK(cudnnBackendFinalize(t.get()));
-  return t;
+  return TensorDescriptor(uid, dims, Strides(dims, layout), DataType(dt));
 }
 
 }  // namespace
