@@ -20,12 +20,6 @@ Descriptor TensorDescriptor(int64_t uid, const std::array<int64_t, 4>& dims,
   return t;
 }
 
-std::string EngineLabel(const Candidate& c, const std::string& notes) {
-  return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
-         (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
-         std::to_string(c.rank);
-}
-
 std::string Mib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2fMiB", bytes / (1024.0 * 1024.0));

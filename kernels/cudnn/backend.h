@@ -1,6 +1,5 @@
-// What the ops on cuDNN's backend graph API (the convolutions, the attention) write alike: a
-// tensor descriptor, the label of the engine configuration chosen, and the workspace sizes in it.
-// Internal to kernels/cudnn.
+// What the ops on cuDNN's backend graph API (the convolutions, the attention) write alike: an
+// attribute, a tensor descriptor, and the sizes in their labels. Internal to kernels/cudnn.
 #pragma once
 
 #include <cudnn.h>
@@ -10,20 +9,20 @@
 #include <string>
 
 #include "kernels/cudnn/check.h"
-#include "kernels/cudnn/engines.h"
 
 namespace dlb::cudnn::engines {
+
+template <class T>
+void Set(void* d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+         const T* values) {
+  DLB_CHECK(cudnnBackendSetAttribute(d, name, type, count, values));
+}
 
 // A finalized tensor descriptor: 16-byte aligned, `dims` and `strides` of rank 4. A virtual one
 // lives only inside the graph; a by-value one is a scalar the variant pack passes by address.
 Descriptor TensorDescriptor(int64_t uid, const std::array<int64_t, 4>& dims,
                             const std::array<int64_t, 4>& strides, cudnnDataType_t type,
                             bool is_virtual = false, bool by_value = false);
-
-// "engine 12 {k2=3} [tensor_core] from heur_a#0": the engine, its knobs, `notes` (the op's
-// choice of the numerical and behaviour notes worth naming, space-separated; none: no brackets),
-// and which heuristic proposed it at which rank.
-std::string EngineLabel(const Candidate& c, const std::string& notes);
 
 // "12.50MiB".
 std::string Mib(double bytes);

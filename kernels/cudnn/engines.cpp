@@ -11,7 +11,6 @@
 #include "kernels/common/autotune_cache.h"
 #include "kernels/common/parallel.h"
 #include "kernels/cuda/device.h"
-#include "kernels/cudnn/backend.h"
 
 namespace dlb::cudnn::engines {
 
@@ -287,6 +286,12 @@ bool Finalize(Candidate& c, cudnnHandle_t handle) {
 }
 
 std::string Key(const Candidate& c) { return std::to_string(c.engine) + "/" + c.knobs; }
+
+std::string EngineLabel(const Candidate& c, const std::string& notes) {
+  return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
+         (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
+         std::to_string(c.rank);
+}
 
 std::string EngineName(const Candidate& c) {
   return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
