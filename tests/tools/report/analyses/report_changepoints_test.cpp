@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "tests/tools/report_synthetic.h"
+#include "tests/tools/report/analyses/report_synthetic.h"
 #include "tools/report/analyses/changepoints.h"
 
 namespace dlb::report {
