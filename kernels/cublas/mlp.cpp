@@ -68,6 +68,16 @@ const char* EpilogueName(cublasLtEpilogue_t e) {
   }
 }
 
+// A name listed once, in the order first met.
+void NoteOnce(std::vector<std::string>* names, const std::string& name) {
+  if (std::find(names->begin(), names->end(), name) == names->end()) names->push_back(name);
+}
+
+void RequirePlanned(bool planned, const char* what) {
+  if (!planned)
+    throw Unsupported(std::string("cuBLASLt has no algorithm for the ") + what + " GEMM");
+}
+
 }  // namespace
 
 // One GEMM in cuBLASLt's column-major terms: C (m x n, ldc) = op(A) op(B), A stored m x k (k x m
@@ -165,11 +175,21 @@ NativeMlpStep::NativeMlpStep(const TrainShape& s, const RunConfig& cfg)
   cublasLtHandle_t raw_handle = nullptr;
   DLB_CHECK(cublasLtCreate(&raw_handle));
   handle_.reset(raw_handle);
+  Allocate();
+  std::vector<std::string> fwd_names, bwd_names, kernels;
+  PlanForward(&fwd_names);
+  if (s.pass == Pass::kTrain) PlanBackward(&bwd_names, &kernels);
+  for (cuda::Event& e : phase_) e = cuda::MakeEvent();
+  WarmUpAndCapture();
+  Restore();
+  label_ = Label(fwd_names, bwd_names, kernels);
+}
 
-  const std::vector<int64_t>& w = s.widths;
+void NativeMlpStep::Allocate() {
+  const std::vector<int64_t>& w = shape_.widths;
   const size_t layers = w.size() - 1;
-  const int64_t n = s.batch;
-  const bool train = s.pass == Pass::kTrain;
+  const int64_t n = shape_.batch;
+  const bool train = shape_.pass == Pass::kTrain;
   const auto floats = [this](size_t count) {
     allocated_bytes_ += double(count * sizeof(float));
     return cuda::DeviceBuffer<float>(count);
@@ -225,15 +245,12 @@ NativeMlpStep::NativeMlpStep(const TrainShape& s, const RunConfig& cfg)
   }
   workspace_ = cuda::DeviceBuffer<unsigned char>(WorkspaceBytes());
   allocated_bytes_ += double(workspace_.bytes());
+}
 
-  std::vector<std::string> fwd_names, bwd_names, kernels;
-  const auto note = [](std::vector<std::string>* names, const std::string& name) {
-    if (std::find(names->begin(), names->end(), name) == names->end()) names->push_back(name);
-  };
-  const auto require = [](bool planned, const char* what) {
-    if (!planned)
-      throw Unsupported(std::string("cuBLASLt has no algorithm for the ") + what + " GEMM");
-  };
+void NativeMlpStep::PlanForward(std::vector<std::string>* fwd_names) {
+  const size_t layers = layers_.size();
+  const int64_t n = shape_.batch;
+  const bool train = shape_.pass == Pass::kTrain;
   for (size_t l = 0; l < layers; ++l) {
     Layer& L = layers_[l];
     const bool hidden = l + 1 < layers;
@@ -253,71 +270,76 @@ NativeMlpStep::NativeMlpStep(const TrainShape& s, const RunConfig& cfg)
       aux.aux = mask_[l].get();
       aux.aux_ld = mask_ld_[l];
       L.aux = Plan(aux, &L.fwd);
-      if (L.aux) note(&fwd_names, "RELU_AUX_BIAS");
+      if (L.aux) NoteOnce(fwd_names, "RELU_AUX_BIAS");
     }
     if (!L.aux) {
-      require(Plan(fwd, &L.fwd), "forward");
-      note(&fwd_names, EpilogueName(fwd.epilogue));
+      RequirePlanned(Plan(fwd, &L.fwd), "forward");
+      NoteOnce(fwd_names, EpilogueName(fwd.epilogue));
     }
   }
-  if (train) {
-    for (size_t l = layers; l-- > 0;) {
-      Layer& L = layers_[l];
-      const bool last = l + 1 == layers;
-      const float* input = l == 0 ? x_.get() : act_[l - 1].get();
-      // dW^T (in x out) = input^T (in x n) . dz (n x out: dz^T as stored, read transposed).
-      GemmSpec wgrad;
-      wgrad.tb = CUBLAS_OP_T;
-      wgrad.m = L.in, wgrad.n = L.out, wgrad.k = n;
-      wgrad.a = input, wgrad.lda = L.in;
-      wgrad.b = dz_[l].get(), wgrad.ldb = L.out;
-      wgrad.c = grads_.get() + L.w, wgrad.ldc = L.in;
-      if (last) {
-        // The hidden layers' bias gradients come with the DRELU_BGRAD GEMM below; the last
-        // layer's is the batch sum of dz, cuBLASLt's BGRADB (reduction over k = the batch).
-        GemmSpec bgrad = wgrad;
-        bgrad.epilogue = CUBLASLT_EPILOGUE_BGRADB;
-        bgrad.bias = grads_.get() + L.b;
-        L.bgradb = Plan(bgrad, &L.wgrad);
-        if (L.bgradb)
-          note(&bwd_names, "BGRADB");
-        else
-          note(&kernels, "bias-grad");
-      }
-      if (!L.bgradb) require(Plan(wgrad, &L.wgrad), "weight-gradient");
-      if (l == 0) continue;
-      // dz_{l-1}^T (in x n) = W^T (in x out: the row-major weight as stored) . dz_l^T (out x n),
-      // then the previous layer's ReLU backward and its bias gradient (sum over n).
-      const Layer& prev = layers_[l - 1];
-      GemmSpec dgrad;
-      dgrad.m = L.in, dgrad.n = n, dgrad.k = L.out;
-      dgrad.a = params_.get() + L.w, dgrad.lda = L.in;
-      dgrad.b = dz_[l].get(), dgrad.ldb = L.out;
-      dgrad.c = dz_[l - 1].get(), dgrad.ldc = L.in;
-      if (prev.aux) {
-        GemmSpec drelu = dgrad;
-        drelu.epilogue = CUBLASLT_EPILOGUE_DRELU_BGRAD;
-        drelu.aux = mask_[l - 1].get();
-        drelu.aux_ld = mask_ld_[l - 1];
-        drelu.bias = grads_.get() + prev.b;
-        L.drelu = Plan(drelu, &L.dgrad);
-      }
-      if (L.drelu) {
-        note(&bwd_names, "DRELU_BGRAD");
-      } else {
-        require(Plan(dgrad, &L.dgrad), "data-gradient");
-        note(&kernels, "ReLU-backward");
-        note(&kernels, "bias-grad");
-      }
-    }
-  }
-  for (cuda::Event& e : phase_) e = cuda::MakeEvent();
+}
 
+void NativeMlpStep::PlanBackward(std::vector<std::string>* bwd_names,
+                                 std::vector<std::string>* kernels) {
+  const size_t layers = layers_.size();
+  const int64_t n = shape_.batch;
+  for (size_t l = layers; l-- > 0;) {
+    Layer& L = layers_[l];
+    const bool last = l + 1 == layers;
+    const float* input = l == 0 ? x_.get() : act_[l - 1].get();
+    // dW^T (in x out) = input^T (in x n) . dz (n x out: dz^T as stored, read transposed).
+    GemmSpec wgrad;
+    wgrad.tb = CUBLAS_OP_T;
+    wgrad.m = L.in, wgrad.n = L.out, wgrad.k = n;
+    wgrad.a = input, wgrad.lda = L.in;
+    wgrad.b = dz_[l].get(), wgrad.ldb = L.out;
+    wgrad.c = grads_.get() + L.w, wgrad.ldc = L.in;
+    if (last) {
+      // The hidden layers' bias gradients come with the DRELU_BGRAD GEMM below; the last
+      // layer's is the batch sum of dz, cuBLASLt's BGRADB (reduction over k = the batch).
+      GemmSpec bgrad = wgrad;
+      bgrad.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+      bgrad.bias = grads_.get() + L.b;
+      L.bgradb = Plan(bgrad, &L.wgrad);
+      if (L.bgradb)
+        NoteOnce(bwd_names, "BGRADB");
+      else
+        NoteOnce(kernels, "bias-grad");
+    }
+    if (!L.bgradb) RequirePlanned(Plan(wgrad, &L.wgrad), "weight-gradient");
+    if (l == 0) continue;
+    // dz_{l-1}^T (in x n) = W^T (in x out: the row-major weight as stored) . dz_l^T (out x n),
+    // then the previous layer's ReLU backward and its bias gradient (sum over n).
+    const Layer& prev = layers_[l - 1];
+    GemmSpec dgrad;
+    dgrad.m = L.in, dgrad.n = n, dgrad.k = L.out;
+    dgrad.a = params_.get() + L.w, dgrad.lda = L.in;
+    dgrad.b = dz_[l].get(), dgrad.ldb = L.out;
+    dgrad.c = dz_[l - 1].get(), dgrad.ldc = L.in;
+    if (prev.aux) {
+      GemmSpec drelu = dgrad;
+      drelu.epilogue = CUBLASLT_EPILOGUE_DRELU_BGRAD;
+      drelu.aux = mask_[l - 1].get();
+      drelu.aux_ld = mask_ld_[l - 1];
+      drelu.bias = grads_.get() + prev.b;
+      L.drelu = Plan(drelu, &L.dgrad);
+    }
+    if (L.drelu) {
+      NoteOnce(bwd_names, "DRELU_BGRAD");
+    } else {
+      RequirePlanned(Plan(dgrad, &L.dgrad), "data-gradient");
+      NoteOnce(kernels, "ReLU-backward");
+      NoteOnce(kernels, "bias-grad");
+    }
+  }
+}
+
+void NativeMlpStep::WarmUpAndCapture() {
   // One eager step first: cuBLASLt and the kernels load their code on first use, which must not
   // happen inside a capture.
   EagerStep();
   cuda::Sync(stream_.get());
-  if (s.graph) {
+  if (shape_.graph) {
     cudaStream_t st = stream_.get();
     DLB_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     try {
@@ -338,20 +360,24 @@ NativeMlpStep::NativeMlpStep(const TrainShape& s, const RunConfig& cfg)
     exec_.reset(raw_exec);
     DLB_CHECK(cudaGraphUpload(raw_exec, st));
   }
-  Restore();
+}
 
+std::string NativeMlpStep::Label(const std::vector<std::string>& fwd_names,
+                                 const std::vector<std::string>& bwd_names,
+                                 const std::vector<std::string>& kernels) const {
+  const bool train = shape_.pass == Pass::kTrain;
   std::string fwd_s, bwd_s, kern_s;
   for (const std::string& f : fwd_names) fwd_s += (fwd_s.empty() ? "" : "/") + f;
   for (const std::string& b : bwd_names) bwd_s += (bwd_s.empty() ? "" : "/") + b;
   for (const std::string& k : kernels) kern_s += ", " + k;
   const char* compute = dtype_ == DType::kTF32 ? "32F_FAST_TF32" : "32F";
-  label_ = "native mlp " + WidthsText(w) + ": cuBLASLt " + fwd_s +
-           (train ? (bwd_s.empty() ? "" : ", " + bwd_s) : "") +
-           (train ? "; kernels softmax-xent" + kern_s + ", fused SGD" : "") + ", " +
-           (s.graph ? "graph" : "eager") + ", " + std::string(Name(dtype_)) + " compute " +
-           compute +
-           "; flops = linear MACs x2 (x3 for a training step); peak_mem_bytes = device "
-           "buffers the op allocated";
+  return "native mlp " + WidthsText(shape_.widths) + ": cuBLASLt " + fwd_s +
+         (train ? (bwd_s.empty() ? "" : ", " + bwd_s) : "") +
+         (train ? "; kernels softmax-xent" + kern_s + ", fused SGD" : "") + ", " +
+         (shape_.graph ? "graph" : "eager") + ", " + std::string(Name(dtype_)) + " compute " +
+         compute +
+         "; flops = linear MACs x2 (x3 for a training step); peak_mem_bytes = device "
+         "buffers the op allocated";
 }
 
 void NativeMlpStep::Forward() {

@@ -74,6 +74,18 @@ class NativeMlpStep {
                           // gradient (DRELU_BGRAD)
   };
 
+  // The construction's phases: the buffers (seeded parameters, batch, activations, masks,
+  // workspace); the algorithms of the forward GEMMs and of the backward ones (each list names the
+  // epilogues planned, `kernels` what a kernel of its own does instead); one eager step and, with
+  // a graph, its capture; the label.
+  void Allocate();
+  void PlanForward(std::vector<std::string>* fwd_names);
+  void PlanBackward(std::vector<std::string>* bwd_names, std::vector<std::string>* kernels);
+  void WarmUpAndCapture();
+  std::string Label(const std::vector<std::string>& fwd_names,
+                    const std::vector<std::string>& bwd_names,
+                    const std::vector<std::string>& kernels) const;
+
   void Forward();
   void Loss();
   void Backward();

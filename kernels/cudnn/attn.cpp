@@ -21,20 +21,16 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cudnn/attn_graph.h"
+#include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/check.h"
 #include "kernels/cudnn/engines.h"
 
 namespace dlb::cudnn {
 
 using engines::Candidate;
+using engines::Mib;
 
 namespace {
-
-std::string Mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fMiB", bytes / (1024.0 * 1024.0));
-  return buf;
-}
 
 struct DeviceProps {
   std::string name;
@@ -119,12 +115,7 @@ std::string Notes(const Candidate& c) {
   return notes;
 }
 
-std::string EngineLabel(const Candidate& c) {
-  const std::string notes = Notes(c);
-  return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
-         (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
-         std::to_string(c.rank);
-}
+std::string EngineLabel(const Candidate& c) { return engines::EngineLabel(c, Notes(c)); }
 
 }  // namespace
 

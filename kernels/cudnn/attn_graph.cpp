@@ -3,6 +3,7 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/engines.h"
 
 namespace dlb::cudnn::attn {
@@ -39,16 +40,7 @@ class Builder {
 
   void* Tensor(int64_t uid, const Dims& dims, const Dims& strides, cudnnDataType_t type,
                bool is_virtual = false, bool by_value = false) {
-    Descriptor t = MakeDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const int64_t alignment = 16;
-    Set(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    Set(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-    Set(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-    Set(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    Set(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    Set(t.get(), CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-    Set(t.get(), CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
-    DLB_CHECK(cudnnBackendFinalize(t.get()));
+    Descriptor t = engines::TensorDescriptor(uid, dims, strides, type, is_virtual, by_value);
     return Keep(std::move(t));
   }
   // A graph-internal tensor: float unless said otherwise, as the frontend's intermediate type.

@@ -21,6 +21,7 @@
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/check.h"
 #include "kernels/cudnn/engines.h"
 
@@ -29,12 +30,6 @@ namespace dlb::cudnn {
 using namespace engines;  // the backend graph and its engines (engines.h)
 
 namespace {
-
-std::string Mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fMiB", bytes / (1024.0 * 1024.0));
-  return buf;
-}
 
 const char* MathName(DType dt) {
   switch (dt) {
@@ -184,6 +179,162 @@ struct ConvState {
   void Execute(void* plan, void* vp) { DLB_CHECK(cudnnBackendExecute(handle.get(), plan, vp)); }
 };
 
+namespace {
+
+// The tensors, the stream and the handle; the inputs seeded on the device, straight into the
+// layout: the same values the verifier reads on the host, without a host copy or a transfer of a
+// batch-256 tensor. Tensors first: a batch that does not fit fails here, with the sizes, before
+// any planning.
+void PrepareTensors(ConvState& st) {
+  const Tensors d = LogicalDims(st.shape);
+  const size_t es = StorageBytes(st.cfg.dtype);
+  st.x = cuda::DeviceBuffer<uint8_t>(Count(d.x) * es);
+  st.w = cuda::DeviceBuffer<uint8_t>(Count(d.w) * es);
+  st.y = cuda::DeviceBuffer<uint8_t>(Count(d.y) * es);
+  st.stream = cuda::MakeStream();
+  st.handle = MakeHandle();
+  DLB_CHECK(cudnnSetStream(st.handle.get(), st.stream.get()));
+  const RunConfig& cfg = st.cfg;
+  auto seed = [&](void* dst, int index, const Dims& dims) {
+    cuda::SeedDevice(dst, dims, Strides(dims, cfg.layout), TensorSeed(cfg.seed, index), cfg.dtype,
+                     st.stream.get());
+  };
+  if (st.pass != ConvPass::kBwdData) seed(st.x.get(), 0, d.x);
+  if (st.pass != ConvPass::kBwdFilter) seed(st.w.get(), 1, d.w);
+  if (st.pass != ConvPass::kFwd) seed(st.y.get(), 2, d.y);
+}
+
+// The cached winner for `key` rebuilt into st.chosen; false (with `how` saying why) when there is
+// none or it no longer builds.
+bool ChooseCached(ConvState& st, const std::string& key, int64_t ws_limit, std::string* how) {
+  const auto hit = autotune::ProcessCache().Find(key);
+  if (!hit) {
+    *how = ", no cached winner;";
+    return false;
+  }
+  std::optional<Candidate> c =
+      Rebuild(st.graph.graph.get(), hit->winner, st.cfg.dtype, st.handle.get(), ws_limit);
+  if (!c) {
+    *how = ", cached winner {" + hit->winner + "} no longer builds;";
+    return false;
+  }
+  st.chosen = std::move(*c);
+  *how = ", " + autotune::CachedWinnerLabel(*hit);
+  return true;
+}
+
+// The candidates that keep the dtype's numerics, build a plan and fit the workspace limit:
+// heuristics modes A and fallback (and B and every engine of the graph when searching), the
+// first usable one alone without a search.
+std::vector<Candidate> UsableCandidates(ConvState& st, bool search, int64_t ws_limit) {
+  const auto modes =
+      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                   CUDNN_HEUR_MODE_FALLBACK}
+             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  std::vector<Candidate> usable;
+  std::set<std::string> seen;
+  int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
+  for (auto mode : modes) {
+    std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
+    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
+      std::vector<Candidate> all = AllEngines(st.graph.graph.get());
+      std::move(all.begin(), all.end(), std::back_inserter(proposed));
+    }
+    for (Candidate& c : proposed) {
+      if (!seen.insert(Key(c)).second) continue;
+      if (!Acceptable(c, st.cfg.dtype)) {
+        ++rejected_numerics;
+        continue;
+      }
+      if (!Finalize(c, st.handle.get())) {
+        ++rejected_plan;
+        continue;
+      }
+      if (c.workspace > ws_limit) {
+        ++rejected_workspace;
+        continue;
+      }
+      usable.push_back(std::move(c));
+      if (!search) break;
+    }
+    if (!search && !usable.empty()) break;
+  }
+  if (usable.empty())
+    throw Unsupported(std::string("no cuDNN engine for this ") + Name(st.pass) + " convolution (" +
+                      std::to_string(rejected_numerics) + " rejected for numerics, " +
+                      std::to_string(rejected_plan) + " failed to build, " +
+                      std::to_string(rejected_workspace) + " over the workspace limit " +
+                      Mib(double(ws_limit)) + ")");
+  return usable;
+}
+
+// The usable candidates timed (SearchPolicy) or, without a search, the first one, into
+// st.chosen; with the cache, the winner recorded under `key`. `how` gets what was done.
+void ChooseBySearch(ConvState& st, bool use_cache, const std::string& key, int64_t ws_limit,
+                    std::string* how) {
+  const bool search = st.cfg.algo != autotune::kHeuristic;
+  // Declared before the tuner, whose timer reads them: set once every plan is built.
+  cuda::DeviceBuffer<uint8_t> search_ws;
+  Descriptor search_vp;
+  cuda::EventTimer events;
+  autotune::Tuner<Candidate> tuner(SearchPolicy(), [&](Candidate& c, int runs) {
+    return events.TimeLaunches(st.stream.get(), runs,
+                               [&] { st.Execute(c.plan.get(), search_vp.get()); });
+  });
+  std::vector<Candidate> usable = UsableCandidates(st, search, ws_limit);
+  if (usable.size() > 1) {  // timed: one workspace every candidate fits
+    int64_t ws_max = 0;
+    for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
+    search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
+    search_vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), search_ws.get());
+  }
+  for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
+  st.chosen = tuner.Finish();
+  const autotune::Report& found = tuner.report();
+  if (!search) {
+    *how = ", heuristic: first usable";
+    return;
+  }
+  *how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
+          " candidates (plans built in " + std::to_string(int(found.build_ms)) + " ms, timed in " +
+          std::to_string(int(found.time_ms)) + " ms" +
+          (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
+  if (use_cache) {
+    autotune::ProcessCache().Record(key, {Identity(st.chosen), found.best_ms, ""});
+    *how += ", recorded";
+  }
+}
+
+// The chosen engine's notes worth naming, and whether it does fewer multiplications (st.fewer_ops).
+std::string ConvNotes(ConvState& st) {
+  const Candidate& c = st.chosen;
+  std::string notes;
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) notes += "tensor_core ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_WINOGRAD)) notes += "winograd ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) notes += "fft ";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) notes += "nondeterministic ";
+  if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
+  if (!notes.empty()) notes.pop_back();
+  for (int tile :
+       {CUDNN_NUMERICAL_NOTE_WINOGRAD, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
+        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13})
+    if (c.numerical.count(tile)) st.fewer_ops = "winograd";
+  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) st.fewer_ops = "fft";
+  return notes;
+}
+
+std::string ConvLabel(ConvState& st, const std::string& how, int64_t ws_limit) {
+  const std::string notes = ConvNotes(st);
+  const Candidate& c = st.chosen;
+  const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
+  return "cudnn " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+         " backend " + EngineLabel(c, notes) + how + ", workspace " + Mib(double(c.workspace)) +
+         " (limit " + Mib(double(ws_limit)) + "), math " + MathName(st.cfg.dtype) + ", " +
+         Name(st.cfg.layout) + (st.fewer_ops.empty() ? "" : FewerOpsNote(st.fewer_ops));
+}
+
+}  // namespace
+
 template <ConvPass kPass>
 Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
@@ -204,149 +355,24 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   st.shape = shape;
   st.cfg = cfg;
   st.pass = kPass;
-  const Tensors d = LogicalDims(shape);
-  const size_t es = StorageBytes(cfg.dtype);
-  // Tensors first: a batch that does not fit fails here, with the sizes, before any planning.
-  st.x = cuda::DeviceBuffer<uint8_t>(Count(d.x) * es);
-  st.w = cuda::DeviceBuffer<uint8_t>(Count(d.w) * es);
-  st.y = cuda::DeviceBuffer<uint8_t>(Count(d.y) * es);
-  st.stream = cuda::MakeStream();
-  st.handle = MakeHandle();
-  DLB_CHECK(cudnnSetStream(st.handle.get(), st.stream.get()));
-
-  // Inputs are seeded on the device, straight into the layout: the same values the verifier
-  // reads on the host, without a host copy or a transfer of a batch-256 tensor.
-  auto seed = [&](void* dst, int index, const Dims& dims) {
-    cuda::SeedDevice(dst, dims, Strides(dims, cfg.layout), TensorSeed(cfg.seed, index), cfg.dtype,
-                     st.stream.get());
-  };
-  if (kPass != ConvPass::kBwdData) seed(st.x.get(), 0, d.x);
-  if (kPass != ConvPass::kBwdFilter) seed(st.w.get(), 1, d.w);
-  if (kPass != ConvPass::kFwd) seed(st.y.get(), 2, d.y);
-
+  PrepareTensors(st);
   // setup_ms: the graph, the plans and the search (or the cached winner's rebuild).
   const double setup_t0 = autotune::SteadyMs();
   st.graph = BuildGraph(st.handle.get(), shape, cfg, kPass);
   size_t free_b = 0, total_b = 0;
   cuda::MemInfo(&free_b, &total_b);
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
-
   const bool use_cache = cfg.algo == autotune::kCache;
   const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
   std::string how;
-  bool chosen = false;
-  if (use_cache) {
-    if (const auto hit = autotune::ProcessCache().Find(key)) {
-      if (std::optional<Candidate> c =
-              Rebuild(st.graph.graph.get(), hit->winner, cfg.dtype, st.handle.get(), ws_limit)) {
-        st.chosen = std::move(*c);
-        chosen = true;
-        how = ", " + autotune::CachedWinnerLabel(*hit);
-      } else {
-        how = ", cached winner {" + hit->winner + "} no longer builds;";
-      }
-    } else {
-      how = ", no cached winner;";
-    }
-  }
-  if (!chosen) {
-    const bool search = cfg.algo != autotune::kHeuristic;
-    // Declared before the tuner, whose timer reads them: set once every plan is built.
-    cuda::DeviceBuffer<uint8_t> search_ws;
-    Descriptor search_vp;
-    cuda::EventTimer events;
-    autotune::Tuner<Candidate> tuner(SearchPolicy(), [&](Candidate& c, int runs) {
-      return events.TimeLaunches(st.stream.get(), runs,
-                                 [&] { st.Execute(c.plan.get(), search_vp.get()); });
-    });
-    const auto modes =
-        search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                                     CUDNN_HEUR_MODE_FALLBACK}
-               : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-    std::vector<Candidate> usable;
-    std::set<std::string> seen;
-    int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
-    for (auto mode : modes) {
-      std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
-      if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
-        std::vector<Candidate> all = AllEngines(st.graph.graph.get());
-        std::move(all.begin(), all.end(), std::back_inserter(proposed));
-      }
-      for (Candidate& c : proposed) {
-        if (!seen.insert(Key(c)).second) continue;
-        if (!Acceptable(c, cfg.dtype)) {
-          ++rejected_numerics;
-          continue;
-        }
-        if (!Finalize(c, st.handle.get())) {
-          ++rejected_plan;
-          continue;
-        }
-        if (c.workspace > ws_limit) {
-          ++rejected_workspace;
-          continue;
-        }
-        usable.push_back(std::move(c));
-        if (!search) break;
-      }
-      if (!search && !usable.empty()) break;
-    }
-    if (usable.empty())
-      throw Unsupported(std::string("no cuDNN engine for this ") + Name(kPass) + " convolution (" +
-                        std::to_string(rejected_numerics) + " rejected for numerics, " +
-                        std::to_string(rejected_plan) + " failed to build, " +
-                        std::to_string(rejected_workspace) + " over the workspace limit " +
-                        Mib(double(ws_limit)) + ")");
-
-    if (usable.size() > 1) {  // timed: one workspace every candidate fits
-      int64_t ws_max = 0;
-      for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
-      search_ws = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(ws_max));
-      search_vp = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), search_ws.get());
-    }
-    for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
-    st.chosen = tuner.Finish();
-    const autotune::Report& found = tuner.report();
-    if (search) {
-      how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
-             " candidates (plans built in " + std::to_string(int(found.build_ms)) +
-             " ms, timed in " + std::to_string(int(found.time_ms)) + " ms" +
-             (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
-      if (use_cache) {
-        autotune::ProcessCache().Record(key, {Identity(st.chosen), found.best_ms, ""});
-        how += ", recorded";
-      }
-    } else {
-      how = ", heuristic: first usable";
-    }
-  }
+  if (!use_cache || !ChooseCached(st, key, ws_limit, &how))
+    ChooseBySearch(st, use_cache, key, ws_limit, &how);
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());
   st.setup_ms = autotune::SteadyMs() - setup_t0;
   st.PoisonOutput();
   cuda::Sync(st.stream.get());
-
-  const Candidate& c = st.chosen;
-  std::string notes;
-  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)) notes += "tensor_core ";
-  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_WINOGRAD)) notes += "winograd ";
-  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) notes += "fft ";
-  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)) notes += "nondeterministic ";
-  if (c.behavior.count(CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) notes += "runtime_compiled ";
-  if (!notes.empty()) notes.pop_back();
-  for (int tile :
-       {CUDNN_NUMERICAL_NOTE_WINOGRAD, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4,
-        CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6, CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13})
-    if (c.numerical.count(tile)) st.fewer_ops = "winograd";
-  if (c.numerical.count(CUDNN_NUMERICAL_NOTE_FFT)) st.fewer_ops = "fft";
-  const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
-  st.label = "cudnn " + std::to_string(version / 10000) + "." +
-             std::to_string(version / 100 % 100) + " backend engine " + std::to_string(c.engine) +
-             (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
-             (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
-             std::to_string(c.rank) + how + ", workspace " + Mib(double(c.workspace)) + " (limit " +
-             Mib(double(ws_limit)) + "), math " + MathName(cfg.dtype) + ", " + Name(cfg.layout) +
-             (st.fewer_ops.empty() ? "" : FewerOpsNote(st.fewer_ops));
+  st.label = ConvLabel(st, how, ws_limit);
 }
 
 template <ConvPass kPass>

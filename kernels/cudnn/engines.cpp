@@ -63,17 +63,7 @@ Tensors LogicalDims(const ConvShape& s) {
 namespace {
 
 Descriptor MakeTensor(int64_t uid, const Dims& dims, Layout layout, DType dt) {
-  Descriptor t = MakeDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t type = DataType(dt);
-  const Dims strides = Strides(dims, layout);
-  const int64_t alignment = 16;
-  Set(t.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  Set(t.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-  Set(t.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-  Set(t.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-  Set(t.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  DLB_CHECK(cudnnBackendFinalize(t.get()));
-  return t;
+  return TensorDescriptor(uid, dims, Strides(dims, layout), DataType(dt));
 }
 
 }  // namespace
@@ -296,6 +286,12 @@ bool Finalize(Candidate& c, cudnnHandle_t handle) {
 }
 
 std::string Key(const Candidate& c) { return std::to_string(c.engine) + "/" + c.knobs; }
+
+std::string EngineLabel(const Candidate& c, const std::string& notes) {
+  return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +
+         (notes.empty() ? "" : " [" + notes + "]") + " from " + c.source + "#" +
+         std::to_string(c.rank);
+}
 
 std::string EngineName(const Candidate& c) {
   return "engine " + std::to_string(c.engine) + (c.knobs.empty() ? "" : " {" + c.knobs + "}") +

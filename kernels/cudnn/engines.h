@@ -14,6 +14,7 @@
 #include "kernels/common/dtype.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
+#include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/check.h"
 
 namespace dlb::cudnn::engines {
@@ -24,12 +25,6 @@ constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
 constexpr double kWorkspaceCapBytes = 1024.0 * 1024 * 1024;
 
 using Dims = std::array<int64_t, 4>;
-
-template <class T>
-void Set(void* d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
-         const T* values) {
-  DLB_CHECK(cudnnBackendSetAttribute(d, name, type, count, values));
-}
 
 // Logical dims (N, C, H, W), or (K, C/g, R, S) for the filter, of a convolution's tensors.
 struct Tensors {
@@ -84,6 +79,11 @@ bool Finalize(Candidate& c, cudnnHandle_t handle);
 
 // "45/k2=5,k5=3": one candidate among a search's.
 std::string Key(const Candidate& c);
+// "engine 12 {k2=3} [tensor_core] from heur_a#0": the engine, its knobs, `notes` (the op's
+// choice of the numerical and behaviour notes worth naming, space-separated; none: no brackets),
+// and which heuristic proposed it at which rank: the label's engine, for attention and
+// convolution alike.
+std::string EngineLabel(const Candidate& c, const std::string& notes);
 // "engine 12 {k2=3} from heur_a#0": names a candidate the search skipped.
 std::string EngineName(const Candidate& c);
 

@@ -145,26 +145,104 @@ Support OneDnnAttn::Supports(const AttnShape& s, const RunConfig& cfg) {
   return Support::Yes();
 }
 
+// The chunk's memory descriptors, the two attributes, and what the steps added so far need: the
+// implementations they run and the largest scratchpad.
+struct OneDnnAttn::Plan {
+  Plan(const AttnShape& s, DType dtype, int64_t groups_per_chunk)
+      : n(groups_per_chunk),
+        chunks(s.batch * s.kv_heads / groups_per_chunk),
+        M(s.heads / s.kv_heads * s.seq),
+        S(s.seq),
+        D(s.head_dim),
+        t(DataType(dtype)) {
+    const int64_t R = s.heads / s.kv_heads;
+    const memory::data_type f32 = memory::data_type::f32;
+    // Per chunk of n kv groups: query-side rows [n, M, D], kv-side [n, S, D] (or transposed), the
+    // scores [n, M, S] (transposed: [n, S, M]); 2-D for the row softmax, 4-D for the mask.
+    q_md = Desc({n, M, D}, t, {M * D, D, 1});
+    kv_md = Desc({n, S, D}, t, {S * D, D, 1});
+    kvt_md = Desc({n, D, S}, t, {S * D, 1, D});
+    sc_md = Desc({n, M, S}, f32, {M * S, S, 1});
+    sc2_md = Desc({n * M, S}, f32, {S, 1});
+    sc4_md = Desc({n, R, S, S}, f32, {R * S * S, S * S, S, 1});
+    p_md = Desc({n, M, S}, t, {M * S, S, 1});
+    pt_md = Desc({n, S, M}, t, {M * S, 1, S});
+    mask_md = Desc({1, 1, S, S}, f32, {S * S, S * S, S, 1});
+    low2_md = Desc({n * M, S}, t, {S, 1});
+    plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::post_ops po;
+    AppendScale(&po, float(s.Scale()));
+    scaled.set_post_ops(po);
+  }
+
+  // Adds a step to `steps`; `views(g0)` gives its arguments for the chunk whose first group is g0.
+  template <class Views>
+  void Add(std::vector<Step>* steps, const std::string& what, const Built& b, Views views) {
+    Step st{b.prim, {}};
+    for (int64_t c = 0; c < chunks; ++c) st.args.push_back(views(c * n));
+    steps->push_back(std::move(st));
+    scratch = std::max(scratch, b.scratchpad.get_size());
+    impls.insert(what + " " + b.impl);
+  }
+  int64_t QOffset(int64_t g0) const { return g0 * M * D; }
+  int64_t KvOffset(int64_t g0) const { return g0 * S * D; }
+
+  const int64_t n, chunks, M, S, D;  // M: the stacked query rows of one kv group
+  const memory::data_type t;
+  memory::desc q_md, kv_md, kvt_md, sc_md, sc2_md, sc4_md, p_md, pt_md, mask_md, low2_md;
+  dnnl::primitive_attr plain;
+  dnnl::primitive_attr scaled;            // not a copy of plain: attributes are shared handles
+  SoftmaxFwd::primitive_desc softmax_pd;  // the backward's hint
+  std::set<std::string> impls;
+  size_t scratch = 0;
+};
+
 OneDnnAttn::OneDnnAttn(const AttnShape& s, const RunConfig& cfg) : shape_(s), dtype_(cfg.dtype) {
   RequireSupported(Supports(s, cfg));
   SetThreads(cfg.threads);
+  Allocate(cfg.seed);
+  Plan plan(shape_, dtype_, groups_per_chunk_);
+  AddScoreSteps(plan);
+  if (s.pass == AttnPass::kBwd)
+    AddBackwardSteps(plan);
+  else
+    AddForwardSteps(plan);
+  scratchpad_ = memory(
+      Desc({int64_t(std::max<size_t>(plan.scratch, 1))}, memory::data_type::u8, {1}), Engine());
+  for (Step& st : steps_)
+    for (Args& a : st.args) a[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+  if (s.pass == AttnPass::kBwd) {
+    Poison(dq_, dtype_);
+    Poison(dk_, dtype_);
+    Poison(dv_, dtype_);
+  } else {
+    Poison(o_, dtype_);
+  }
+  std::string used;
+  for (const std::string& i : plan.impls) used += (used.empty() ? "" : ", ") + i;
+  label_ = used + "; " + std::string(Name(dtype_)) + ", " + std::to_string(plan.chunks) +
+           " chunk(s) of " + std::to_string(plan.n) + " kv group(s)" +
+           (s.pass == AttnPass::kBwd ? ", bwd recomputes P (5 matmuls)" : "") + ", threads " +
+           std::to_string(Threads());
+}
+
+void OneDnnAttn::Allocate(uint64_t seed) {
+  const AttnShape& s = shape_;
   const bool bwd = s.pass == AttnPass::kBwd, low = dtype_ != DType::kF32;
-  const int64_t B = s.batch, G = s.kv_heads, R = s.heads / s.kv_heads, S = s.seq, D = s.head_dim;
-  const int64_t M = R * S;  // the stacked query rows of one kv group
-  const int64_t chunks_total = B * G;
+  const int64_t M = s.heads / s.kv_heads * s.seq, S = s.seq;
+  const int64_t chunks_total = s.batch * s.kv_heads;
   groups_per_chunk_ = LargestDivisorUpTo(
       chunks_total, std::max<int64_t>(1, int64_t(kChunkBytes / GroupScoreBytes(s))));
-  const int64_t n = groups_per_chunk_, chunks = chunks_total / n;
+  const int64_t n = groups_per_chunk_;
   const double elem = double(StorageBytes(dtype_)), score_elems = double(n * M * S);
   // Inputs and outputs (and a float staging copy while seeding), the score buffers, the mask.
   RequireHostBytes((bwd ? 7.0 : 4.0) * double(s.QElems()) * (elem + 4) +
                    score_elems * (bwd ? 8.0 + 2 * elem : 4.0 + elem) + 4.0 * double(S * S));
-
   const memory::data_type t = DataType(dtype_), f32 = memory::data_type::f32;
   const auto whole = [&](int64_t elems, memory::data_type type) {
     return memory(Desc({elems}, type, {1}), Engine());
   };
-  const uint64_t seed = cfg.seed;
   q_ = whole(s.QElems(), t);
   k_ = whole(s.KvElems(), t);
   v_ = whole(s.KvElems(), t);
@@ -183,136 +261,92 @@ OneDnnAttn::OneDnnAttn(const AttnShape& s, const RunConfig& cfg) : shape_(s), dt
   scores_ = whole(n * M * S, f32);
   if (bwd) dp_ = whole(n * M * S, f32);
   if (low) low_ = whole(n * M * S, t);
-
-  // Per chunk of n kv groups: query-side rows [n, M, D], kv-side [n, S, D] (or transposed), the
-  // scores [n, M, S] (transposed: [n, S, M]); 2-D for the row softmax, 4-D for the mask.
-  const memory::desc q_md = Desc({n, M, D}, t, {M * D, D, 1});
-  const memory::desc kv_md = Desc({n, S, D}, t, {S * D, D, 1});
-  const memory::desc kvt_md = Desc({n, D, S}, t, {S * D, 1, D});
-  const memory::desc sc_md = Desc({n, M, S}, f32, {M * S, S, 1});
-  const memory::desc sc2_md = Desc({n * M, S}, f32, {S, 1});
-  const memory::desc sc4_md = Desc({n, R, S, S}, f32, {R * S * S, S * S, S, 1});
-  const memory::desc p_md = Desc({n, M, S}, t, {M * S, S, 1});
-  const memory::desc pt_md = Desc({n, S, M}, t, {M * S, 1, S});
-  const memory::desc mask_md = Desc({1, 1, S, S}, f32, {S * S, S * S, S, 1});
-
-  dnnl::primitive_attr plain;
-  plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::primitive_attr scaled;  // not a copy of plain: attributes are shared handles
-  scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  {
-    dnnl::post_ops po;
-    AppendScale(&po, float(s.Scale()));
-    scaled.set_post_ops(po);
-  }
-
-  // The score-side buffer a matmul reads P or dS from: the f32 one itself, or its bf16 copy.
-  const memory& p_low = low ? low_ : scores_;
-  const memory& ds_low = low ? low_ : dp_;
-  std::set<std::string> impls;
-  size_t scratch = 0;
-  // Adds a step; `views(chunk)` gives its arguments for that chunk (first group c * n).
-  const auto add = [&](const std::string& what, const Built& b, auto views) {
-    Step st{b.prim, {}};
-    for (int64_t c = 0; c < chunks; ++c) st.args.push_back(views(c * n));
-    steps_.push_back(std::move(st));
-    scratch = std::max(scratch, b.scratchpad.get_size());
-    impls.insert(what + " " + b.impl);
-  };
-  const auto qoff = [&](int64_t g0) { return g0 * M * D; };
-  const auto kvoff = [&](int64_t g0) { return g0 * S * D; };
-
-  // S = scale Q K^T, masked, softmax in place.
-  add("matmul", Matmul(q_md, kvt_md, sc_md, scaled), [&](int64_t g0) {
-    return Args{{DNNL_ARG_SRC, View(q_, q_md, qoff(g0), dtype_)},
-                {DNNL_ARG_WEIGHTS, View(k_, kvt_md, kvoff(g0), dtype_)},
-                {DNNL_ARG_DST, View(scores_, sc_md, 0, DType::kF32)}};
-  });
   if (s.causal) {
     mask_ = whole(S * S, f32);
     auto* m = static_cast<float*>(mask_.get_data_handle());
     for (int64_t i = 0; i < S; ++i)
       for (int64_t j = 0; j < S; ++j)
         m[i * S + j] = j > i ? -std::numeric_limits<float>::infinity() : 0.f;
-    add("binary", Binary(sc4_md, mask_md, sc4_md, plain), [&](int64_t) {
-      const memory sc = View(scores_, sc4_md, 0, DType::kF32);
+  }
+}
+
+void OneDnnAttn::AddScoreSteps(Plan& p) {
+  const bool low = dtype_ != DType::kF32;
+  // S = scale Q K^T, masked, softmax in place.
+  p.Add(&steps_, "matmul", Matmul(p.q_md, p.kvt_md, p.sc_md, p.scaled), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(q_, p.q_md, p.QOffset(g0), dtype_)},
+                {DNNL_ARG_WEIGHTS, View(k_, p.kvt_md, p.KvOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(scores_, p.sc_md, 0, DType::kF32)}};
+  });
+  if (shape_.causal)
+    p.Add(&steps_, "binary", Binary(p.sc4_md, p.mask_md, p.sc4_md, p.plain), [&](int64_t) {
+      const memory sc = View(scores_, p.sc4_md, 0, DType::kF32);
       return Args{{DNNL_ARG_SRC_0, sc},
-                  {DNNL_ARG_SRC_1, View(mask_, mask_md, 0, DType::kF32)},
+                  {DNNL_ARG_SRC_1, View(mask_, p.mask_md, 0, DType::kF32)},
                   {DNNL_ARG_DST, sc}};
     });
-  }
-  const SoftmaxFwd::primitive_desc softmax_pd = SoftmaxFwdPd(sc2_md, plain);
-  add("softmax", Make<SoftmaxFwd>(softmax_pd), [&](int64_t) {
-    const memory sc = View(scores_, sc2_md, 0, DType::kF32);
+  p.softmax_pd = SoftmaxFwdPd(p.sc2_md, p.plain);
+  p.Add(&steps_, "softmax", Make<SoftmaxFwd>(p.softmax_pd), [&](int64_t) {
+    const memory sc = View(scores_, p.sc2_md, 0, DType::kF32);
     return Args{{DNNL_ARG_SRC, sc}, {DNNL_ARG_DST, sc}};
   });
-  const memory::desc low2_md = Desc({n * M, S}, t, {S, 1});
   if (low)
-    add("reorder", Reorder(sc2_md, low2_md, plain), [&](int64_t) {
-      return Args{{DNNL_ARG_FROM, View(scores_, sc2_md, 0, DType::kF32)},
-                  {DNNL_ARG_TO, View(low_, low2_md, 0, dtype_)}};
+    p.Add(&steps_, "reorder", Reorder(p.sc2_md, p.low2_md, p.plain), [&](int64_t) {
+      return Args{{DNNL_ARG_FROM, View(scores_, p.sc2_md, 0, DType::kF32)},
+                  {DNNL_ARG_TO, View(low_, p.low2_md, 0, dtype_)}};
     });
+}
 
-  if (!bwd) {
-    // O = P V.
-    add("matmul", Matmul(p_md, kv_md, q_md, plain), [&](int64_t g0) {
-      return Args{{DNNL_ARG_SRC, View(p_low, p_md, 0, dtype_)},
-                  {DNNL_ARG_WEIGHTS, View(v_, kv_md, kvoff(g0), dtype_)},
-                  {DNNL_ARG_DST, View(o_, q_md, qoff(g0), dtype_)}};
-    });
-  } else {
-    // dV = P^T dO (the group's heads summed by the reduction over M).
-    add("matmul", Matmul(pt_md, q_md, kv_md, plain), [&](int64_t g0) {
-      return Args{{DNNL_ARG_SRC, View(p_low, pt_md, 0, dtype_)},
-                  {DNNL_ARG_WEIGHTS, View(do_, q_md, qoff(g0), dtype_)},
-                  {DNNL_ARG_DST, View(dv_, kv_md, kvoff(g0), dtype_)}};
-    });
-    // dP = dO V^T; dS = softmax_backward(P, dP), in place.
-    add("matmul", Matmul(q_md, kvt_md, sc_md, plain), [&](int64_t g0) {
-      return Args{{DNNL_ARG_SRC, View(do_, q_md, qoff(g0), dtype_)},
-                  {DNNL_ARG_WEIGHTS, View(v_, kvt_md, kvoff(g0), dtype_)},
-                  {DNNL_ARG_DST, View(dp_, sc_md, 0, DType::kF32)}};
-    });
-    add("softmax_bwd", SoftmaxBwdOf(sc2_md, softmax_pd, plain), [&](int64_t) {
-      const memory dp = View(dp_, sc2_md, 0, DType::kF32);
-      return Args{{DNNL_ARG_DST, View(scores_, sc2_md, 0, DType::kF32)},
-                  {DNNL_ARG_DIFF_DST, dp},
-                  {DNNL_ARG_DIFF_SRC, dp}};
-    });
-    if (low)
-      add("reorder", Reorder(sc2_md, low2_md, plain), [&](int64_t) {
-        return Args{{DNNL_ARG_FROM, View(dp_, sc2_md, 0, DType::kF32)},
-                    {DNNL_ARG_TO, View(low_, low2_md, 0, dtype_)}};
-      });
-    // dQ = scale dS K; dK = scale dS^T Q.
-    add("matmul", Matmul(p_md, kv_md, q_md, scaled), [&](int64_t g0) {
-      return Args{{DNNL_ARG_SRC, View(ds_low, p_md, 0, dtype_)},
-                  {DNNL_ARG_WEIGHTS, View(k_, kv_md, kvoff(g0), dtype_)},
-                  {DNNL_ARG_DST, View(dq_, q_md, qoff(g0), dtype_)}};
-    });
-    add("matmul", Matmul(pt_md, q_md, kv_md, scaled), [&](int64_t g0) {
-      return Args{{DNNL_ARG_SRC, View(ds_low, pt_md, 0, dtype_)},
-                  {DNNL_ARG_WEIGHTS, View(q_, q_md, qoff(g0), dtype_)},
-                  {DNNL_ARG_DST, View(dk_, kv_md, kvoff(g0), dtype_)}};
-    });
-  }
-  scratchpad_ =
-      memory(Desc({int64_t(std::max<size_t>(scratch, 1))}, memory::data_type::u8, {1}), Engine());
-  for (Step& st : steps_)
-    for (Args& a : st.args) a[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+void OneDnnAttn::AddForwardSteps(Plan& p) {
+  // The score-side buffer the matmul reads P from: the f32 one itself, or its bf16 copy.
+  const memory& p_low = dtype_ != DType::kF32 ? low_ : scores_;
+  // O = P V.
+  p.Add(&steps_, "matmul", Matmul(p.p_md, p.kv_md, p.q_md, p.plain), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(p_low, p.p_md, 0, dtype_)},
+                {DNNL_ARG_WEIGHTS, View(v_, p.kv_md, p.KvOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(o_, p.q_md, p.QOffset(g0), dtype_)}};
+  });
+}
 
-  if (bwd) {
-    Poison(dq_, dtype_);
-    Poison(dk_, dtype_);
-    Poison(dv_, dtype_);
-  } else {
-    Poison(o_, dtype_);
-  }
-  std::string used;
-  for (const std::string& i : impls) used += (used.empty() ? "" : ", ") + i;
-  label_ = used + "; " + std::string(Name(dtype_)) + ", " + std::to_string(chunks) +
-           " chunk(s) of " + std::to_string(n) + " kv group(s)" +
-           (bwd ? ", bwd recomputes P (5 matmuls)" : "") + ", threads " + std::to_string(Threads());
+void OneDnnAttn::AddBackwardSteps(Plan& p) {
+  const bool low = dtype_ != DType::kF32;
+  // The score-side buffers the matmuls read P and dS from: the f32 ones, or their bf16 copy.
+  const memory& p_low = low ? low_ : scores_;
+  const memory& ds_low = low ? low_ : dp_;
+  // dV = P^T dO (the group's heads summed by the reduction over M).
+  p.Add(&steps_, "matmul", Matmul(p.pt_md, p.q_md, p.kv_md, p.plain), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(p_low, p.pt_md, 0, dtype_)},
+                {DNNL_ARG_WEIGHTS, View(do_, p.q_md, p.QOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(dv_, p.kv_md, p.KvOffset(g0), dtype_)}};
+  });
+  // dP = dO V^T; dS = softmax_backward(P, dP), in place.
+  p.Add(&steps_, "matmul", Matmul(p.q_md, p.kvt_md, p.sc_md, p.plain), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(do_, p.q_md, p.QOffset(g0), dtype_)},
+                {DNNL_ARG_WEIGHTS, View(v_, p.kvt_md, p.KvOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(dp_, p.sc_md, 0, DType::kF32)}};
+  });
+  p.Add(&steps_, "softmax_bwd", SoftmaxBwdOf(p.sc2_md, p.softmax_pd, p.plain), [&](int64_t) {
+    const memory dp = View(dp_, p.sc2_md, 0, DType::kF32);
+    return Args{{DNNL_ARG_DST, View(scores_, p.sc2_md, 0, DType::kF32)},
+                {DNNL_ARG_DIFF_DST, dp},
+                {DNNL_ARG_DIFF_SRC, dp}};
+  });
+  if (low)
+    p.Add(&steps_, "reorder", Reorder(p.sc2_md, p.low2_md, p.plain), [&](int64_t) {
+      return Args{{DNNL_ARG_FROM, View(dp_, p.sc2_md, 0, DType::kF32)},
+                  {DNNL_ARG_TO, View(low_, p.low2_md, 0, dtype_)}};
+    });
+  // dQ = scale dS K; dK = scale dS^T Q.
+  p.Add(&steps_, "matmul", Matmul(p.p_md, p.kv_md, p.q_md, p.scaled), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(ds_low, p.p_md, 0, dtype_)},
+                {DNNL_ARG_WEIGHTS, View(k_, p.kv_md, p.KvOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(dq_, p.q_md, p.QOffset(g0), dtype_)}};
+  });
+  p.Add(&steps_, "matmul", Matmul(p.pt_md, p.q_md, p.kv_md, p.scaled), [&](int64_t g0) {
+    return Args{{DNNL_ARG_SRC, View(ds_low, p.pt_md, 0, dtype_)},
+                {DNNL_ARG_WEIGHTS, View(q_, p.q_md, p.QOffset(g0), dtype_)},
+                {DNNL_ARG_DST, View(dk_, p.kv_md, p.KvOffset(g0), dtype_)}};
+  });
 }
 
 void OneDnnAttn::Run() {

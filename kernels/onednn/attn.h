@@ -44,6 +44,13 @@ class OneDnnAttn {
     std::vector<Args> args;
   };
   float ElementAt(int64_t flat) const;
+  // The construction's phases: the tensors, seeded (and the causal mask); the steps of the scores
+  // (Q K^T, mask, softmax, the bf16 copy of P), then those of the forward or the backward.
+  struct Plan;
+  void Allocate(uint64_t seed);
+  void AddScoreSteps(Plan& plan);
+  void AddForwardSteps(Plan& plan);
+  void AddBackwardSteps(Plan& plan);
 
   AttnShape shape_;
   DType dtype_;

@@ -1,7 +1,3 @@
-#include <dlfcn.h>
-
-#include <cstdlib>
-
 #include "tests/benchmarks/smoke.h"
 #include "tests/support/temp_dir.h"
 
@@ -88,129 +84,6 @@ TEST(BenchGemm, KernelsOnRecordsTheMatmulPrimitiveOfEachCpuCase) {
     EXPECT_FALSE(b[std::string(schema::kResult)].contains(std::string(schema::kKernels))) << b;
 }
 
-size_t Occurrences(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
-  return n;
-}
-
-// Without a usable GPU, --dlb_device=all runs the CPU cases, leaves the GPU cases out and says why
-// once (stderr and the context); --dlb_device=gpu reports each unsupported with that reason and
-// exits 0. Neither prints Google Benchmark's "ERROR OCCURRED" for a case that cannot run here.
-TEST(BenchGemm, WithoutAGpuTheGpuCasesAreLeftOutAndTheReasonSaidOnce) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --benchmark_min_time=0.01");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json.is_object()) << r.output;
-  if (HasGpu(r.json)) GTEST_SKIP() << "this machine has a GPU";
-  const std::string why = r.json["context"].value(std::string(schema::kCtxGpuLeftOut), "");
-  ASSERT_FALSE(why.empty()) << r.output;
-  EXPECT_EQ(std::string(schema::kStatusUnsupported) + why, NoGpuMessage(r.json));
-  EXPECT_EQ(Occurrences(r.output, "GPU cases left out: " + why), 1u) << r.output;
-  for (const auto& b : r.json["benchmarks"])
-    EXPECT_EQ(ParseName(b["name"].get<std::string>())->device, "cpu") << b["name"];
-  EXPECT_EQ(r.output.find("ERROR OCCURRED"), std::string::npos) << r.output;
-
-  Result g = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_device=gpu");
-  ASSERT_EQ(g.exit_code, 0) << g.output;
-  ASSERT_TRUE(g.json.is_object()) << g.output;
-  EXPECT_FALSE(g.json["context"].contains(std::string(schema::kCtxGpuLeftOut)));
-  // A build without CUDA has no GPU op to register.
-  if (why == "built without CUDA") return;
-  ASSERT_FALSE(g.json["benchmarks"].empty());
-  for (const auto& b : g.json["benchmarks"]) {
-    EXPECT_TRUE(b.value("error_occurred", false)) << b["name"];
-    EXPECT_EQ(b.value("error_message", ""), NoGpuMessage(g.json)) << b["name"];
-  }
-  EXPECT_EQ(g.output.find("ERROR OCCURRED"), std::string::npos) << g.output;
-  EXPECT_NE(
-      g.output.find(std::to_string(g.json["benchmarks"].size()) + " x " + NoGpuMessage(g.json)),
-      std::string::npos)
-      << "the unsupported cases summed up once\n"
-      << g.output;
-}
-
-// The reason fits the cause: no driver library, or (where there is one) every GPU hidden.
-TEST(BenchGemm, TheReasonTheGpuIsLeftOutFitsTheCause) {
-  ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_device=all --benchmark_filter=NONE");
-  ::unsetenv("CUDA_VISIBLE_DEVICES");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json.is_object()) << r.output;
-  const std::string why = r.json["context"].value(std::string(schema::kCtxGpuLeftOut), "");
-  if (why == "built without CUDA") GTEST_SKIP() << why;
-  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (driver) ::dlclose(driver);
-  EXPECT_EQ(why, driver ? "no CUDA device visible (CUDA_VISIBLE_DEVICES=-1 hides every GPU)"
-                        : "no NVIDIA driver (libcuda.so.1 not found)");
-}
-
-// Progress on stderr without a terminal: a line every tenth of the run, and the total at the end.
-TEST(BenchGemm, ProgressLinesSayCaseOfNAndTimeLeft) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --benchmark_min_time=0.01");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const size_t n = r.json["benchmarks"].size();
-  ASSERT_GT(n, 0u);
-  EXPECT_NE(r.output.find(" of " + std::to_string(n) + " ("), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("elapsed, about "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("bench_gemm: " + std::to_string(n) + " cases in "), std::string::npos)
-      << r.output;
-}
-
-// --dlb_budget: a budget too small for the run drops the cases past it (not run, not failed),
-// says so on stderr and in the context, and the run still succeeds.
-TEST(BenchGemm, ABudgetDropsWhatDoesNotFitAndSaysSo) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=smoke --dlb_device=cpu --dlb_budget=0.0001");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json.is_object()) << r.output;
-  size_t dropped = 0;
-  for (const auto& b : r.json["benchmarks"])
-    if (b.value("error_message", "").rfind(std::string(schema::kStatusDropped), 0) == 0) ++dropped;
-  EXPECT_GT(dropped, 0u) << r.output;
-  const std::string said = r.json["context"].value(std::string(schema::kCtxBudget), "");
-  EXPECT_NE(said.find("dropped " + std::to_string(dropped) + " of "), std::string::npos) << said;
-  EXPECT_NE(r.output.find("bench_gemm: --dlb_budget: " + said.substr(0, 20)), std::string::npos)
-      << r.output;
-  EXPECT_EQ(r.output.find("ERROR OCCURRED"), std::string::npos) << r.output;
-  Result bad = RunBinary(DLB_BENCH_GEMM, "--dlb_budget=soon");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.output.find("--dlb_budget=soon: expects a positive number of minutes"),
-            std::string::npos)
-      << bad.output;
-}
-
-TEST(BenchGemm, FiltersSelectCases) {
-  Result r = RunBinary(DLB_BENCH_GEMM,
-                       "--dlb_tier=smoke --benchmark_min_time=0.01 "
-                       "--benchmark_filter='gemm/cpu/.*/dt:f32'");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json.is_object()) << r.output;
-  ASSERT_FALSE(r.json["benchmarks"].empty());
-  for (const auto& b : r.json["benchmarks"]) {
-    std::string name = b["name"];
-    EXPECT_EQ(name.rfind("gemm/cpu/", 0), 0u) << name;
-    EXPECT_NE(name.find("/dt:f32"), std::string::npos) << name;
-  }
-}
-
-TEST(BenchGemm, BadFlagsExitTwoWithOneLine) {
-  Result r = RunBinary(DLB_BENCH_GEMM, "--dlb_tier=galactic");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--dlb_tier=galactic"), std::string::npos) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
-  Result u = RunBinary(DLB_BENCH_GEMM, "--dlb_frobnicate=1");
-  EXPECT_EQ(u.exit_code, 2);
-  EXPECT_NE(u.output.find("unknown flag --dlb_frobnicate"), std::string::npos) << u.output;
-}
-
-TEST(BenchGemm, AnOutputFileThatCannotBeWrittenStopsTheRunBeforeItStarts) {
-  Result r = RunBinary(DLB_BENCH_GEMM,
-                       "--dlb_tier=smoke --benchmark_out=/nonexistent_dlb_dir/gemm.json", true);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("/nonexistent_dlb_dir/gemm.json"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("gemm/"), std::string::npos) << "no case ran: " << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
-}
-
 TEST(BenchGemm, MalformedWorkloadFileExitsOneNamingFileAndLine) {
   const TempDir tmp("bad_workloads");
   const std::filesystem::path& dir = tmp.path();
@@ -250,17 +123,6 @@ TEST(BenchGemm, EightBitTypesOnTheCpuRunOrSayWhyNot) {
     }
   }
   EXPECT_EQ(seen, 2) << r.output;
-}
-
-TEST(BenchGemm, VerifyOffIsSaidInTheLabel) {
-  Result r = RunBinary(DLB_BENCH_GEMM,
-                       "--dlb_tier=smoke --dlb_verify=off --dlb_device=cpu "
-                       "--benchmark_min_time=0.01 --benchmark_filter=/dt:f32");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const auto& b : r.json["benchmarks"]) {
-    if (b.value("error_occurred", false)) continue;
-    EXPECT_NE(b["label"].get<std::string>().find("not verified"), std::string::npos);
-  }
 }
 
 }  // namespace

@@ -2,21 +2,17 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdio>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/device.h"
-#include "kernels/reference/attn.h"
+#include "tests/kernels/attn_suite.h"
 #include "tests/kernels/testing.h"
 
 namespace dlb {
 namespace {
 
 using ::dlb::testing::ExpectBareReason;
-using ::dlb::testing::RelativeL2;
 
 AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t s, int64_t d, bool causal, AttnPass pass) {
   AttnShape a;
@@ -36,88 +32,48 @@ AttnShape Shape(int64_t b, int64_t h, int64_t g, int64_t s, int64_t d, bool caus
 // same size.
 double AttnTolerance(DType dt) { return Tolerance(dt); }
 
-struct AttnCase {
-  AttnShape shape;
-  DType dtype;
-};
-
-std::string CaseText(const AttnCase& c) {
-  const AttnShape& s = c.shape;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s_%s_b%ldh%ldg%lds%ldd%ld%s", Name(s.pass),
-                std::string(Name(c.dtype)).c_str(), long(s.batch), long(s.heads), long(s.kv_heads),
-                long(s.seq), long(s.head_dim), s.causal ? "_causal" : "");
-  return buf;
-}
-std::string CaseName(const ::testing::TestParamInfo<AttnCase>& info) {
-  return CaseText(info.param);
-}
-// Readable parameters in gtest's and ctest's listings.
-void PrintTo(const AttnCase& c, std::ostream* os) { *os << CaseText(c); }
-
-// Every small shape in both passes, causal and not, bf16 and f16: multi-head, grouped-query
-// (4 query heads per kv head) and multi-query, a sequence that is not a multiple of 64 or 128
-// (the backward's padding-mask lowering on older cuDNN), and head_dim 128.
-std::vector<AttnCase> SmallCases() {
-  const std::vector<std::vector<int64_t>> shapes = {{2, 4, 4, 128, 64},
-                                                    {2, 8, 2, 128, 64},
-                                                    {1, 4, 1, 64, 32},
-                                                    {2, 2, 2, 100, 64},
-                                                    {1, 2, 1, 256, 128}};
-  std::vector<AttnCase> cases;
-  for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd})
-    for (DType dt : {DType::kBF16, DType::kF16})
-      for (bool causal : {false, true})
-        for (const auto& v : shapes)
-          cases.push_back({Shape(v[0], v[1], v[2], v[3], v[4], causal, pass), dt});
-  return cases;
-}
-
-// Runs the op once and compares its whole output with the float64 reference.
-void CheckAgainstReference(const AttnShape& s, const RunConfig& cfg, std::string* label) {
-  const Support sup = cudnn::CudnnAttn::Supports(s, cfg);
-  ASSERT_TRUE(sup.ok) << sup.why;
-  cudnn::CudnnAttn op(s, cfg);
-  op.Run();
-  const HostTensor out = op.Output();
-  ReferenceAttn ref(s, cfg.seed, cfg.dtype);
-  ASSERT_EQ(int64_t(out.data.size()), ref.OutputElems());
-  std::vector<double> want(out.data.size());
-  for (size_t i = 0; i < want.size(); ++i) want[i] = ref.At(int64_t(i));
-  for (size_t i = 0; i < out.data.size(); ++i)
-    ASSERT_FALSE(std::isnan(out.data[i])) << "index " << i << ": " << op.label();
-  const double err = RelativeL2(out.data, want);
-  EXPECT_LE(err, AttnTolerance(cfg.dtype)) << op.label();
-  std::printf("  rel-L2 %.3e  %s\n", err, op.label().c_str());
-  if (s.pass == AttnPass::kBwd) {  // each gradient on its own: a small one hides in the others
-    const int64_t q = s.QElems(), kv = s.KvElems();
-    const int64_t begin[3] = {0, q, q + kv}, size[3] = {q, kv, kv};
-    const char* names[3] = {"dQ", "dK", "dV"};
-    for (int t = 0; t < 3; ++t) {
-      const std::vector<float> got(out.data.begin() + begin[t],
-                                   out.data.begin() + begin[t] + size[t]);
-      const std::vector<double> w(want.begin() + begin[t], want.begin() + begin[t] + size[t]);
-      EXPECT_LE(RelativeL2(got, w), AttnTolerance(cfg.dtype)) << names[t] << ": " << op.label();
-    }
+// The conformance suite (tests/kernels/attn_suite.h) on cuDNN: every small shape in both passes,
+// causal and not, bf16 and f16: multi-head, grouped-query (4 query heads per kv head) and
+// multi-query, a sequence that is not a multiple of 64 or 128 (the backward's padding-mask
+// lowering on older cuDNN), and head_dim 128.
+struct CudnnAttnOps {
+  using Op = cudnn::CudnnAttn;
+  static constexpr const char* kName = "Cudnn";
+  static bool HasDevice() { return cuda::DeviceCount() > 0; }
+  static std::vector<AttnShape> GridShapes() {
+    return {Shape(2, 4, 4, 128, 64, false, AttnPass::kFwd),
+            Shape(2, 8, 2, 128, 64, false, AttnPass::kFwd),
+            Shape(1, 4, 1, 64, 32, false, AttnPass::kFwd),
+            Shape(2, 2, 2, 100, 64, false, AttnPass::kFwd),
+            Shape(1, 2, 1, 256, 128, false, AttnPass::kFwd)};
   }
-  *label = op.label();
-}
+  static std::vector<DType> GridDTypes() { return {DType::kBF16, DType::kF16}; }
+  static constexpr uint64_t kGridSeed = 11;
+  static double Bound(DType dt, AttnPass) { return AttnTolerance(dt); }
+  // The backward's dQ accumulates with atomics in some engines.
+  static constexpr bool kDeterministic = false;
+  static void CheckLabel(const std::string& label, const RunConfig&) {
+    EXPECT_NE(label.find("fused SDPA"), std::string::npos) << label;
+    EXPECT_NE(label.find("engine"), std::string::npos) << label;
+    EXPECT_NE(label.find(", heuristic: first usable"), std::string::npos) << label;
+  }
+  static std::vector<testing::AttnCase> SupportedCases() {
+    std::vector<testing::AttnCase> cases;
+    for (DType dt : GridDTypes())
+      for (const AttnShape& s : GridShapes()) cases.push_back({s, Config(dt)});
+    return cases;
+  }
+  static testing::AttnCase OutputAtCase() {
+    return {Shape(2, 4, 2, 128, 64, true, AttnPass::kFwd), Config(DType::kBF16)};
+  }
 
-class CudnnAttnSmall : public ::testing::TestWithParam<AttnCase> {};
-
-TEST_P(CudnnAttnSmall, MatchesFloat64Reference) {
-  if (cuda::DeviceCount() == 0) GTEST_SKIP() << cuda::NoDeviceReason();
-  RunConfig cfg;
-  cfg.dtype = GetParam().dtype;
-  cfg.seed = 11;
-  std::string label;
-  CheckAgainstReference(GetParam().shape, cfg, &label);
-  EXPECT_NE(label.find("fused SDPA"), std::string::npos) << label;
-  EXPECT_NE(label.find("engine"), std::string::npos) << label;
-  EXPECT_NE(label.find(", heuristic: first usable"), std::string::npos) << label;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cudnn, CudnnAttnSmall, ::testing::ValuesIn(SmallCases()), CaseName);
+ private:
+  static RunConfig Config(DType dt) {
+    RunConfig cfg;
+    cfg.dtype = dt;
+    return cfg;
+  }
+};
 
 TEST(CudnnAttn, SearchPicksAVerifiedEngine) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << cuda::NoDeviceReason();
@@ -125,33 +81,11 @@ TEST(CudnnAttn, SearchPicksAVerifiedEngine) {
   cfg.dtype = DType::kBF16;
   cfg.algo = "search";
   for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd}) {
+    const AttnShape s = Shape(2, 8, 2, 256, 64, true, pass);
+    ASSERT_TRUE(cudnn::CudnnAttn::Supports(s, cfg).ok);
     std::string label;
-    CheckAgainstReference(Shape(2, 8, 2, 256, 64, true, pass), cfg, &label);
+    testing::RunAgainstAttnReference<CudnnAttnOps>(s, cfg, &label);
     EXPECT_NE(label.find(", searched "), std::string::npos) << label;
-  }
-}
-
-// Sampled positions read the same values as the whole output, across dQ, dK and dV.
-TEST(CudnnAttn, OutputAtMatchesOutput) {
-  if (cuda::DeviceCount() == 0) GTEST_SKIP() << cuda::NoDeviceReason();
-  RunConfig cfg;
-  cfg.dtype = DType::kBF16;
-  for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd}) {
-    cudnn::CudnnAttn op(Shape(2, 4, 2, 128, 64, true, pass), cfg);
-    const HostTensor before = op.Output();
-    for (float v : before.data) ASSERT_TRUE(std::isnan(v)) << "the output starts poisoned";
-    op.Run();
-    const HostTensor all = op.Output();
-    const int64_t n = int64_t(all.data.size());
-    std::vector<int64_t> flat;
-    for (int64_t i = n - 1; i >= 0; i -= 997) flat.push_back(i);  // descending, every tensor
-    flat.push_back(0);
-    const HostTensor some = op.OutputAt(flat);
-    ASSERT_EQ(some.data.size(), flat.size());
-    for (size_t j = 0; j < flat.size(); ++j)
-      EXPECT_EQ(some.data[j], all.data[size_t(flat[j])]) << "index " << flat[j];
-    EXPECT_TRUE(op.OutputAt({n}).data.empty());
-    EXPECT_EQ(op.cost().items, 2);
   }
 }
 
@@ -207,4 +141,10 @@ TEST(CudnnAttn, UnsupportedSaysWhy) {
 }
 
 }  // namespace
+
+namespace testing {
+INSTANTIATE_TYPED_TEST_SUITE_P(Cudnn, AttnSuite, CudnnAttnOps, OpsName);
+INSTANTIATE_TEST_SUITE_P(Cudnn, AttnGrid, ::testing::ValuesIn(AttnGridCases<CudnnAttnOps>()),
+                         AttnGridCaseName);
+}  // namespace testing
 }  // namespace dlb

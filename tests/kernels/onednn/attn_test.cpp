@@ -4,16 +4,17 @@
 
 #include <cmath>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "kernels/onednn/context.h"
 #include "kernels/reference/attn.h"
+#include "tests/kernels/attn_suite.h"
 #include "tests/kernels/testing.h"
 
 namespace dlb::onednn {
 namespace {
 
+using ::dlb::testing::AttnCase;
 using ::dlb::testing::RelativeL2;
 
 // The problem of the given sizes (tests/kernels/testing.h).
@@ -35,55 +36,35 @@ double Bound(DType dt, AttnPass pass) {
   return pass == AttnPass::kFwd ? 1e-2 : 3e-2;
 }
 
-std::vector<double> ReferenceAll(const AttnShape& s, const RunConfig& cfg) {
-  ReferenceAttn ref(s, cfg.seed, cfg.dtype);
-  std::vector<double> out(static_cast<size_t>(ref.OutputElems()));
-  for (int64_t i = 0; i < ref.OutputElems(); ++i) out[size_t(i)] = ref.At(i);
-  return out;
-}
-
-// (pass, causal, kv_heads of 4 query heads, dtype)
-class OneDnnAttnTest : public ::testing::TestWithParam<std::tuple<AttnPass, bool, int64_t, DType>> {
-};
-
-// Every element of the pass against the float64 reference: odd sequence lengths catch stride and
-// mask mix-ups, kv_heads 4 / 2 / 1 are plain, grouped-query and multi-query attention.
-TEST_P(OneDnnAttnTest, MatchesTheFloat64Reference) {
-  const auto [pass, causal, kv_heads, dt] = GetParam();
-  const RunConfig cfg = Config(dt);
-  for (const AttnShape& s :
-       {Shape(2, 4, kv_heads, 37, 16, causal, pass), Shape(1, 4, kv_heads, 64, 32, causal, pass)}) {
-    const Support sup = OneDnnAttn::Supports(s, cfg);
-    if (!sup.ok) GTEST_SKIP() << sup.why;
-    OneDnnAttn op(s, cfg);
-    const HostTensor before = op.Output();
-    for (float v : before.data) ASSERT_TRUE(std::isnan(v)) << "the output is not poisoned";
-    op.Run();
-    const HostTensor got = op.Output();
-    const std::vector<double> want = ReferenceAll(s, cfg);
-    ASSERT_EQ(got.data.size(), want.size());
-    const double err = RelativeL2(got.data, want);
-    EXPECT_LT(err, Bound(dt, pass)) << op.label();
-    std::printf("%s seq %lld kv %lld causal %d %s: rel-L2 %.2e\n", Name(pass),
-                static_cast<long long>(s.seq), static_cast<long long>(kv_heads), int(causal),
-                std::string(Name(dt)).c_str(), err);
-    // The second run writes the same (no state carried over between runs).
-    op.Run();
-    EXPECT_EQ(op.Output().data, got.data);
+// The conformance suite (tests/kernels/attn_suite.h) on oneDNN: odd sequence lengths catch
+// stride and mask mix-ups, kv_heads 4 / 2 / 1 are plain, grouped-query and multi-query attention.
+struct OneDnnAttnOps {
+  using Op = OneDnnAttn;
+  static constexpr const char* kName = "OneDnn";
+  static bool HasDevice() { return true; }
+  static std::vector<AttnShape> GridShapes() {
+    std::vector<AttnShape> shapes;
+    for (int64_t kv : {4, 2, 1}) {
+      shapes.push_back(Shape(2, 4, kv, 37, 16, false, AttnPass::kFwd));
+      shapes.push_back(Shape(1, 4, kv, 64, 32, false, AttnPass::kFwd));
+    }
+    return shapes;
   }
-}
-
-std::string CaseName(const ::testing::TestParamInfo<OneDnnAttnTest::ParamType>& info) {
-  const auto& [pass, causal, kv, dt] = info.param;
-  return std::string(Name(pass)) + (causal ? "_causal" : "_full") + "_kv" + std::to_string(kv) +
-         "_" + std::string(Name(dt));
-}
-
-INSTANTIATE_TEST_SUITE_P(PassCausalGqaDtype, OneDnnAttnTest,
-                         ::testing::Combine(::testing::Values(AttnPass::kFwd, AttnPass::kBwd),
-                                            ::testing::Bool(), ::testing::Values(4, 2, 1),
-                                            ::testing::Values(DType::kF32, DType::kBF16)),
-                         CaseName);
+  static std::vector<DType> GridDTypes() { return {DType::kF32, DType::kBF16}; }
+  static constexpr uint64_t kGridSeed = 17;
+  static double Bound(DType dt, AttnPass pass) { return onednn::Bound(dt, pass); }
+  static constexpr bool kDeterministic = true;
+  static void CheckLabel(const std::string& label, const RunConfig& cfg) {
+    EXPECT_NE(label.find("matmul"), std::string::npos) << label;
+    EXPECT_NE(label.find("; " + std::string(Name(cfg.dtype)) + ", "), std::string::npos) << label;
+  }
+  static std::vector<AttnCase> SupportedCases() {
+    return {{Shape(2, 8, 2, 128, 64, true, AttnPass::kFwd), Config(DType::kF32)}};
+  }
+  static AttnCase OutputAtCase() {
+    return {Shape(1, 4, 2, 40, 8, true, AttnPass::kFwd), Config(DType::kF32)};
+  }
+};
 
 // Sequences long enough that the score buffers hold fewer kv groups than there are: several
 // chunks, each written to its own part of the outputs (checked at sampled elements).
@@ -115,25 +96,12 @@ TEST(OneDnnAttn, SeveralChunksCoverEveryGroup) {
   }
 }
 
-TEST(OneDnnAttn, OutputAtOutOfRangeReadsNothing) {
-  OneDnnAttn op(Shape(1, 2, 2, 8, 4, false, AttnPass::kFwd), Config(DType::kF32));
-  op.Run();
-  const HostTensor t = op.OutputAt({0, 64});
-  EXPECT_EQ(t.shape, std::vector<int64_t>{64});
-  EXPECT_TRUE(t.data.empty());
-}
-
-TEST(OneDnnAttn, CostCountsFlashAttentionFlopsAndTheTensorsMoved) {
+TEST(OneDnnAttn, LabelNamesThePrimitivesItRuns) {
   const AttnShape f = Shape(2, 8, 2, 128, 64, true, AttnPass::kFwd);
   OneDnnAttn fwd(f, Config(DType::kF32));
-  EXPECT_DOUBLE_EQ(fwd.cost().flops, f.FwdFlops());
-  EXPECT_DOUBLE_EQ(fwd.cost().bytes, 4.0 * (2 * f.QElems() + 2 * f.KvElems()));
-  EXPECT_DOUBLE_EQ(fwd.cost().items, 2);
   AttnShape b = f;
   b.pass = AttnPass::kBwd;
   OneDnnAttn bwd(b, Config(DType::kF32));
-  EXPECT_DOUBLE_EQ(bwd.cost().flops, 2.5 * f.FwdFlops());
-  EXPECT_DOUBLE_EQ(bwd.cost().bytes, 4.0 * (4 * f.QElems() + 4 * f.KvElems()));  // O counted too
   EXPECT_NE(bwd.label().find("recomputes P"), std::string::npos) << bwd.label();
   EXPECT_NE(bwd.label().find("softmax_bwd"), std::string::npos) << bwd.label();
   EXPECT_NE(fwd.label().find("binary"), std::string::npos) << "causal mask: " << fwd.label();
@@ -157,3 +125,10 @@ TEST(OneDnnAttn, RefusesWhatItCannotRunWithOneLine) {
 
 }  // namespace
 }  // namespace dlb::onednn
+
+namespace dlb::testing {
+INSTANTIATE_TYPED_TEST_SUITE_P(OneDnn, AttnSuite, onednn::OneDnnAttnOps, OpsName);
+INSTANTIATE_TEST_SUITE_P(OneDnn, AttnGrid,
+                         ::testing::ValuesIn(AttnGridCases<onednn::OneDnnAttnOps>()),
+                         AttnGridCaseName);
+}  // namespace dlb::testing

@@ -4,6 +4,8 @@
 // each case's series of its newest build, as the site finds them), each named as an environment
 // change where the case's own libraries, driver or flags changed across it (environment.h), and,
 // under a flagged case, the command that re-runs it and its kernels' changes.
+#include "tools/report/analyses/check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -33,13 +35,6 @@ namespace dlb::report {
 using namespace history;  // the tables (tables.h)
 
 namespace {
-
-// A case's change-point verdict: the direction of its last change point, the level it is at now.
-std::string StepVerdict(const std::vector<ChangePoint>& cps, bool searched) {
-  if (!searched) return "short history";
-  if (cps.empty()) return "none";
-  return cps.back().change > 0 ? "slower" : "faster";
-}
 
 // A change point's row: where it is (position among the runs read, its run's date and commit,
 // which with the machine identify the run in the store), the two levels and the U test.
@@ -195,225 +190,176 @@ class Diagnoser {
   std::unordered_map<int64_t, size_t> col_;
 };
 
-// ---- the gate (analyses/gate.h): each case's newest run judged, and with --confirm the slower
-// ones re-run; `how` says what confirmed a slowdown or what it still lacks.
-struct Judged {
-  RunJudgement j;
-  std::string how = "-";
+// What history check reads of the store: the runs of the newest run's machine and branch, and
+// each case's series of the build the newest run measured it in.
+struct CheckInput {
+  GateOptions gate;
+  std::vector<RunInfo> read_runs;  // what the gate reads: the window, the judged runs, the noise
+  std::vector<RunRow> runs;        // the window and the judged runs, the newest last
+  std::vector<RunInfo> long_runs;  // the longer history the change points are found in
+  // Per case: its series over the window (whether its environment changed there) and over the
+  // longer history (its change points), its medians over the runs the gate reads and over the
+  // window.
+  std::map<std::string, CaseSeries> window, series;
+  std::map<std::string, std::vector<double>> read, results;
+  std::vector<std::string> names;
+  std::set<std::string> builds;  // of the series searched for change points
+  int other_builds = 0;          // series of other tiers or builds, left out
 };
 
-std::map<std::string, Judged> JudgeNewestRuns(
-    const std::vector<std::string>& names, std::map<std::string, std::vector<double>>& medians,
-    const CheckOptions& opt, const GateOptions& gate,
-    const std::function<std::string(const std::string&)>& repro) {
-  std::map<std::string, Judged> out;
-  std::vector<std::string> rerun;
-  std::vector<RerunSample> samples;
-  for (const std::string& name : names) {
-    const std::vector<double>& v = medians[name];
-    if (!std::isfinite(v.back())) continue;
-    Judged& c = out[name];
-    c.j = JudgeNewest(v, gate);
-    if (c.j.verdict != RunVerdict::kSlower && c.j.verdict != RunVerdict::kUnconfirmed) continue;
-    c.how = "held " + std::to_string(c.j.held) + " of " + std::to_string(gate.hold) + " runs";
-    if (!opt.rerun) continue;
-    std::string command = repro(name), why = "the run's context names no binary";
-    RerunSample s;
-    for (size_t i = v.size() - 1 - std::min(v.size() - 1, static_cast<size_t>(gate.window));
-         i + 1 < v.size(); ++i)
-      if (std::isfinite(v[i])) s.window.push_back(v[i]);
-    if (!command.empty()) s.rerun = opt.rerun(name, command, &why);
-    if (s.rerun.empty()) c.how = "not re-run: " + why;
-    rerun.push_back(name);
-    samples.push_back(std::move(s));
-  }
-  std::vector<RerunJudgement> judged = JudgeReruns(samples, gate.threshold, opt.confirm_alpha);
-  for (size_t i = 0; i < rerun.size(); ++i) {
-    Judged& c = out[rerun[i]];
-    c.j = AfterRerun(c.j, judged[i]);
-    if (samples[i].rerun.empty()) continue;
-    c.how = "re-run (" + std::to_string(samples[i].rerun.size()) +
-            " repetitions): " + FormatSigned(judged[i].change) + ", q " + FormatP(judged[i].q) +
-            (judged[i].confirmed ? "" : ", not reproduced");
-  }
-  return out;
-}
-
-}  // namespace
-
-CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
-                         const HistoryOptions& hopt) {
-  auto store = OpenStore(path, false, hopt);
-  Store& db = *store;
-  RequireSchema(db);
-  CheckResult r;
-  Document& d = r.doc;
-  d.title = "dlbench history check";
-  d.short_markdown_lines = true;  // read in CI logs
+CheckInput ReadCheckInput(Store& db, const CheckOptions& opt) {
+  CheckInput in;
   const RunFilter filter = NewestRunFilter(db, {opt.machine, opt.branch});
-  const GateOptions gate{opt.window, opt.threshold, opt.k, opt.min_history,
-                         opt.rerun ? 1 : std::max(opt.hold, 1)};
+  in.gate = {opt.window, opt.threshold, opt.k, opt.min_history,
+             opt.rerun ? 1 : std::max(opt.hold, 1)};
   // The gate reads further back than the window: the noise is estimated over up to --history runs.
-  const std::vector<RunInfo> read_runs =
-      FilteredRuns(db, filter, std::max(opt.history, opt.window) + gate.hold);
-  const size_t judged_runs =
-      std::min(read_runs.size(), static_cast<size_t>(opt.window + gate.hold));
-  const std::vector<RunInfo> window_runs(read_runs.end() - judged_runs, read_runs.end());
-  std::vector<RunRow> runs;  // the window and the judged runs, the newest last
-  for (const RunInfo& w : window_runs) runs.push_back(w.row);
-  const RunRow& now = runs.back();
+  in.read_runs = FilteredRuns(db, filter, std::max(opt.history, opt.window) + in.gate.hold);
+  const size_t read = in.read_runs.size();
+  const size_t judged_runs = std::min(read, static_cast<size_t>(opt.window + in.gate.hold));
+  for (size_t i = read - judged_runs; i < read; ++i) in.runs.push_back(in.read_runs[i].row);
   // The runs' results, read once. Each case's series of the build the newest run measured it in:
   // over the window (whether its environment changed there) and over every run read (the gate's
   // medians).
-  const std::vector<CaseSeries> all_series = ReadSeries(db, read_runs);
-  std::map<std::string, CaseSeries> window =
-      NewestSeries(all_series, read_runs.size(), judged_runs, nullptr);
-  std::map<std::string, CaseSeries> read_series =
-      NewestSeries(all_series, read_runs.size(), read_runs.size(), nullptr);
-  std::vector<std::string> names;
-  std::map<std::string, std::vector<double>> read, results;
-  for (const auto& [name, ws] : window) {
-    names.push_back(name);
-    read[name] = WindowMedians(read_series.at(name), read_runs.size());
-    results[name] = WindowMedians(ws, runs.size());
+  const std::vector<CaseSeries> all_series = ReadSeries(db, in.read_runs);
+  in.window = NewestSeries(all_series, read, judged_runs, nullptr);
+  const std::map<std::string, CaseSeries> read_series =
+      NewestSeries(all_series, read, read, nullptr);
+  for (const auto& [name, ws] : in.window) {
+    in.names.push_back(name);
+    in.read[name] = WindowMedians(read_series.at(name), read);
+    in.results[name] = WindowMedians(ws, in.runs.size());
   }
-  Table t;
-  t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},   {"window median", "median_ns"},
-               {"noise", "noise"},    {"change", "change"},   {"z (noise)", "z"},
-               {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
-  Table steps;
-  steps.columns = {{"benchmark", "name"},
-                   {"step", "step"},
-                   {"at run", "step_run"},
-                   {"date", "step_date"},
-                   {"commit", "step_commit"},
-                   {"before", "before_ns"},
-                   {"after", "after_ns"},
-                   {"change", "step_change"},
-                   {"p (U test)", "step_p"},
-                   {"runs before", "before_n"},
-                   {"runs after", "after_n"},
-                   {"bisect", "bisect"},
-                   {"kernels across", "step_kernels"}};
-  std::vector<std::vector<Cell>> step_slower, step_other;
+  // The change points: every run of the machine and branch in the longer history, each case's
+  // series of the build it was measured in by the newest run.
+  const size_t long_count = std::min(read, static_cast<size_t>(std::max(opt.history, 1)));
+  in.long_runs.assign(in.read_runs.end() - long_count, in.read_runs.end());
+  in.series = NewestSeries(all_series, read, long_count, &in.other_builds);
+  for (const auto& [name, cs] : in.series) in.builds.insert(cs.build);
+  return in;
+}
+
+// The rows of the check's tables, as the cases are judged: the newest-run rows (the flagged ones
+// first) with what is diagnosed under them, the change-point rows (those that fail first), and
+// the kernel diffs across the failing change points.
+struct CheckRows {
   std::vector<std::pair<std::vector<Cell>, Diagnosis>> slower, other;
-  Diagnoser diagnoser(db, runs);
+  std::vector<std::vector<Cell>> step_slower, step_other;
+  std::vector<Table> across;
   bool any_kernels = false, any_repro = false, any_env = false, any_step_env = false;
   bool any_confirmation = false;
   std::map<std::string, int> verdicts;  // how many benchmarks got each verdict
-  int steps_found = 0, steps_missed = 0, other_builds = 0;
-  // The change points: every run of the machine and branch in the longer history, each case's
-  // series of the build it was measured in by the newest run.
-  const size_t long_count =
-      std::min(read_runs.size(), static_cast<size_t>(std::max(opt.history, 1)));
-  const std::vector<RunInfo> long_runs(read_runs.end() - long_count, read_runs.end());
-  std::map<std::string, CaseSeries> series =
-      NewestSeries(all_series, read_runs.size(), long_count, &other_builds);
-  std::set<std::string> builds;
-  for (const auto& [name, cs] : series) builds.insert(cs.build);
+  int steps_found = 0, steps_missed = 0;
+};
+
+// A case's row of the newest-run table.
+std::vector<Cell> NewestRow(const std::string& name, const RunJudgement& j, const CaseVerdict& v) {
+  return {Cell(name),
+          Cell(FormatTime(j.newest), j.newest),
+          Cell(FormatTime(j.median), j.median),
+          Cell(FormatPercent(j.noise, 2), j.noise),
+          Cell(FormatSigned(j.change), j.change),
+          Cell(FormatNumber(j.z, 3), j.z),
+          Cell(std::to_string(j.history), static_cast<double>(j.history)),
+          Cell(v.verdict),
+          Cell(v.step)};
+}
+
+// A case's rows of the change-point table: one per change point (a row of dashes without one),
+// each with its bisect command, the kernels across it where it fails the check, and the change of
+// environment across it.
+void AddStepRows(const std::string& name, const CaseSeries& cs, const CaseVerdict& v,
+                 const std::vector<ChangePoint>& cps, const std::vector<std::string>& step_env,
+                 const std::vector<RunInfo>& long_runs, const CheckOptions& opt,
+                 KernelTables& kernel_tables, CheckRows& rows) {
+  if (cps.empty()) {
+    rows.step_other.push_back(StepRow(name, v.step, nullptr, cs, long_runs));
+    rows.step_other.back().emplace_back("-");
+    rows.step_other.back().emplace_back("-");
+  }
+  for (size_t i = 0; i < cps.size(); ++i) {
+    const ChangePoint& c = cps[i];
+    const bool slower = c.change > 0, environment = !step_env[i].empty();
+    std::vector<Cell> step_row = StepRow(
+        name, std::string(slower ? "slower" : "faster") + (environment ? " (environment)" : ""), &c,
+        cs, long_runs);
+    // The runs on both sides of a slower change name the revisions to bisect, unless the case's
+    // environment changed there: then the code is not what to search.
+    step_row.emplace_back(slower && !environment
+                              ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
+                                           long_runs[cs.points[c.at].run].row.commit, name)
+                              : "-");
+    // Across the change point that fails the check: which kernels changed there.
+    const bool fails = StepFails(i, cps, v.step_regresses, environment, opt.fail_on_env_change);
+    if (fails) {
+      KernelsAcross ka = KernelDiffAcross(cs, c, kernel_tables.Of(name));
+      step_row.emplace_back(ka.summary);
+      if (ka.table) rows.across.push_back(std::move(*ka.table));
+    } else {
+      step_row.emplace_back("-");
+    }
+    step_row.emplace_back(environment ? step_env[i] : std::string("-"));
+    (fails ? rows.step_slower : rows.step_other).push_back(std::move(step_row));
+  }
+}
+
+// A case the longer history has no series of (none when it reads fewer runs than the window).
+const CaseSeries kNoSeries;
+
+// Every case of the newest run judged (analyses/check.h), its rows added; the counts in `r`.
+CheckRows JudgeCases(Store& db, const CheckInput& in, const CheckOptions& opt, CheckResult& r) {
+  CheckRows rows;
+  Diagnoser diagnoser(db, in.runs);
   const size_t min_points = 2 * static_cast<size_t>(std::max(opt.changes.min_segment, 1));
-  KernelTables kernel_tables(db, long_runs);
-  std::vector<Table> across;  // the kernel diffs across the slower last change points
-  const std::map<std::string, Judged> judged =
-      JudgeNewestRuns(names, read, opt, gate, [&](const std::string& name) {
-        return ReproCommand(*window.at(name).points.back().context, name);
+  KernelTables kernel_tables(db, in.long_runs);
+  const std::map<std::string, Judged> judged = JudgeNewestRuns(
+      in.names, in.read, in.gate, opt.rerun, opt.confirm_alpha, [&](const std::string& name) {
+        return ReproCommand(*in.window.at(name).points.back().context, name);
       });
-  for (const auto& name : names) {
-    const CaseSeries& ws = window.at(name);
-    const auto& v = results[name];
+  for (const auto& name : in.names) {
+    const CaseSeries& ws = in.window.at(name);
     auto found = judged.find(name);
     if (found == judged.end()) continue;  // not measured in the newest run
     const RunJudgement& j = found->second.j;
-    const double x = j.newest, med = j.median, noise = j.noise, ch = j.change, z = j.z;
-    std::string verdict = RunVerdictName(j.verdict);
-    // A change the case's own environment explains is named, not counted as the code's.
-    std::string env;
-    if (verdict == "slower" || verdict == "unconfirmed" || verdict == "faster")
-      env = NewestEnvironment(ws);
-    if (!env.empty()) {
-      r.environment_changes += verdict == "slower";
-      verdict += " (environment)";
-    }
-    ++verdicts[verdict];
-    const CaseSeries& cs = series[name];
+    auto in_series = in.series.find(name);
+    const CaseSeries& cs = in_series != in.series.end() ? in_series->second : kNoSeries;
     const bool searched = cs.points.size() >= min_points;
     std::vector<ChangePoint> cps =
         searched ? FindChangePoints(cs.Medians(), opt.changes) : std::vector<ChangePoint>{};
     std::vector<std::string> step_env;
     for (const ChangePoint& c : cps) {
       step_env.push_back(StepEnvironment(cs, c));
-      any_step_env |= !step_env.back().empty();
+      rows.any_step_env |= !step_env.back().empty();
     }
-    std::string step = StepVerdict(cps, searched);
-    if (!cps.empty() && !step_env.back().empty()) {
-      r.environment_changes += step == "slower" && env.empty();
-      step += " (environment)";
-      if (env.empty()) env = step_env.back();
-    }
-    any_env |= !env.empty();
-    bool step_regresses = step == "slower";
-    steps_found += static_cast<int>(cps.size());
-    r.step_regressions += step_regresses;
-    steps_missed += step_regresses && verdict != "slower";
-    std::vector<Cell> row{Cell(name),
-                          Cell(FormatTime(x), x),
-                          Cell(FormatTime(med), med),
-                          Cell(FormatPercent(noise, 2), noise),
-                          Cell(FormatSigned(ch), ch),
-                          Cell(FormatNumber(z, 3), z),
-                          Cell(std::to_string(j.history), static_cast<double>(j.history)),
-                          Cell(verdict),
-                          Cell(step)};
+    const CaseVerdict v = JudgeCase(
+        j, [&] { return NewestEnvironment(ws); }, cps, searched, step_env);
+    ++rows.verdicts[v.verdict];
+    r.environment_changes += v.environment_slower;
+    rows.any_env |= !v.environment.empty();
+    rows.steps_found += static_cast<int>(cps.size());
+    r.step_regressions += v.step_regresses;
+    rows.steps_missed += v.step_regresses && v.verdict != "slower";
     Diagnosis dx;
-    if (verdict == "slower" || verdict == "unconfirmed" || verdict == "faster" || step_regresses)
-      dx = diagnoser.Of(name, v,
-                        step_regresses && verdict != "slower" ? "slower step" : verdict.c_str(),
-                        *ws.points.back().context);
-    dx.environment = env;
+    if (v.diagnosed)
+      dx = diagnoser.Of(name, in.results.at(name), v.diagnosis.c_str(), *ws.points.back().context);
+    dx.environment = v.environment;
     dx.confirmation = found->second.how;
-    any_confirmation |= dx.confirmation != "-";
-    any_kernels |= !dx.kernels.empty();
-    any_repro |= !dx.repro.empty();
-    (verdict == "slower" || verdict == "unconfirmed" || step_regresses ? slower : other)
-        .emplace_back(std::move(row), std::move(dx));
-    if (cps.empty()) {
-      step_other.push_back(StepRow(name, step, nullptr, cs, long_runs));
-      step_other.back().emplace_back("-");
-      step_other.back().emplace_back("-");
-    }
-    for (size_t i = 0; i < cps.size(); ++i) {
-      const ChangePoint& c = cps[i];
-      const bool slower = c.change > 0, environment = !step_env[i].empty();
-      std::vector<Cell> step_row = StepRow(
-          name, std::string(slower ? "slower" : "faster") + (environment ? " (environment)" : ""),
-          &c, cs, long_runs);
-      // The runs on both sides of a slower change name the revisions to bisect, unless the case's
-      // environment changed there: then the code is not what to search.
-      step_row.emplace_back(slower && !environment
-                                ? StepBisect(long_runs[cs.points[c.at - 1].run].row.commit,
-                                             long_runs[cs.points[c.at].run].row.commit, name)
-                                : "-");
-      // Across the change point that fails the check: which kernels changed there.
-      const bool fails = i + 1 == cps.size() && slower &&
-                         (step_regresses || (environment && opt.fail_on_env_change));
-      if (fails) {
-        KernelsAcross ka = KernelDiffAcross(cs, c, kernel_tables.Of(name));
-        step_row.emplace_back(ka.summary);
-        if (ka.table) across.push_back(std::move(*ka.table));
-      } else {
-        step_row.emplace_back("-");
-      }
-      step_row.emplace_back(environment ? step_env[i] : std::string("-"));
-      (fails ? step_slower : step_other).push_back(std::move(step_row));
-    }
+    rows.any_confirmation |= dx.confirmation != "-";
+    rows.any_kernels |= !dx.kernels.empty();
+    rows.any_repro |= !dx.repro.empty();
+    (v.flagged ? rows.slower : rows.other).emplace_back(NewestRow(name, j, v), std::move(dx));
+    AddStepRows(name, cs, v, cps, step_env, in.long_runs, opt, kernel_tables, rows);
   }
-  r.regressions = verdicts["slower"];
-  r.unconfirmed = verdicts["unconfirmed"];
-  bool fail = r.regressions || (opt.steps_fail && r.step_regressions) ||
-              (opt.fail_on_env_change && r.environment_changes);
-  r.exit_code = fail ? 3 : 0;
+  return rows;
+}
+
+// The notes over the tables: which runs were judged, the counts and the rules that fail the check.
+void AddCheckNotes(Store& db, const CheckInput& in, const CheckOptions& opt, const CheckRows& rows,
+                   const CheckResult& r, bool fail, Document& d) {
+  const RunRow& now = in.runs.back();
+  const GateOptions& gate = in.gate;
+  std::map<std::string, int> verdicts = rows.verdicts;
   const int window_count =
-      static_cast<int>(runs.size()) - std::min(gate.hold, static_cast<int>(runs.size()));
+      static_cast<int>(in.runs.size()) - std::min(gate.hold, static_cast<int>(in.runs.size()));
   d.notes.push_back("Newest run: " + now.date + ", commit " + now.commit + ", machine " +
                     now.machine + ", branch " + (now.branch.empty() ? "(none)" : now.branch) +
                     "; window: the " + std::to_string(window_count) + " runs before " +
@@ -443,8 +389,8 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                 " runs, each slower than the window; a slower newest run alone is unconfirmed: "
                 "reported, it fails nothing (a shared host slows a whole run now and then)."
           : "A slower newest run fails on its own (--hold 1).");
-  if (std::string libs = LibrariesNote(window); !libs.empty()) d.notes.push_back(libs);
-  if (r.environment_changes || any_env)
+  if (std::string libs = LibrariesNote(in.window); !libs.empty()) d.notes.push_back(libs);
+  if (r.environment_changes || rows.any_env)
     d.notes.push_back(
         std::to_string(r.environment_changes) +
         " cases slower where their own libraries, driver or measuring --dlb_* flags changed "
@@ -452,42 +398,63 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
         "change of the code, so no bisect command; " +
         (opt.fail_on_env_change ? "they fail the check (--fail-on-env-change)."
                                 : "they do not fail the check (--fail-on-env-change makes them)."));
-  d.notes.push_back("Change points: " + std::to_string(steps_found) + " confirmed, " +
+  d.notes.push_back("Change points: " + std::to_string(rows.steps_found) + " confirmed, " +
                     std::to_string(r.step_regressions) + " cases slower since their last (" +
-                    std::to_string(steps_missed) + " of them missed by the newest-run test)" +
+                    std::to_string(rows.steps_missed) + " of them missed by the newest-run test)" +
                     (opt.steps_fail
                          ? "; a slower last change point fails the check."
                          : "; shown only (--steps report), the exit code ignores them."));
-  Section s;
-  s.title = "Newest run against the window";
-  if (any_env) t.columns.push_back({"environment", "environment"});
-  if (any_confirmation) t.columns.push_back({"confirmation", "confirmation"});
-  if (any_kernels) t.columns.push_back({"kernels", "kernels"});
-  if (any_repro) t.columns.push_back({"repro", "repro"});
-  Section ks;
-  ks.title = "Kernel changes of the flagged cases";
-  ks.details = true;
-  ks.notes.push_back(
-      "Per flagged case whose newest run and an earlier run of the window recorded a kernel "
-      "table: each kernel's time per Run(), appeared, vanished, grew or shrank, and its change as "
-      "a share of the case's change in median time between those two runs.");
-  for (auto* rows : {&slower, &other})
-    for (auto& [row, dx] : *rows) {
-      if (any_env) row.emplace_back(dx.environment.empty() ? std::string("-") : dx.environment);
-      if (any_confirmation) row.emplace_back(dx.confirmation);
-      if (any_kernels) row.emplace_back(dx.kernels.empty() ? std::string("-") : dx.kernels);
-      if (any_repro) row.emplace_back(dx.repro);
-      if (dx.table) ks.tables.push_back(std::move(*dx.table));
+}
+
+// The newest-run table, its optional columns where a case has them; the kernel diffs of the
+// flagged cases go to `kernels`.
+Section NewestSection(CheckRows& rows, Section& kernels) {
+  Table t;
+  t.columns = {{"benchmark", "name"}, {"newest", "new_ns"},   {"window median", "median_ns"},
+               {"noise", "noise"},    {"change", "change"},   {"z (noise)", "z"},
+               {"history", "n"},      {"verdict", "verdict"}, {"step", "step"}};
+  if (rows.any_env) t.columns.push_back({"environment", "environment"});
+  if (rows.any_confirmation) t.columns.push_back({"confirmation", "confirmation"});
+  if (rows.any_kernels) t.columns.push_back({"kernels", "kernels"});
+  if (rows.any_repro) t.columns.push_back({"repro", "repro"});
+  for (auto* list : {&rows.slower, &rows.other})
+    for (auto& [row, dx] : *list) {
+      if (rows.any_env)
+        row.emplace_back(dx.environment.empty() ? std::string("-") : dx.environment);
+      if (rows.any_confirmation) row.emplace_back(dx.confirmation);
+      if (rows.any_kernels) row.emplace_back(dx.kernels.empty() ? std::string("-") : dx.kernels);
+      if (rows.any_repro) row.emplace_back(dx.repro);
+      if (dx.table) kernels.tables.push_back(std::move(*dx.table));
       t.rows.push_back(std::move(row));
     }
+  Section s;
+  s.title = "Newest run against the window";
   s.tables.push_back(std::move(t));
-  d.sections.push_back(std::move(s));
+  return s;
+}
+
+// The change-point table, with how the change points were found.
+Section ChangePointSection(const CheckInput& in, const CheckOptions& opt, CheckRows& rows) {
+  Table steps;
+  steps.columns = {{"benchmark", "name"},
+                   {"step", "step"},
+                   {"at run", "step_run"},
+                   {"date", "step_date"},
+                   {"commit", "step_commit"},
+                   {"before", "before_ns"},
+                   {"after", "after_ns"},
+                   {"change", "step_change"},
+                   {"p (U test)", "step_p"},
+                   {"runs before", "before_n"},
+                   {"runs after", "after_n"},
+                   {"bisect", "bisect"},
+                   {"kernels across", "step_kernels"}};
   Section ss;
   ss.title = "Change points";
   std::string build_list;
-  for (const std::string& b : builds) build_list += (build_list.empty() ? "" : "; ") + b;
+  for (const std::string& b : in.builds) build_list += (build_list.empty() ? "" : "; ") + b;
   ss.notes.push_back("Per benchmark, every confirmed change point in its medians over the newest " +
-                     std::to_string(long_runs.size()) +
+                     std::to_string(in.long_runs.size()) +
                      " runs of this machine and branch (oldest first; #1 the oldest) of "
                      "the build the newest run measured it in (" +
                      build_list + "): proposed by " + DetectorName(opt.changes.detector) +
@@ -497,8 +464,8 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
                      std::to_string(opt.changes.min_segment) +
                      " runs on each side. The step column above is " +
                      "the direction of the last one: the level the case is at now.");
-  if (other_builds)
-    ss.notes.push_back(std::to_string(other_builds) +
+  if (in.other_builds)
+    ss.notes.push_back(std::to_string(in.other_builds) +
                        " series of other tiers or library builds in those runs are left out: "
                        "they are never one series with this build's.");
   ss.notes.push_back(
@@ -506,19 +473,49 @@ CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
       "before it and the first after (dlbench-report bisect, run in the repository); none where "
       "the case's own libraries, driver or measuring flags changed across it (environment).");
   // The environment column only where a change point met a change of one.
-  if (any_step_env) steps.columns.push_back({"environment", "step_environment"});
-  for (auto* rows : {&step_slower, &step_other})
-    for (auto& row : *rows) {
-      if (!any_step_env) row.pop_back();
+  if (rows.any_step_env) steps.columns.push_back({"environment", "step_environment"});
+  for (auto* list : {&rows.step_slower, &rows.step_other})
+    for (auto& row : *list) {
+      if (!rows.any_step_env) row.pop_back();
       steps.rows.push_back(std::move(row));
     }
   ss.tables.push_back(std::move(steps));
-  d.sections.push_back(std::move(ss));
-  if (!across.empty())
+  return ss;
+}
+
+}  // namespace
+
+CheckResult HistoryCheck(const std::string& path, const CheckOptions& opt,
+                         const HistoryOptions& hopt) {
+  auto store = OpenStore(path, false, hopt);
+  Store& db = *store;
+  RequireSchema(db);
+  const CheckInput in = ReadCheckInput(db, opt);
+  CheckResult r;
+  CheckRows rows = JudgeCases(db, in, opt, r);
+  r.regressions = rows.verdicts["slower"];
+  r.unconfirmed = rows.verdicts["unconfirmed"];
+  const bool fail = r.regressions || (opt.steps_fail && r.step_regressions) ||
+                    (opt.fail_on_env_change && r.environment_changes);
+  r.exit_code = fail ? 3 : 0;
+  Document& d = r.doc;
+  d.title = "dlbench history check";
+  d.short_markdown_lines = true;  // read in CI logs
+  AddCheckNotes(db, in, opt, rows, r, fail, d);
+  Section ks;
+  ks.title = "Kernel changes of the flagged cases";
+  ks.details = true;
+  ks.notes.push_back(
+      "Per flagged case whose newest run and an earlier run of the window recorded a kernel "
+      "table: each kernel's time per Run(), appeared, vanished, grew or shrank, and its change as "
+      "a share of the case's change in median time between those two runs.");
+  d.sections.push_back(NewestSection(rows, ks));
+  d.sections.push_back(ChangePointSection(in, opt, rows));
+  if (!rows.across.empty())
     ks.notes.push_back(
         "And per case whose last change point is slower: the kernel tables of the last run "
         "before it and the first after it that recorded one, diffed the same way.");
-  for (Table& t : across) ks.tables.push_back(std::move(t));
+  for (Table& t : rows.across) ks.tables.push_back(std::move(t));
   if (!ks.tables.empty()) d.sections.push_back(std::move(ks));
   return r;
 }

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 #include "tools/report/history/store.h"
 #include "tools/report/history/tables.h"
 #include "tools/report/render/document.h"

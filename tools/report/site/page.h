@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 #include "tools/report/render/document.h"
 
 namespace dlb::report::site {

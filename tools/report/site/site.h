@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 #include "tools/report/history/store.h"
 
 namespace dlb::report {

@@ -1,5 +1,5 @@
 // Change points (changepoints.h): the two detectors and the confirmation both share.
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 
 #include <algorithm>
 #include <cmath>

@@ -27,7 +27,7 @@
 #include "tools/report/site/page.h"
 #include "tools/report/site/site.h"
 #ifdef DLBENCH_HAVE_LIBPQ
-#include "tests/tools/pg_server.h"
+#include "tests/tools/report/history/pg_server.h"
 #endif
 
 namespace dlb::report {

@@ -27,7 +27,9 @@ import sys
 import tempfile
 import time
 
-from headless import FLAGS, find_chromium
+# headless.py, which the report's browser tests share, is in tests/tools/report/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from headless import FLAGS, find_chromium  # noqa: E402
 
 SKIP = 77
 TIMEOUT_S = 60

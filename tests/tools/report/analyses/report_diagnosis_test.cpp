@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tests/support/temp_dir.h"
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/kernel_diff.h"

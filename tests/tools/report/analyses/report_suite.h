@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "tools/report/analyses/changepoints.h"
 #include "tools/report/analyses/gate.h"
-#include "tools/report/history/changepoints.h"
 
 namespace dlb::report::synthetic {
 

@@ -1,4 +1,4 @@
-#include "tests/tools/report_suite.h"
+#include "tests/tools/report/analyses/report_suite.h"
 
 #include <cmath>
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report/history/changepoints.h"
+#include "tools/report/analyses/changepoints.h"
 
 namespace dlb::report::synthetic {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/tools/report_suite.h"
+#include "tests/tools/report/analyses/report_suite.h"
 #include "tools/report/render/document.h"
 
 using namespace dlb::report;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fixtures/schema/schema.h"
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 #include "tools/report/analyses/common.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/findings.h"

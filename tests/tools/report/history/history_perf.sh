@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times dlbench-report's history on both stores (not a test; timings are printed, never asserted):
-#   tests/tools/history_perf.sh BUILD_DIR
+#   tests/tools/report/history/history_perf.sh BUILD_DIR
 # add: one run of 1,000 benchmarks x 10 repetitions into a fresh store; check: the newest run
 # against its window over 1,000 runs x 500 benchmarks. PostgreSQL runs on a private server in a
 # temporary folder (Unix socket only, default durability), started and stopped here; without the

@@ -1,7 +1,7 @@
 // The history's semantics on both stores (a typed suite): SQLite always, PostgreSQL on a real
 // server that the test process starts itself (pg_server.h; the tests skip without the server
 // binaries). What only one store meets is in report_history_store_test.cpp.
-#include "tests/tools/report_history_fixture.h"
+#include "tests/tools/report/history/report_history_fixture.h"
 
 namespace dlb::report {
 namespace {

@@ -1,7 +1,7 @@
 // What a case's series is, on both stores (a typed suite as report_history_test.cpp): each file's
 // own context (a run of several binaries added file by file keeps every binary's cases and
 // libraries), environment changes named instead of bisected, and series by branch and machine.
-#include "tests/tools/report_history_fixture.h"
+#include "tests/tools/report/history/report_history_fixture.h"
 #include "tools/report/analyses/bisect.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/history/series.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/support/temp_dir.h"
-#include "tests/tools/report_suite.h"
+#include "tests/tools/report/analyses/report_suite.h"
 #include "tools/report/analyses/gate.h"
 #include "tools/report/analyses/repro.h"
 #include "tools/report/analyses/rerun.h"
@@ -115,7 +115,7 @@ TEST(Gate, DecideFailsOnConfirmedSlowdownsAndSlowerSteps) {
   EXPECT_FALSE(DecideGate({unconfirmed, step}, false).fails);
 }
 
-// ---- the goal, on synthetic suites (tests/tools/report_suite.h) ----
+// ---- the goal, on synthetic suites (tests/tools/report/analyses/report_suite.h) ----
 
 // Of `trials` suites of `spec`, how many CI runs (each suite's newest run) fail the gate.
 int FailingRuns(const synthetic::SuiteSpec& spec, int trials, int hold, uint64_t seed) {

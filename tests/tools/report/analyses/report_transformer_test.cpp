@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 #include "tools/report/analyses/findings.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/transformer.h"

@@ -1,4 +1,4 @@
-#include "tests/tools/report_synthetic.h"
+#include "tests/tools/report/analyses/report_synthetic.h"
 
 #include <algorithm>
 #include <cmath>

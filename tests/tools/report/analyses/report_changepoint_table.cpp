@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tests/tools/report_synthetic.h"
+#include "tests/tools/report/analyses/report_synthetic.h"
 #include "tools/report/render/document.h"
 
 using namespace dlb::report;

@@ -1,12 +1,12 @@
-// The change-point detector (tools/report/history/changepoints.h): its answers on series one can
+// The change-point detector (tools/report/analyses/changepoints.h): its answers on series one can
 // check by eye, and its detection and false-alarm rates on synthetic histories at a fixed seed
 // (the goal of docs/ci-and-history.md's table, on fewer histories so that it runs in a second).
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "tests/tools/report_synthetic.h"
-#include "tools/report/history/changepoints.h"
+#include "tests/tools/report/analyses/report_synthetic.h"
+#include "tools/report/analyses/changepoints.h"
 
 namespace dlb::report {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fixtures/schema/schema.h"
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 #include "tools/report/analyses/compare.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/speedup.h"

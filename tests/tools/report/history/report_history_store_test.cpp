@@ -1,6 +1,6 @@
 // What only one store meets: a corrupt or locked SQLite file, a PostgreSQL connection that fails
 // or dies, the URLs and their passwords.
-#include "tests/tools/report_history_fixture.h"
+#include "tests/tools/report/history/report_history_fixture.h"
 
 namespace dlb::report {
 namespace {
