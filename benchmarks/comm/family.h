@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/base/flags.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
 #include "fixtures/run/launched.h"
 #include "fixtures/run/lockstep.h"
 #include "fixtures/run/main.h"

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "fixtures/run/flags.h"
+#include "fixtures/base/flags.h"
 #include "fixtures/run/launched.h"
 
 namespace dlb::train {
