@@ -9,7 +9,6 @@
 namespace dlb::train {
 
 namespace {
-std::map<std::string, int64_t> g_epoch_items;
 
 std::vector<int64_t> ParseWidths(const CsvRow& row) {
   std::vector<int64_t> out;
@@ -28,12 +27,7 @@ std::vector<int64_t> ParseWidths(const CsvRow& row) {
   }
   return out;
 }
-}  // namespace
 
-const std::map<std::string, int64_t>& EpochItems() { return g_epoch_items; }
-void NoteEpochItems(const std::string& name, int64_t items) { g_epoch_items[name] = items; }
-
-namespace {
 // A transformers file (its header has `seq`): name, count, model, vocab, seq, dataset,
 // epoch_tokens, tier[, network]. The model must be one kernels/torch/transformer.h builds; the
 // vocabulary is checked against it when a case is built.
