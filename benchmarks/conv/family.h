@@ -28,7 +28,7 @@ std::vector<Workload> TierWorkloads();
 
 // The family's own flags (the run's are dlb::Opts()).
 struct FamilyOptionValues {
-  std::string algo = "cache";  // cache | search | heuristic (RunConfig::algo)
+  Algo algo = Algo::kCache;  // --dlb_autotune (RunConfig::algo)
 };
 const FamilyOptionValues& FamilyOptions();
 // --dlb_autotune, and --dlb_conv_algo as its alias.
@@ -59,7 +59,7 @@ void Add(const Workload& w, int batch, DType dt, Layout layout) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = FamilyOptions().algo;
-  if (cfg.algo == "cache") UseAutotuneCache();
+  if (cfg.algo == Algo::kCache) UseAutotuneCache();
   NameKeys keys = {{key::kBatch, std::to_string(batch)},
                    {key::kDType, std::string(Name(dt))},
                    {key::kLayout, Name(layout)},

@@ -119,16 +119,18 @@ const std::vector<Config>& Configs(bool gpu) {
 // other families' default, which LibTorch keeps in the process only): cudnn.benchmark, as PyTorch
 // users train; heuristic: cuDNN's first choice.
 FlagSpec AutotuneFlag() {
-  return ChoiceFlag("autotune",
-                    "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
-                    "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
-                    "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
-                    {"cache", "search", "heuristic"}, &FamilyOptions().autotune);
+  return EnumFlag(
+      "autotune",
+      "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
+      "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
+      "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
+      {{"cache", Algo::kCache}, {"search", Algo::kSearch}, {"heuristic", Algo::kHeuristic}},
+      &FamilyOptions().autotune);
 }
 
 RunConfig RunConfigOf(const Config& c) {
   RunConfig cfg;
-  cfg.algo = FamilyOptions().autotune == "heuristic" ? "heuristic" : "search";
+  cfg.algo = FamilyOptions().autotune == Algo::kHeuristic ? Algo::kHeuristic : Algo::kSearch;
   cfg.dtype = c.dtype;
   cfg.layout = c.layout;
   cfg.seed = dlb::Opts().seed;

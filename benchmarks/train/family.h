@@ -34,8 +34,8 @@ std::vector<Model> TierModels();
 
 // The family's flags' values (the flags write them).
 struct Options {
-  std::string autotune = "cache";  // --dlb_autotune
-  std::vector<int64_t> gpus;       // --dlb_train_gpus; empty: the tier's
+  Algo autotune = Algo::kCache;  // --dlb_autotune
+  std::vector<int64_t> gpus;     // --dlb_train_gpus; empty: the tier's
 };
 Options& FamilyOptions();
 

@@ -136,10 +136,6 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
 // of ~0.5 ms of events. The three fastest are timed again for ~3 ms so one noisy sample does not
 // decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
 // engines cost one or two launches each.
-bool KnownAlgo(const std::string& algo) {
-  return algo == autotune::kHeuristic || algo == autotune::kSearch || algo == autotune::kCache;
-}
-
 autotune::Policy SearchPolicy() {
   autotune::Policy p;
   p.warmup_runs = 1;
@@ -187,8 +183,6 @@ struct ConvState {
 template <ConvPass kPass>
 Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
-  if (!KnownAlgo(cfg.algo))
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (IsEightBit(cfg.dtype)) return Support::No(EightBitReason(cfg.dtype));
   if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
   return EngineExists(shape, cfg, kPass);
@@ -198,7 +192,6 @@ template <ConvPass kPass>
 CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     : state_(std::make_unique<ConvState>()) {
   DLB_REQUIRE(shape.Valid(), "invalid convolution shape");
-  DLB_REQUIRE(KnownAlgo(cfg.algo), "algo must be heuristic|search|cache");
   if (IsEightBit(cfg.dtype)) throw Unsupported(EightBitReason(cfg.dtype));
   ConvState& st = *state_;
   st.shape = shape;
@@ -231,7 +224,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   cuda::MemInfo(&free_b, &total_b);
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
 
-  const bool use_cache = cfg.algo == autotune::kCache;
+  const bool use_cache = cfg.algo == Algo::kCache;
   const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
   std::string how;
   bool chosen = false;
@@ -250,7 +243,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     }
   }
   if (!chosen) {
-    const bool search = cfg.algo != autotune::kHeuristic;
+    const bool search = cfg.algo != Algo::kHeuristic;
     // Declared before the tuner, whose timer reads them: set once every plan is built.
     cuda::DeviceBuffer<uint8_t> search_ws;
     Descriptor search_vp;
