@@ -9,7 +9,6 @@
 #include "benchmarks/train/loader_fed.h"
 #include "benchmarks/train/ops.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/launched.h"
 
 namespace dlb::train {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "benchmarks/attn/matrix.h"
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
 #include "kernels/reference/attn.h"

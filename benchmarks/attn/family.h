@@ -8,11 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/base/flags.h"
-#include "fixtures/case/verify.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 

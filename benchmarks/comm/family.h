@@ -20,11 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/base/flags.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/launched.h"
-#include "fixtures/run/lockstep.h"
-#include "fixtures/run/main.h"
 #include "kernels/nccl/collective.h"
 
 namespace dlb::comm {

@@ -1,6 +1,6 @@
 #include "benchmarks/conv/family.h"
 
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/reference/conv.h"
 
 namespace dlb::conv {

@@ -1,6 +1,6 @@
 #include "benchmarks/gemm/family.h"
 
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/reference/gemm.h"
 
 namespace dlb::gemm {

@@ -10,8 +10,6 @@
 #include "benchmarks/train/family.h"
 #include "benchmarks/train/matrix.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/lockstep.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/cuda/device.h"
 #include "kernels/nccl/comm.h"
 #include "kernels/nccl/launch.h"

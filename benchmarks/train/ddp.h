@@ -7,8 +7,7 @@
 
 #include <vector>
 
-#include "fixtures/base/flags.h"
-#include "fixtures/run/launched.h"
+#include "fixtures/harness.h"
 
 namespace dlb::train {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "benchmarks/train/matrix.h"
-#include "fixtures/schema/naming.h"
+#include "fixtures/harness.h"
 
 namespace dlb::train {
 

@@ -12,10 +12,7 @@
 #include <vector>
 
 #include "benchmarks/train/matrix.h"
-#include "fixtures/base/flags.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema/schema.h"
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"
 

@@ -8,7 +8,6 @@
 #include "benchmarks/train/family.h"
 #include "benchmarks/train/matrix.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/data/dataset_source.h"
 #include "kernels/torch/loader_fed_step.h"
 #endif

@@ -11,7 +11,8 @@ The harness is a ladder of rooms, each including only itself and the rooms below
 the result schema, the run's services (flags, files, devices, libraries, deadlines, budget,
 progress), what the machine can do, the case pipeline, the top of a run (main, launched, lockstep,
 context, output), and the umbrella header a family includes, which sits alone directly in
-fixtures/ and which no part of the harness includes. fixtures/workloads/ holds data only.
+fixtures/ and which no part of the harness includes. fixtures/workloads/ holds data only. Of the
+harness, a family includes that header alone: it is the family's whole API.
 
 Every "..." include of a source file must be allowed by the rules of the folder the file is in,
 and the project's includes must form no cycle. Prints one line per violation (file:line: what)
@@ -67,6 +68,8 @@ def allowed(src, inc):
     if src.startswith("benchmarks/"):
         if inc.startswith("benchmarks/") and family(inc) != family(src):
             return "a family never includes another family"
+        if inc.startswith("fixtures/") and inc not in UMBRELLAS:
+            return "a family includes the harness's API, fixtures/harness.h, not its rooms"
         return None
     if src.startswith("tools/"):
         if inc.startswith("benchmarks/"):
@@ -217,6 +220,7 @@ def self_test():
         "fixtures/run/up.h": '#include "fixtures/harness.h"\n',
         "fixtures/schema/s.h": '#include "fixtures/harness.h"\n',
         "benchmarks/train.cpp": '#include "benchmarks/dataload/family.h"\n',
+        "benchmarks/conv/family.h": '#include "fixtures/harness.h"\n#include "fixtures/case/steps.h"\n',
         "benchmarks/dataload/family.h": '#include "tools/dataset/generator.h"\n',
         "tools/report/r.cpp": '#include "fixtures/harness.h"\n',
         "benchmarks/train_native.cpp": '#include "benchmarks/train/family.h"\n',
@@ -231,13 +235,13 @@ def self_test():
                 "benchmarks/dataload/family.h:1", "tools/report/r.cpp:1", "include cycle",
                 "fixtures/stray.h:1", "fixtures/machine/m.h:1", "fixtures/case/c.h:1:",
                 "fixtures/case/c.h:2", "fixtures/base/b.h:1", "fixtures/base/b.cpp:1",
-                "fixtures/schema/t.h:1", "fixtures/run/up.h:1"]
+                "fixtures/schema/t.h:1", "fixtures/run/up.h:1", "benchmarks/conv/family.h:2"]
     good = {"fixtures/base/ok.h": '#include "kernels/common/error.h"\n#include "kernels/cuda/device.h"\n'
                                   '#include "fixtures/schema/s.h"\n',
             "fixtures/machine/ok.h": '#include "fixtures/base/ok.h"\n',
             "fixtures/case/ok.h": '#include "fixtures/machine/ok.h"\n#include "fixtures/base/ok.h"\n',
             "fixtures/run/ok.h": '#include "fixtures/case/ok.h"\n#include "fixtures/run/main.h"\n',
-            "benchmarks/gemm/f.h": '#include "fixtures/run/ok.h"\n#include "kernels/onednn/b.h"\n',
+            "benchmarks/gemm/f.h": '#include "fixtures/harness.h"\n#include "kernels/onednn/b.h"\n',
             "tools/report/ok.cpp": '#include "fixtures/schema/naming.h"\n'}
     with tempfile.TemporaryDirectory() as root:
         for path, text in {**bad, **good}.items():
