@@ -12,7 +12,6 @@ void RegisterCases() {
   for (const Model& m : TierModels())
     ForEachOp(Ops{}, [&](auto tag) {
       using Op = typename decltype(tag)::type;
-      if (!WantDevice(Op::kGpu)) return;
       for (const Point& p : Points(Op::kGpu))
         for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd})
           for (DType dt : DTypesOn(Op::kGpu)) Add<Op>(m, p, dt, pass);

@@ -10,7 +10,9 @@ namespace {
 
 void RegisterCases() {
   AddCommContext();
-  if (!WantDevice(true)) return;  // every collective runs on GPUs
+  // Register would leave every case out; a run without the GPU does not even count the GPUs
+  // (Gpus() asks CUDA, and checks --dlb_comm_gpus against the launch).
+  if (!WantDevice(true)) return;
   for (Collective c : nccl::kCollectives)
     for (DType dt : DTypesFor(c))
       for (int64_t bytes : Sizes())

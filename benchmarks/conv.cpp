@@ -34,7 +34,7 @@ void RegisterCases() {
       for (ConvPass pass : {ConvPass::kFwd, ConvPass::kBwdData, ConvPass::kBwdFilter})
         ForEachOp(Ops{}, [&](auto tag) {
           using Op = typename decltype(tag)::type;
-          if (PassOf<Op>::value != pass || !WantDevice(Op::kGpu)) return;
+          if (PassOf<Op>::value != pass) return;
           const std::vector<int> mine = BatchesOn(Op::kGpu);
           if (std::find(mine.begin(), mine.end(), b) == mine.end()) return;
           for (DType dt : DTypesOn(Op::kGpu))

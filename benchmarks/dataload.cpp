@@ -21,13 +21,12 @@ void RegisterCases() {
   const std::vector<int> workers = data::WorkerCounts(matrix::kTwoWorkers.Now());
   for (const Workload& w : TierWorkloads()) {
     auto add = [&](const std::string& dir) {
-      if (w.format == "imagefolder" && WantDevice(true))
+      if (w.format == "imagefolder")
         ForEachOp(GpuLoaders{}, [&](auto tag) {
           using Op = typename decltype(tag)::type;
           for (int b : batches)
             for (DType dt : DTypes(matrix::kDTypes)) Add<Op>(w, dir, b, dt, matrix::kGpuReaders);
         });
-      if (!WantDevice(false)) return;
       for (int b : batches)
         for (DType dt : DTypes(matrix::kDTypes))
           for (int n : workers) {

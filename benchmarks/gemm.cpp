@@ -28,7 +28,6 @@ void RegisterCases() {
     for (int b : w.m_is_batch ? batches : std::vector<int>{0})
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu)) return;
         for (DType dt : DTypesOn(Op::kGpu, Op::kBackend, w)) Add<Op>(w, b, dt);
       });
 }

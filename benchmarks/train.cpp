@@ -9,7 +9,6 @@
 #include "benchmarks/train/loader_fed.h"
 #include "benchmarks/train/ops.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/launched.h"
 
 namespace dlb::train {
 namespace {
@@ -22,7 +21,6 @@ void RegisterCases() {
     if (m.shape.seq > 0) {
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu)) return;
         for (const TransformerCase& tc : TransformerCases(m, Op::kGpu)) AddTransformer<Op>(m, tc);
       });
       continue;
@@ -30,7 +28,7 @@ void RegisterCases() {
     for (int b : AnyDeviceBatches(m))
       ForEachOp(Ops{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu) || !Contains(Batches(m, Op::kGpu), b)) return;
+        if (!Contains(Batches(m, Op::kGpu), b)) return;
         for (const Config& c : Configs(Op::kGpu)) {
           if (m.shape.image == 0 && c.layout != Layout::kNCHW) continue;  // the MLP has no layout
           Add<Op>(m, b, c);

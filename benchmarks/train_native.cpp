@@ -16,7 +16,7 @@ void RegisterCases() {
     for (int b : AnyDeviceBatches(m))
       ForEachOp(NativeOps{}, [&](auto tag) {
         using Op = typename decltype(tag)::type;
-        if (!WantDevice(Op::kGpu) || !Contains(Batches(m, Op::kGpu), b)) return;
+        if (!Contains(Batches(m, Op::kGpu), b)) return;
         for (const Config& c : Configs(Op::kGpu)) {
           // The native step is f32 (and TF32 on the GPU); its layout is the MLP's only one.
           if (c.amp || c.layout != Layout::kNCHW) continue;

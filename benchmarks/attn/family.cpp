@@ -4,7 +4,7 @@
 #include <string>
 
 #include "benchmarks/attn/matrix.h"
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/common/parallel.h"
 #include "kernels/common/rng.h"
 #include "kernels/reference/attn.h"
@@ -49,14 +49,15 @@ FamilyOptionValues g_options;
 const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
-  return {ChoiceFlag(
+  return {EnumFlag(
       "autotune",
       "cache|search|heuristic: how each GPU case picks cuDNN's engine configuration. heuristic: "
       "the library's first (what PyTorch's cuDNN backend takes); search: the fastest of its "
       "candidates, timed before the case on every run; cache (default): the winner recorded for "
       "this cuDNN, device, shape, dtype and pass in <cache dir>/autotune.json, else a search whose "
       "winner is recorded",
-      {"cache", "search", "heuristic"}, &g_options.algo)};
+      {{"cache", Algo::kCache}, {"search", Algo::kSearch}, {"heuristic", Algo::kHeuristic}},
+      &g_options.algo)};
 }
 
 std::vector<Model> TierModels() { return TierRows<Model>("attn_", dlb::Opts().tier, LoadModels); }

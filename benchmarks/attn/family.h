@@ -8,11 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/verify.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
@@ -20,7 +16,7 @@ namespace dlb::attn {
 
 // The family's own flags (the run's are dlb::Opts()).
 struct FamilyOptionValues {
-  std::string algo = "cache";  // --dlb_autotune: cache | search | heuristic
+  Algo algo = Algo::kCache;  // --dlb_autotune
 };
 const FamilyOptionValues& FamilyOptions();
 std::vector<FlagSpec> Flags();
@@ -74,7 +70,7 @@ void Add(const Model& m, const Point& p, DType dt, AttnPass pass) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = FamilyOptions().algo;
-  if (cfg.algo == "cache") UseAutotuneCache();
+  if (cfg.algo == Algo::kCache) UseAutotuneCache();
   NameKeys keys = {{key::kBatch, std::to_string(p.batch)},
                    {key::kDType, std::string(Name(dt))},
                    {key::kPass, Name(pass)},

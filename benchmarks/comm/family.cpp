@@ -10,8 +10,7 @@
 #include <optional>
 
 #include "benchmarks/comm/matrix.h"
-#include "fixtures/schema/naming.h"
-#include "fixtures/schema/schema.h"
+#include "fixtures/harness.h"
 #include "kernels/cuda/device.h"
 #include "kernels/nccl/comm.h"
 

@@ -21,10 +21,6 @@
 #include <vector>
 
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
-#include "fixtures/run/launched.h"
-#include "fixtures/run/lockstep.h"
-#include "fixtures/run/main.h"
 #include "kernels/nccl/collective.h"
 
 namespace dlb::comm {

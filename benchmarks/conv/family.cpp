@@ -1,6 +1,6 @@
 #include "benchmarks/conv/family.h"
 
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/reference/conv.h"
 
 namespace dlb::conv {
@@ -13,18 +13,19 @@ const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
   const std::string modes = "cache|search|heuristic";
-  return {
-      ChoiceFlag("autotune",
-                 modes + ": how each case picks its engine (cuDNN engine configurations, oneDNN "
-                         "layouts). heuristic: the library's first; search: the fastest of its "
-                         "candidates, timed before the case on every run; cache (default): the "
-                         "winner recorded for this library, device, shape, dtype, layout and pass "
-                         "in <cache dir>/autotune.json, else a search whose winner is recorded",
-                 {"cache", "search", "heuristic"}, &g_options.algo),
-      ChoiceFlag("conv_algo",
-                 "heuristic|search: the older spelling of --dlb_autotune, an alias "
-                 "(heuristic: --dlb_autotune=heuristic, search: --dlb_autotune=search)",
-                 {"heuristic", "search"}, &g_options.algo)};
+  return {EnumFlag(
+              "autotune",
+              modes + ": how each case picks its engine (cuDNN engine configurations, oneDNN "
+                      "layouts). heuristic: the library's first; search: the fastest of its "
+                      "candidates, timed before the case on every run; cache (default): the "
+                      "winner recorded for this library, device, shape, dtype, layout and pass "
+                      "in <cache dir>/autotune.json, else a search whose winner is recorded",
+              {{"cache", Algo::kCache}, {"search", Algo::kSearch}, {"heuristic", Algo::kHeuristic}},
+              &g_options.algo),
+          EnumFlag("conv_algo",
+                   "heuristic|search: the older spelling of --dlb_autotune, an alias "
+                   "(heuristic: --dlb_autotune=heuristic, search: --dlb_autotune=search)",
+                   {{"heuristic", Algo::kHeuristic}, {"search", Algo::kSearch}}, &g_options.algo)};
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {

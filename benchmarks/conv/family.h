@@ -7,11 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/verify.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
@@ -28,7 +24,7 @@ std::vector<Workload> TierWorkloads();
 
 // The family's own flags (the run's are dlb::Opts()).
 struct FamilyOptionValues {
-  std::string algo = "cache";  // cache | search | heuristic (RunConfig::algo)
+  Algo algo = Algo::kCache;  // --dlb_autotune (RunConfig::algo)
 };
 const FamilyOptionValues& FamilyOptions();
 // --dlb_autotune, and --dlb_conv_algo as its alias.
@@ -59,7 +55,7 @@ void Add(const Workload& w, int batch, DType dt, Layout layout) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = FamilyOptions().algo;
-  if (cfg.algo == "cache") UseAutotuneCache();
+  if (cfg.algo == Algo::kCache) UseAutotuneCache();
   NameKeys keys = {{key::kBatch, std::to_string(batch)},
                    {key::kDType, std::string(Name(dt))},
                    {key::kLayout, Name(layout)},

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "fixtures/harness.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/data/dataset_source.h"
 #include "kernels/data/loader.h"
 

@@ -3,7 +3,7 @@
 // backend's build option; registration only visits the lists.
 #pragma once
 
-#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 #include "kernels/data/loader.h"
 #ifdef DLBENCH_HAVE_NVJPEG
 #include "kernels/data/nvjpeg_loader.h"

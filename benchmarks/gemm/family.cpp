@@ -1,6 +1,6 @@
 #include "benchmarks/gemm/family.h"
 
-#include "fixtures/case/checks.h"
+#include "fixtures/harness.h"
 #include "kernels/reference/gemm.h"
 
 namespace dlb::gemm {
@@ -13,14 +13,14 @@ const FamilyOptionValues& FamilyOptions() { return g_options; }
 
 std::vector<FlagSpec> Flags() {
   return {
-      ChoiceFlag("gemm_algo",
-                 "heuristic|search: the library's first choice, or the fastest of its candidates "
-                 "(cuBLASLt heuristic results, oneDNN implementations) timed once before the case",
-                 {"heuristic", "search"}, &g_options.algo),
-      ChoiceFlag("gemm_fp8_accum",
-                 "full|fast: cuBLASLt's FP8 accumulation, full precision or fast "
-                 "(CUBLASLT_MATMUL_DESC_FAST_ACCUM; torch._scaled_mm's use_fast_accum)",
-                 {"full", "fast"}, &g_options.fp8_accum)};
+      EnumFlag("gemm_algo",
+               "heuristic|search: the library's first choice, or the fastest of its candidates "
+               "(cuBLASLt heuristic results, oneDNN implementations) timed once before the case",
+               {{"heuristic", Algo::kHeuristic}, {"search", Algo::kSearch}}, &g_options.algo),
+      EnumFlag("gemm_fp8_accum",
+               "full|fast: cuBLASLt's FP8 accumulation, full precision or fast "
+               "(CUBLASLT_MATMUL_DESC_FAST_ACCUM; torch._scaled_mm's use_fast_accum)",
+               {{"full", Fp8Accum::kFull}, {"fast", Fp8Accum::kFast}}, &g_options.fp8_accum)};
 }
 
 std::vector<Workload> LoadWorkloads(const std::string& path) {

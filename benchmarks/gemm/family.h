@@ -6,11 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/verify.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 
@@ -28,10 +24,13 @@ std::vector<Workload> TierWorkloads();
 // The square rows (square.<n>), where the default tier times the 8-bit types.
 bool IsSquare(const Workload& w);
 
+// cuBLASLt's FP8 accumulation: full precision, or fast (CUBLASLT_MATMUL_DESC_FAST_ACCUM).
+enum class Fp8Accum { kFull, kFast };
+
 // The family's own flags (the run's are dlb::Opts()).
 struct FamilyOptionValues {
-  std::string algo = "heuristic";  // heuristic | search
-  std::string fp8_accum = "full";  // full | fast: cuBLASLt's FP8 accumulation mode
+  Algo algo = Algo::kHeuristic;          // --dlb_gemm_algo: heuristic | search
+  Fp8Accum fp8_accum = Fp8Accum::kFull;  // --dlb_gemm_fp8_accum
 };
 const FamilyOptionValues& FamilyOptions();
 std::vector<FlagSpec> Flags();
@@ -51,7 +50,7 @@ void Add(const Workload& w, int64_t batch, DType dt) {
   cfg.seed = dlb::Opts().seed;
   cfg.threads = dlb::Opts().threads;
   cfg.algo = FamilyOptions().algo;
-  cfg.fast_accum = FamilyOptions().fp8_accum == "fast";
+  cfg.fast_accum = FamilyOptions().fp8_accum == Fp8Accum::kFast;
   NameKeys keys;
   if (batch > 0) keys.push_back({key::kBatch, std::to_string(batch)});
   keys.push_back({key::kDType, std::string(Name(dt))});

@@ -2,7 +2,7 @@
 // The one place the family names its backends' build options; registration only visits the lists.
 #pragma once
 
-#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/matmul.h"

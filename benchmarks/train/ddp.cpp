@@ -10,8 +10,6 @@
 #include "benchmarks/train/family.h"
 #include "benchmarks/train/matrix.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/lockstep.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/cuda/device.h"
 #include "kernels/nccl/comm.h"
 #include "kernels/nccl/launch.h"
@@ -118,6 +116,8 @@ void RegisterDdpCases() {
                  "per process\n",
                  Processes().size(), Processes().how().c_str());
   const std::vector<std::string>& models = matrix::kDdpModels.Now();
+  // Not a case filter (Register leaves out what the run leaves out): a run without the GPU writes
+  // no launch context.
   if (!WantDevice(true) || models.empty()) return;
   AddDdpContext();
   for (const Model& m : TierModels()) {
@@ -139,13 +139,12 @@ void RegisterDdpCases() {
           if (transformer) keys.push_back({key::kSeq, std::to_string(m.shape.seq)});
           keys.push_back({key::kGpus, std::to_string(n)});
           // A transformer's epoch is tokens: its items are sequences.
-          NoteEpochItems(
-              BuildName({"train", "gpu", libtorch::DdpStepGpu::kBackend, m.basics.name, keys}),
-              transformer ? (m.epoch_items + m.shape.seq - 1) / m.shape.seq : m.epoch_items);
           // The case's batch is every GPU's: the epoch is that many images a step.
+          CaseInfo info = CaseInfo::Of(m.basics, DType::kBF16, batch * n, nullptr);
+          info.extra =
+              Epoch{transformer ? (m.epoch_items + m.shape.seq - 1) / m.shape.seq : m.epoch_items};
           Register<libtorch::DdpStepGpu, libtorch::DdpShape, DdpSteps>(
-              "train", m.basics, std::move(keys), s, cfg,
-              CaseInfo::Of(m.basics, DType::kBF16, batch * n, nullptr));
+              "train", m.basics, std::move(keys), s, cfg, std::move(info));
         }
       }
   }

@@ -7,8 +7,7 @@
 
 #include <vector>
 
-#include "fixtures/run/flags.h"
-#include "fixtures/run/launched.h"
+#include "fixtures/harness.h"
 
 namespace dlb::train {
 

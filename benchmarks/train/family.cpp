@@ -4,12 +4,11 @@
 #include <sstream>
 
 #include "benchmarks/train/matrix.h"
-#include "fixtures/schema/naming.h"
+#include "fixtures/harness.h"
 
 namespace dlb::train {
 
 namespace {
-std::map<std::string, int64_t> g_epoch_items;
 
 std::vector<int64_t> ParseWidths(const CsvRow& row) {
   std::vector<int64_t> out;
@@ -28,12 +27,7 @@ std::vector<int64_t> ParseWidths(const CsvRow& row) {
   }
   return out;
 }
-}  // namespace
 
-const std::map<std::string, int64_t>& EpochItems() { return g_epoch_items; }
-void NoteEpochItems(const std::string& name, int64_t items) { g_epoch_items[name] = items; }
-
-namespace {
 // A transformers file (its header has `seq`): name, count, model, vocab, seq, dataset,
 // epoch_tokens, tier[, network]. The model must be one kernels/torch/transformer.h builds; the
 // vocabulary is checked against it when a case is built.
@@ -125,16 +119,18 @@ const std::vector<Config>& Configs(bool gpu) {
 // other families' default, which LibTorch keeps in the process only): cudnn.benchmark, as PyTorch
 // users train; heuristic: cuDNN's first choice.
 FlagSpec AutotuneFlag() {
-  return ChoiceFlag("autotune",
-                    "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
-                    "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
-                    "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
-                    {"cache", "search", "heuristic"}, &FamilyOptions().autotune);
+  return EnumFlag(
+      "autotune",
+      "cache|search|heuristic: how the LibTorch steps' convolutions pick their cuDNN "
+      "algorithm. cache (default) and search: cudnn.benchmark (PyTorch's search, "
+      "kept for the process); heuristic: cudnn.benchmark off, cuDNN's first choice",
+      {{"cache", Algo::kCache}, {"search", Algo::kSearch}, {"heuristic", Algo::kHeuristic}},
+      &FamilyOptions().autotune);
 }
 
 RunConfig RunConfigOf(const Config& c) {
   RunConfig cfg;
-  cfg.algo = FamilyOptions().autotune == "heuristic" ? "heuristic" : "search";
+  cfg.algo = FamilyOptions().autotune == Algo::kHeuristic ? Algo::kHeuristic : Algo::kSearch;
   cfg.dtype = c.dtype;
   cfg.layout = c.layout;
   cfg.seed = dlb::Opts().seed;

@@ -8,15 +8,11 @@
 #pragma once
 
 #include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "benchmarks/train/matrix.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/run/flags.h"
-#include "fixtures/schema/schema.h"
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"
 
@@ -35,8 +31,8 @@ std::vector<Model> TierModels();
 
 // The family's flags' values (the flags write them).
 struct Options {
-  std::string autotune = "cache";  // --dlb_autotune
-  std::vector<int64_t> gpus;       // --dlb_train_gpus; empty: the tier's
+  Algo autotune = Algo::kCache;  // --dlb_autotune
+  std::vector<int64_t> gpus;     // --dlb_train_gpus; empty: the tier's
 };
 Options& FamilyOptions();
 
@@ -76,9 +72,11 @@ struct TransformerCase {
 };
 std::vector<TransformerCase> TransformerCases(const Model& m, bool gpu);
 
-// The epoch size of a case's model, by benchmark name (filled by Add).
-const std::map<std::string, int64_t>& EpochItems();
-void NoteEpochItems(const std::string& name, int64_t items);
+// A training case's epoch: the items of its model's dataset, in the case's own items (sequences
+// for a transformer), carried in its CaseInfo (extra) for the record's epoch time.
+struct Epoch {
+  int64_t items = 0;
+};
 
 // The harness's steps with two additions: after calibration the op measures its phases
 // (forward, backward, optimizer) in a separate un-graphed pass, so the timed runs are undisturbed;
@@ -94,12 +92,12 @@ struct TrainSteps : DefaultSteps<Op, Shape> {
                      const Timing& t, int launches, Verdict* verdict) {
     RecordStep(st, op, info, cfg, t, launches, verdict);
     if (t.iterations == 0 || t.total <= 0) return;
-    auto it = EpochItems().find(info.name);
-    if (it == EpochItems().end() || info.batch <= 0) return;
+    const Epoch* epoch = info.Extra<Epoch>();
+    if (epoch == nullptr || info.batch <= 0) return;
     const double step_s = t.Mean();
-    st.counters[std::string(schema::kEpochItems)] = double(it->second);
+    st.counters[std::string(schema::kEpochItems)] = double(epoch->items);
     st.counters[std::string(schema::kEpochS)] =
-        std::ceil(double(it->second) / double(info.batch)) * step_s;
+        std::ceil(double(epoch->items) / double(info.batch)) * step_s;
   }
 };
 
@@ -126,10 +124,9 @@ void AddTransformer(const Model& m, const TransformerCase& tc) {
   const RunConfig cfg = RunConfigOf(tc.config);
   NameKeys keys = KeysOf(m, tc.batch, tc.config, Op::kGpu);
   keys.push_back({key::kSeq, std::to_string(tc.seq)});
-  NoteEpochItems(BuildName({"train", Op::kGpu ? "gpu" : "cpu", Op::kBackend, m.basics.name, keys}),
-                 (m.epoch_items + tc.seq - 1) / tc.seq);
   CaseInfo info =
       CaseInfo::Of(m.basics, tc.config.amp ? DType::kBF16 : tc.config.dtype, tc.batch, nullptr);
+  info.extra = Epoch{(m.epoch_items + tc.seq - 1) / tc.seq};
   Register<Op, TrainShape, TransformerSteps<Op>>("train", m.basics, std::move(keys), shape, cfg,
                                                  info);
 }
@@ -141,9 +138,8 @@ void Add(const Model& m, int batch, const Config& c) {
   const TrainShape shape = ShapeOf(m, batch, c);
   const RunConfig cfg = RunConfigOf(c);
   NameKeys keys = KeysOf(m, batch, c, Op::kGpu);
-  NoteEpochItems(BuildName({"train", Op::kGpu ? "gpu" : "cpu", Op::kBackend, m.basics.name, keys}),
-                 m.epoch_items);
   CaseInfo info = CaseInfo::Of(m.basics, c.amp ? DType::kBF16 : c.dtype, batch, nullptr);
+  info.extra = Epoch{m.epoch_items};
   Register<Op, TrainShape, TrainSteps<Op>>("train", m.basics, std::move(keys), shape, cfg, info);
 }
 

@@ -8,7 +8,6 @@
 #include "benchmarks/train/family.h"
 #include "benchmarks/train/matrix.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/data/dataset_source.h"
 #include "kernels/torch/loader_fed_step.h"
 #endif
@@ -28,7 +27,7 @@ std::vector<FlagSpec> LoaderFedFlags() {
 // every core and by nvJPEG; full: also the cat/dog CNN at 128 and 1, 2, 4, ... workers.
 void RegisterLoaderFedCases() {
   const std::vector<std::string>& models = matrix::kLoaderFedModels.Now();
-  if (!WantDevice(true) || models.empty()) return;
+  if (models.empty()) return;
   std::vector<int> workers = data::WorkerCounts(false);
   if (!matrix::kLoaderFedEveryWorkerCount.Now()) workers = {workers.back()};
   data::DatasetWant want;  // an ImageFolder
@@ -54,9 +53,6 @@ void RegisterLoaderFedCases() {
           NameKeys keys = KeysOf(m, batch, c, true);
           keys.push_back({key::kLoader, nvjpeg ? "nvjpeg" : "turbojpeg"});
           keys.push_back({key::kWorkers, std::to_string(s.loader.workers)});
-          NoteEpochItems(BuildName({"train", "gpu", libtorch::LoaderFedStepGpu::kBackend,
-                                    m.basics.name, keys}),
-                         m.epoch_items);
           Register<libtorch::LoaderFedStepGpu, libtorch::LoaderFedShape>(
               "train", m.basics, std::move(keys), s, cfg,
               CaseInfo::Of(m.basics, DType::kBF16, batch, nullptr));

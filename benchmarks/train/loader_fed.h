@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "fixtures/run/flags.h"
+#include "fixtures/harness.h"
 
 namespace dlb::train {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/workloads.h"
+#include "fixtures/harness.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/op.h"
 #include "kernels/common/train.h"

@@ -3,7 +3,7 @@
 // native CPU step must call the system's.
 #pragma once
 
-#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/mlp.h"

@@ -7,8 +7,7 @@
 
 #include <string>
 
-#include "fixtures/case/op_list.h"
-#include "fixtures/schema/schema.h"
+#include "fixtures/harness.h"
 #include "kernels/backends.h"
 #include "kernels/torch/step.h"
 

@@ -28,11 +28,6 @@
 
 namespace dlb::autotune {
 
-// The cache's answer modes, as the --dlb_autotune flag spells them.
-inline constexpr const char* kHeuristic = "heuristic";  // the library's first candidate
-inline constexpr const char* kSearch = "search";        // time every candidate, every run
-inline constexpr const char* kCache = "cache";          // the recorded winner, else search + record
-
 // The counter an op reports its setup with: plan building and search, or the cached winner's
 // rebuild (fixtures/schema/schema.h names it too).
 inline constexpr const char* kSetupMsCounter = "setup_ms";

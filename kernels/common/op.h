@@ -78,13 +78,22 @@ struct Cost {
 enum class Layout { kNCHW, kNHWC };
 inline const char* Name(Layout l) { return l == Layout::kNCHW ? "nchw" : "nhwc"; }
 
+// How an op picks its algorithm or engine (--dlb_autotune, --dlb_gemm_algo): the library's first
+// candidate, the fastest of its candidates timed before the case on every run, or the winner the
+// autotune cache recorded (else a search whose winner is recorded;
+// kernels/common/autotune_cache.h).
+enum class Algo { kHeuristic, kSearch, kCache };
+inline const char* Name(Algo a) {
+  return a == Algo::kHeuristic ? "heuristic" : a == Algo::kSearch ? "search" : "cache";
+}
+
 struct RunConfig {
   DType dtype = DType::kF32;
   Layout layout = Layout::kNCHW;
   uint64_t seed = 42;
-  int threads = 0;                 // CPU threads; 0 = the library's default
-  std::string algo = "heuristic";  // heuristic | search (conv)
-  bool fast_accum = false;         // fp8 GEMMs: cuBLASLt's fast accumulation (--dlb_gemm_fp8_accum)
+  int threads = 0;  // CPU threads; 0 = the library's default
+  Algo algo = Algo::kHeuristic;
+  bool fast_accum = false;  // fp8 GEMMs: cuBLASLt's fast accumulation (--dlb_gemm_fp8_accum)
 };
 
 // A host copy of an op's output, converted to float for comparison.

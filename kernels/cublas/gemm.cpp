@@ -321,8 +321,7 @@ std::string CublasGemm::label() const {
 // ---- cublasLtMatmul -----------------------------------------------------------------------------
 
 Support CublasLtGemm::Supports(const GemmShape& s, const RunConfig& cfg) {
-  if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("algo " + cfg.algo + " (heuristic|search)");
+  if (cfg.algo == Algo::kCache) return Support::No("algo cache (heuristic|search)");
   return CommonSupport(s, cfg.dtype);
 }
 
@@ -381,7 +380,7 @@ CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg, int can
   DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
 
-  const bool search = cfg.algo == "search";
+  const bool search = cfg.algo == Algo::kSearch;
   std::vector<cublasLtMatmulHeuristicResult_t> results(search ? size_t(std::max(1, candidates))
                                                               : 1);
   int returned = 0;

@@ -58,7 +58,7 @@ void TimeSustained(Finalist* f, DType dt, int candidates, double warm_s) {
   const GemmShape shape{f->shape.m, f->shape.n, f->shape.k, false, true};
   RunConfig cfg;
   cfg.dtype = dt;
-  cfg.algo = "search";
+  cfg.algo = Algo::kSearch;
   if (const Support support = CublasLtGemm::Supports(shape, cfg); !support.ok) {
     r.how = support.why;
     return;

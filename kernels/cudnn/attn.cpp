@@ -57,10 +57,6 @@ std::string VersionText(size_t v) {
          std::to_string(v % 100);
 }
 
-bool KnownAlgo(const std::string& algo) {
-  return algo == autotune::kHeuristic || algo == autotune::kSearch || algo == autotune::kCache;
-}
-
 // The largest head_dim cuDNN's fused engines take (the frontend's support surface): 256 on
 // Hopper, 128 on Ampere, Ada and Blackwell.
 int64_t MaxHeadDim(int cc_major) { return cc_major == 9 ? 256 : 128; }
@@ -187,13 +183,12 @@ struct AttnState {
     std::string how;
   };
   // The engine configuration for a pass's graph, by cfg.algo (heuristic, search or cache).
-  Picked Pick(void* g, AttnPass pass, const std::string& algo, int64_t ws_limit);
+  Picked Pick(void* g, AttnPass pass, Algo algo, int64_t ws_limit);
 };
 
-AttnState::Picked AttnState::Pick(void* g, AttnPass pass, const std::string& algo,
-                                  int64_t ws_limit) {
+AttnState::Picked AttnState::Pick(void* g, AttnPass pass, Algo algo, int64_t ws_limit) {
   Picked out;
-  const bool use_cache = algo == autotune::kCache;
+  const bool use_cache = algo == Algo::kCache;
   AttnShape keyed = shape;
   keyed.pass = pass;
   const std::string key = use_cache ? CacheKey(keyed, cfg) : "";
@@ -212,7 +207,7 @@ AttnState::Picked AttnState::Pick(void* g, AttnPass pass, const std::string& alg
       out.how = ", no cached winner;";
     }
   }
-  const bool search = algo != autotune::kHeuristic;
+  const bool search = algo != Algo::kHeuristic;
   cuda::DeviceBuffer<uint8_t> search_ws;
   Descriptor search_vp;
   cuda::EventTimer events;
@@ -301,8 +296,6 @@ Support CudnnAttn::Supports(const AttnShape& s, const RunConfig& cfg) {
   if (cfg.dtype != DType::kBF16 && cfg.dtype != DType::kF16)
     return Support::No("cuDNN's fused attention takes f16 or bf16 inputs, not " +
                        std::string(Name(cfg.dtype)));
-  if (!KnownAlgo(cfg.algo))
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (s.head_dim % 8 != 0)
     return Support::No("cuDNN's fused attention needs head_dim a multiple of 8, not " +
                        std::to_string(s.head_dim));
@@ -383,7 +376,7 @@ CudnnAttn::CudnnAttn(const AttnShape& shape, const RunConfig& cfg)
     // The forward once, untimed, for O and the statistics the backward reads.
     const attn::Lowering fwd_low = attn::LoweringFor(shape, AttnPass::kFwd, version);
     attn::OpGraph fg = attn::BuildForward(st.handle.get(), shape, cfg.dtype, fwd_low);
-    AttnState::Picked f = st.Pick(fg.graph.get(), AttnPass::kFwd, autotune::kHeuristic, ws_limit);
+    AttnState::Picked f = st.Pick(fg.graph.get(), AttnPass::kFwd, Algo::kHeuristic, ws_limit);
     cuda::DeviceBuffer<uint8_t> fws(static_cast<size_t>(f.c.workspace));
     Descriptor fvp = st.MakePack(AttnPass::kFwd, fws.get());
     st.Execute(f.c.plan.get(), fvp.get(), AttnPass::kFwd);

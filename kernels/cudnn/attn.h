@@ -35,7 +35,7 @@ class CudnnAttn {
   static constexpr bool kGpu = true;
   static constexpr const char* kBackend = "cudnn";
 
-  // No for an invalid shape, f32/tf32, an unknown algo, no CUDA device, a GPU older than sm_80,
+  // No for an invalid shape, f32/tf32, no CUDA device, a GPU older than sm_80,
   // or a head_dim the fused engines do not take (a multiple of 8, at most 256 on sm_90, 128
   // elsewhere). Asks the device once per process; builds no graph.
   static Support Supports(const AttnShape& shape, const RunConfig& cfg);

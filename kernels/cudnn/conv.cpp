@@ -131,10 +131,6 @@ Support EngineExists(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
 // of ~0.5 ms of events. The three fastest are timed again for ~3 ms so one noisy sample does not
 // decide. Candidates come best-first from the heuristics, so the bound is tight early and slow
 // engines cost one or two launches each.
-bool KnownAlgo(const std::string& algo) {
-  return algo == autotune::kHeuristic || algo == autotune::kSearch || algo == autotune::kCache;
-}
-
 autotune::Policy SearchPolicy() {
   autotune::Policy p;
   p.warmup_runs = 1;
@@ -272,7 +268,7 @@ std::vector<Candidate> UsableCandidates(ConvState& st, bool search, int64_t ws_l
 // st.chosen; with the cache, the winner recorded under `key`. `how` gets what was done.
 void ChooseBySearch(ConvState& st, bool use_cache, const std::string& key, int64_t ws_limit,
                     std::string* how) {
-  const bool search = st.cfg.algo != autotune::kHeuristic;
+  const bool search = st.cfg.algo != Algo::kHeuristic;
   // Declared before the tuner, whose timer reads them: set once every plan is built.
   cuda::DeviceBuffer<uint8_t> search_ws;
   Descriptor search_vp;
@@ -338,8 +334,6 @@ std::string ConvLabel(ConvState& st, const std::string& how, int64_t ws_limit) {
 template <ConvPass kPass>
 Support CudnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
-  if (!KnownAlgo(cfg.algo))
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (IsEightBit(cfg.dtype)) return Support::No(EightBitReason(cfg.dtype));
   if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
   return EngineExists(shape, cfg, kPass);
@@ -349,7 +343,6 @@ template <ConvPass kPass>
 CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
     : state_(std::make_unique<ConvState>()) {
   DLB_REQUIRE(shape.Valid(), "invalid convolution shape");
-  DLB_REQUIRE(KnownAlgo(cfg.algo), "algo must be heuristic|search|cache");
   if (IsEightBit(cfg.dtype)) throw Unsupported(EightBitReason(cfg.dtype));
   ConvState& st = *state_;
   st.shape = shape;
@@ -362,7 +355,7 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   size_t free_b = 0, total_b = 0;
   cuda::MemInfo(&free_b, &total_b);
   const int64_t ws_limit = static_cast<int64_t>(std::min(kWorkspaceCapBytes, 0.5 * double(free_b)));
-  const bool use_cache = cfg.algo == autotune::kCache;
+  const bool use_cache = cfg.algo == Algo::kCache;
   const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
   std::string how;
   if (!use_cache || !ChooseCached(st, key, ws_limit, &how))

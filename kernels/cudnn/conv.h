@@ -1,6 +1,6 @@
 // cuDNN 9 convolutions (forward, backward-data, backward-filter) through the backend graph API:
 // one operation graph per op, engine configurations from cuDNN's heuristics, and with
-// RunConfig::algo == "search" every candidate engine configuration (heuristics modes A and B,
+// RunConfig::algo search every candidate engine configuration (heuristics modes A and B,
 // the fallback list, and every engine of the graph with default knobs) timed once in the
 // constructor; "heuristic" takes cuDNN's first usable configuration; "cache" rebuilds the engine
 // and knobs recorded for the case in the autotune cache (kernels/common/autotune_cache.h), or
@@ -32,7 +32,7 @@ class CudnnConv {
   static constexpr bool kGpu = true;
   static constexpr const char* kBackend = "cudnn";
 
-  // No for an invalid shape, an unknown algo, no CUDA device, or no cuDNN engine for the
+  // No for an invalid shape, no CUDA device, or no cuDNN engine for the
   // combination (asked once per combination through the process's shared handle, then cached).
   static Support Supports(const ConvShape& shape, const RunConfig& cfg);
   // Picks an engine configuration (heuristic: cuDNN's first usable one; search: the fastest of

@@ -213,9 +213,6 @@ std::string CacheKey(const ConvShape& shape, const RunConfig& cfg, ConvPass pass
 template <ConvPass kPass>
 Support OneDnnConv<kPass>::Supports(const ConvShape& shape, const RunConfig& cfg) {
   if (!shape.Valid()) return Support::No("invalid convolution shape");
-  if (cfg.algo != autotune::kHeuristic && cfg.algo != autotune::kSearch &&
-      cfg.algo != autotune::kCache)
-    return Support::No("unknown algo '" + cfg.algo + "' (heuristic|search|cache)");
   if (cfg.dtype == DType::kF16)
     return Support::No("f16 convolutions are not benchmarked on oneDNN (f32 and bf16 only)");
   if (cfg.dtype == DType::kTF32) return Support::No("tf32 is a GPU tensor-core math mode");
@@ -236,7 +233,7 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
     : shape_(shape), cfg_(cfg) {
   RequireSupported(Supports(shape, cfg));
   SetThreads(cfg.threads);
-  const bool search = cfg.algo != autotune::kHeuristic;
+  const bool search = cfg.algo != Algo::kHeuristic;
   // A user scratchpad, allocated here: otherwise oneDNN may allocate it inside execute().
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -292,7 +289,7 @@ OneDnnConv<kPass>::OneDnnConv(const ConvShape& shape, const RunConfig& cfg)
               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}};
   };
 
-  const bool use_cache = cfg.algo == autotune::kCache;
+  const bool use_cache = cfg.algo == Algo::kCache;
   const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
   std::optional<Impl> chosen;
   std::string how;

@@ -58,8 +58,7 @@ memory::desc Matrix(int64_t rows, int64_t cols, bool transposed, memory::data_ty
 
 Support OneDnnMatmul::Supports(const GemmShape& s, const RunConfig& cfg) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return Support::No("empty GEMM");
-  if (cfg.algo != "heuristic" && cfg.algo != "search")
-    return Support::No("algo " + cfg.algo + " (heuristic|search)");
+  if (cfg.algo == Algo::kCache) return Support::No("algo cache (heuristic|search)");
   switch (cfg.dtype) {
     case DType::kF32:
       return Support::Yes();
@@ -132,7 +131,7 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   };
   autotune::Tuner<Impl> tuner(SearchPolicy(),
                               [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
-  const bool search = cfg.algo == "search";
+  const bool search = cfg.algo == Algo::kSearch;
   do {
     std::string impl = pd.impl_info_str();
     if (search && impl.find("ref") != std::string::npos) continue;

@@ -126,7 +126,7 @@ void Engine::SetMath() const {
     ctx.setAllowTF32CuBLAS(tf32);
     ctx.setAllowTF32CuDNN(tf32);
     // As PyTorch users train, cudnn.benchmark = True; algo "heuristic": cuDNN's first choice.
-    ctx.setBenchmarkCuDNN(cfg.algo != "heuristic");
+    ctx.setBenchmarkCuDNN(cfg.algo != Algo::kHeuristic);
   }
 }
 

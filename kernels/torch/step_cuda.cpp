@@ -262,7 +262,7 @@ std::string TorchStepGpu::label() const {
   }
   o << "LibTorch " << TorchVersion() << " CUDA, " << (g_->graph ? "CUDA graph" : "eager C++")
     << ", " << (e_->train() ? compat::SgdName(true) : "inference mode")
-    << (e_->cfg.algo == "heuristic" ? ", cudnn.benchmark off, " : ", cudnn.benchmark, ")
+    << (e_->cfg.algo == Algo::kHeuristic ? ", cudnn.benchmark off, " : ", cudnn.benchmark, ")
     << (e_->shape.amp                   ? "bf16 autocast"
         : e_->cfg.dtype == DType::kTF32 ? "TF32"
                                         : "TF32 off")

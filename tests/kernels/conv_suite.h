@@ -206,7 +206,7 @@ TYPED_TEST_P(ConvSuite, CacheRebuildsTheRecordedWinner) {
   const std::string path = dir / "autotune.json";
   autotune::SetProcessCachePath(path);
   ConvCase c = TypeParam::CacheCase();
-  c.cfg.algo = "cache";
+  c.cfg.algo = Algo::kCache;
   Fwd searched(c.shape, c.cfg);
   EXPECT_NE(searched.label().find(", no cached winner; searched "), std::string::npos)
       << searched.label();
@@ -223,7 +223,7 @@ TYPED_TEST_P(ConvSuite, CacheRebuildsTheRecordedWinner) {
     EXPECT_EQ(searched.Output().data, cached.Output().data);
   TypeParam::CheckStaleWinner(path, c);
 
-  c.cfg.algo = "heuristic";
+  c.cfg.algo = Algo::kHeuristic;
   fs::remove(path);
   Fwd heuristic(c.shape, c.cfg);
   EXPECT_NE(heuristic.label().find(TypeParam::kHeuristicSays), std::string::npos)

@@ -33,7 +33,7 @@ template <class Op>
 void ExpectGemmMatchesReference(const GemmShape& s, const RunConfig& cfg) {
   SCOPED_TRACE(std::string(Name(cfg.dtype)) + " " + std::to_string(s.m) + "x" +
                std::to_string(s.n) + "x" + std::to_string(s.k) + " ta=" + std::to_string(s.ta) +
-               " tb=" + std::to_string(s.tb) + " algo=" + cfg.algo);
+               " tb=" + std::to_string(s.tb) + " algo=" + Name(cfg.algo));
   ASSERT_TRUE(Op::Supports(s, cfg).ok) << Op::Supports(s, cfg).why;
   Op op(s, cfg);
   op.Run();

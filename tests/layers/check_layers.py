@@ -4,10 +4,15 @@
     kernels/ (backends, references, data pipelines)  <-  fixtures/ (the harness)  <-  benchmarks/
     tools/ are programs: they use kernels/ and fixtures/schema/ (the result schema and naming rules)
 
-The harness is in rooms: fixtures/run/ (the run's services), fixtures/machine/ (what the machine
-can do), fixtures/case/ (the case pipeline), beside fixtures/schema/ and fixtures/workloads/; only
-the umbrella header fixtures/harness.h sits directly in fixtures/, and no part of the harness
-includes it. The machine's measurements know no case; the case pipeline knows no main().
+The harness is a ladder of rooms, each including only itself and the rooms below it:
+
+    fixtures/schema/ < fixtures/base/ < fixtures/machine/ < fixtures/case/ < fixtures/run/ < fixtures/harness.h
+
+the result schema, the run's services (flags, files, devices, libraries, deadlines, budget,
+progress), what the machine can do, the case pipeline, the top of a run (main, launched, lockstep,
+context, output), and the umbrella header a family includes, which sits alone directly in
+fixtures/ and which no part of the harness includes. fixtures/workloads/ holds data only. Of the
+harness, a family includes that header alone: it is the family's whole API.
 
 Every "..." include of a source file must be allowed by the rules of the folder the file is in,
 and the project's includes must form no cycle. Prints one line per violation (file:line: what)
@@ -56,14 +61,15 @@ def allowed(src, inc):
             return "the harness includes no backend (only " + ", ".join(HARNESS_KERNELS) + ")"
         if inc in UMBRELLAS and src not in UMBRELLAS:
             return "the umbrella header is for families: a part of the harness includes its room"
-        if src.startswith("fixtures/machine/") and inc.startswith("fixtures/case/"):
-            return "the machine's measurements (fixtures/machine/) know no case pipeline"
-        if src.startswith("fixtures/case/") and inc in RUN_TOP:
-            return "the case pipeline (fixtures/case/) knows no main(): " + ", ".join(RUN_TOP)
+        if inc.startswith("fixtures/") and rung(inc) > rung(src):
+            return (f"the harness's includes point down the ladder ({' < '.join(LADDER)}): "
+                    f"{room(src)} includes no {room(inc)}")
         return None
     if src.startswith("benchmarks/"):
         if inc.startswith("benchmarks/") and family(inc) != family(src):
             return "a family never includes another family"
+        if inc.startswith("fixtures/") and inc not in UMBRELLAS:
+            return "a family includes the harness's API, fixtures/harness.h, not its rooms"
         return None
     if src.startswith("tools/"):
         if inc.startswith("benchmarks/"):
@@ -76,13 +82,22 @@ def allowed(src, inc):
     return None
 
 
-# The harness's rooms, and what sits directly in fixtures/: the umbrella header alone.
-ROOMS = ("fixtures/case/", "fixtures/run/", "fixtures/machine/", "fixtures/schema/",
-         "fixtures/workloads/")
+# The harness's ladder, bottom first: a room includes only itself and the rooms below it. The
+# umbrella header, the top rung, is what sits directly in fixtures/ alone.
+LADDER = ("fixtures/schema/", "fixtures/base/", "fixtures/machine/", "fixtures/case/",
+          "fixtures/run/", "fixtures/harness.h")
+ROOMS = LADDER[:-1] + ("fixtures/workloads/",)
 UMBRELLAS = ("fixtures/harness.h",)
-# The top of a run, above the case pipeline.
-RUN_TOP = ("fixtures/run/main.h", "fixtures/run/launched.h", "fixtures/run/lockstep.h",
-           "fixtures/run/output.h")
+
+
+def room(path):
+    """The rung of the ladder `path` is on ("fixtures/case/"); "" off the ladder."""
+    return next((r for r in LADDER if path.startswith(r)), "")
+
+
+def rung(path):
+    """How high `path` sits on the ladder; -1 off it (fixtures/workloads/, a stray file)."""
+    return LADDER.index(room(path)) if room(path) else -1
 
 
 def placement(src):
@@ -199,8 +214,13 @@ def self_test():
         "fixtures/machine/m.h": '#include "fixtures/case/loop.h"\n',
         "fixtures/case/c.h": '#include "fixtures/run/main.h"\n#include "fixtures/harness.h"\n',
         "fixtures/run/main.h": "\n",
+        "fixtures/base/b.h": '#include "fixtures/machine/m.h"\n',
+        "fixtures/base/b.cpp": '#include "fixtures/case/c.h"\n',
+        "fixtures/schema/t.h": '#include "fixtures/base/ok.h"\n',
+        "fixtures/run/up.h": '#include "fixtures/harness.h"\n',
         "fixtures/schema/s.h": '#include "fixtures/harness.h"\n',
         "benchmarks/train.cpp": '#include "benchmarks/dataload/family.h"\n',
+        "benchmarks/conv/family.h": '#include "fixtures/harness.h"\n#include "fixtures/case/steps.h"\n',
         "benchmarks/dataload/family.h": '#include "tools/dataset/generator.h"\n',
         "tools/report/r.cpp": '#include "fixtures/harness.h"\n',
         "benchmarks/train_native.cpp": '#include "benchmarks/train/family.h"\n',
@@ -214,9 +234,14 @@ def self_test():
                 "fixtures/harness.h:1", "fixtures/schema/s.h:1", "benchmarks/train.cpp:1",
                 "benchmarks/dataload/family.h:1", "tools/report/r.cpp:1", "include cycle",
                 "fixtures/stray.h:1", "fixtures/machine/m.h:1", "fixtures/case/c.h:1:",
-                "fixtures/case/c.h:2"]
-    good = {"fixtures/run/ok.h": '#include "kernels/common/error.h"\n#include "kernels/cuda/device.h"\n',
-            "benchmarks/gemm/f.h": '#include "fixtures/run/ok.h"\n#include "kernels/onednn/b.h"\n',
+                "fixtures/case/c.h:2", "fixtures/base/b.h:1", "fixtures/base/b.cpp:1",
+                "fixtures/schema/t.h:1", "fixtures/run/up.h:1", "benchmarks/conv/family.h:2"]
+    good = {"fixtures/base/ok.h": '#include "kernels/common/error.h"\n#include "kernels/cuda/device.h"\n'
+                                  '#include "fixtures/schema/s.h"\n',
+            "fixtures/machine/ok.h": '#include "fixtures/base/ok.h"\n',
+            "fixtures/case/ok.h": '#include "fixtures/machine/ok.h"\n#include "fixtures/base/ok.h"\n',
+            "fixtures/run/ok.h": '#include "fixtures/case/ok.h"\n#include "fixtures/run/main.h"\n',
+            "benchmarks/gemm/f.h": '#include "fixtures/harness.h"\n#include "kernels/onednn/b.h"\n',
             "tools/report/ok.cpp": '#include "fixtures/schema/naming.h"\n'}
     with tempfile.TemporaryDirectory() as root:
         for path, text in {**bad, **good}.items():

@@ -78,16 +78,16 @@ TEST(ConvFamily, AutotuneFlagAndItsConvAlgoAlias) {
   EXPECT_EQ(flags[0].name, "autotune");
   EXPECT_EQ(flags[1].name, "conv_algo");
   EXPECT_NE(flags[1].help.find("alias"), std::string::npos) << flags[1].help;
-  EXPECT_EQ(FamilyOptions().algo, "cache") << "the default";
+  EXPECT_EQ(FamilyOptions().algo, Algo::kCache) << "the default";
   EXPECT_EQ(flags[0].set("heuristic"), "");
-  EXPECT_EQ(FamilyOptions().algo, "heuristic");
+  EXPECT_EQ(FamilyOptions().algo, Algo::kHeuristic);
   EXPECT_EQ(flags[0].set("search"), "");
-  EXPECT_EQ(FamilyOptions().algo, "search");
+  EXPECT_EQ(FamilyOptions().algo, Algo::kSearch);
   EXPECT_NE(flags[0].set("fastest"), "");
   EXPECT_EQ(flags[1].set("heuristic"), "");
-  EXPECT_EQ(FamilyOptions().algo, "heuristic") << "conv_algo=heuristic is autotune=heuristic";
+  EXPECT_EQ(FamilyOptions().algo, Algo::kHeuristic) << "conv_algo=heuristic is autotune=heuristic";
   EXPECT_EQ(flags[1].set("search"), "");
-  EXPECT_EQ(FamilyOptions().algo, "search") << "conv_algo=search is autotune=search";
+  EXPECT_EQ(FamilyOptions().algo, Algo::kSearch) << "conv_algo=search is autotune=search";
   EXPECT_NE(flags[1].set("cache"), "") << "the alias keeps its old choices";
   EXPECT_EQ(flags[0].set("cache"), "");
 }

@@ -95,14 +95,14 @@ TEST(GemmFamily, AlgoAndFp8AccumFlagsAreTheFamilysOwn) {
   ASSERT_EQ(flags.size(), 2u);
   EXPECT_EQ(flags[0].name, "gemm_algo");
   EXPECT_EQ(flags[0].set("search"), "");
-  EXPECT_EQ(FamilyOptions().algo, "search");
+  EXPECT_EQ(FamilyOptions().algo, Algo::kSearch);
   EXPECT_NE(flags[0].set("best"), "");
   EXPECT_EQ(flags[0].set("heuristic"), "");
-  EXPECT_EQ(FamilyOptions().algo, "heuristic");
+  EXPECT_EQ(FamilyOptions().algo, Algo::kHeuristic);
   EXPECT_EQ(flags[1].name, "gemm_fp8_accum");
-  EXPECT_EQ(FamilyOptions().fp8_accum, "full");
+  EXPECT_EQ(FamilyOptions().fp8_accum, Fp8Accum::kFull);
   EXPECT_EQ(flags[1].set("fast"), "");
-  EXPECT_EQ(FamilyOptions().fp8_accum, "fast");
+  EXPECT_EQ(FamilyOptions().fp8_accum, Fp8Accum::kFast);
   EXPECT_NE(flags[1].set("turbo"), "");
   EXPECT_EQ(flags[1].set("full"), "");
 }

@@ -74,7 +74,7 @@ TEST_F(CublasGemmTest, LtSearchKeepsACorrectAlgorithmAndSaysSo) {
   for (DType dt : {DType::kF32, DType::kBF16}) {
     RunConfig cfg;
     cfg.dtype = dt;
-    cfg.algo = "search";
+    cfg.algo = Algo::kSearch;
     ExpectGemmMatchesReference<CublasLtGemm>({127, 65, 33, true, false}, cfg);
     CublasLtGemm op({256, 256, 256}, cfg);
     const std::regex said(
@@ -110,7 +110,7 @@ TEST_F(CublasGemmTest, Fp8LabelsSayAccumulationTypesAndLayout) {
   EXPECT_NE(fast.label().find("B stored k-contiguous (TN) at build"), std::string::npos)
       << fast.label();
   cfg.fast_accum = false;
-  cfg.algo = "search";
+  cfg.algo = Algo::kSearch;
   for (DType dt : {DType::kFP8E4M3, DType::kFP8E5M2}) {
     cfg.dtype = dt;
     ExpectGemmMatchesReference<CublasLtGemm>({96, 64, 1024, true, false}, cfg);
@@ -125,7 +125,7 @@ TEST_F(CublasGemmTest, Fp8LabelsSayAccumulationTypesAndLayout) {
 TEST_F(CublasGemmTest, Int8IsExactAndSaysItsComputeType) {
   RunConfig cfg;
   cfg.dtype = DType::kInt8;
-  cfg.algo = "search";
+  cfg.algo = Algo::kSearch;
   const Support i8 = CublasLtGemm::Supports({64, 64, 64}, cfg);
   if (!i8.ok) GTEST_SKIP() << i8.why;
   const GemmShape s{200, 96, 4096};
@@ -170,7 +170,7 @@ TEST(CublasGemmSupport, SaysWhyWithoutADeviceOrForBadSizes) {
     ExpectBareReason(CublasGemm::Supports({int64_t{1} << 32, 8, 8}, cfg));
     EXPECT_THROW(CublasGemm({0, 8, 8}, cfg), Unsupported);
   }
-  cfg.algo = "exhaustive";
+  cfg.algo = Algo::kCache;  // a GEMM keeps no cache of winners
   ExpectBareReason(CublasLtGemm::Supports({8, 8, 8}, cfg));
 }
 

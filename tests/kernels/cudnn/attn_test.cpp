@@ -79,7 +79,7 @@ TEST(CudnnAttn, SearchPicksAVerifiedEngine) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << cuda::NoDeviceReason();
   RunConfig cfg;
   cfg.dtype = DType::kBF16;
-  cfg.algo = "search";
+  cfg.algo = Algo::kSearch;
   for (AttnPass pass : {AttnPass::kFwd, AttnPass::kBwd}) {
     const AttnShape s = Shape(2, 8, 2, 256, 64, true, pass);
     ASSERT_TRUE(cudnn::CudnnAttn::Supports(s, cfg).ok);
@@ -114,12 +114,6 @@ TEST(CudnnAttn, UnsupportedSaysWhy) {
   s = cudnn::CudnnAttn::Supports(bad, cfg);
   ExpectBareReason(s);
   EXPECT_NE(s.why.find("multiple of 8"), std::string::npos) << s.why;
-
-  RunConfig unknown = cfg;
-  unknown.algo = "exhaustive";
-  s = cudnn::CudnnAttn::Supports(ok, unknown);
-  ExpectBareReason(s);
-  EXPECT_NE(s.why.find("algo"), std::string::npos) << s.why;
 
   bad = ok;
   bad.pass = AttnPass::kBwd;

@@ -47,7 +47,7 @@ class OneDnnMatmulSearch : public ::testing::TestWithParam<DType> {};
 TEST_P(OneDnnMatmulSearch, KeepsACorrectImplementationAndSaysSo) {
   RunConfig cfg;
   cfg.dtype = GetParam();
-  cfg.algo = "search";
+  cfg.algo = Algo::kSearch;
   GemmShape s{127, 65, 33, true, false};
   Support support = OneDnnMatmul::Supports(s, cfg);
   if (!support.ok) GTEST_SKIP() << support.why;
@@ -86,7 +86,7 @@ TEST(OneDnnMatmulSupport, SaysWhyForTf32AndDTypesThisCpuLacks) {
   if (!f16.ok) ExpectBareReason(f16);
   cfg.dtype = DType::kF32;
   ExpectBareReason(OneDnnMatmul::Supports({0, 8, 8}, cfg));
-  cfg.algo = "exhaustive";
+  cfg.algo = Algo::kCache;  // a GEMM keeps no cache of winners
   ExpectBareReason(OneDnnMatmul::Supports({8, 8, 8}, cfg));
 }
 
