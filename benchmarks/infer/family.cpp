@@ -4,9 +4,7 @@
 #include <string>
 
 #include "benchmarks/infer/matrix.h"
-#include "fixtures/case/checks.h"
-#include "fixtures/machine/peak.h"
-#include "fixtures/schema/schema.h"
+#include "fixtures/harness.h"
 #include "kernels/reference/infer.h"
 
 namespace dlb::infer {

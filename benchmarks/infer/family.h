@@ -10,10 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/case/verify.h"
-#include "fixtures/case/workloads.h"
 #include "fixtures/harness.h"
-#include "fixtures/schema/naming.h"
 #include "kernels/common/infer.h"
 #include "kernels/common/op.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "fixtures/case/workloads.h"
+#include "fixtures/harness.h"
 #include "kernels/common/dtype.h"
 
 namespace dlb::infer::matrix {

@@ -3,7 +3,7 @@
 // visits the lists.
 #pragma once
 
-#include "fixtures/case/op_list.h"
+#include "fixtures/harness.h"
 
 #ifdef DLBENCH_HAVE_ONEDNN
 #include "kernels/onednn/infer.h"

@@ -15,7 +15,7 @@
 
 #include "fixtures/schema/families.h"
 #include "tests/support/temp_dir.h"
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 
 namespace {
 

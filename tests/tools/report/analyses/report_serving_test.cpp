@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/tools/report_cases.h"
+#include "tests/tools/report/report_cases.h"
 #include "tools/report/analyses/report.h"
 #include "tools/report/analyses/serving.h"
 #include "tools/report/render/document.h"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "tests/tools/report_synthetic.h"
+#include "tests/tools/report/analyses/report_synthetic.h"
 
 namespace dlb::report::synthetic {
 
