@@ -10,6 +10,18 @@
 # left.
 #   bisect_test.sh DLBENCH_REPORT GBENCH_INCLUDE_DIRS(:-separated) GBENCH_LIBRARY
 set -u
+# Bisect's verdicts rest on timings of a 229 us op. On a shared VM a neighbour moved a whole
+# repetition set by +71% (bisect then rightly says "the machine is not steady", or judges a step
+# on the burst), so the whole test runs up to three times and passes when one run does: what it
+# checks is bisect's logic on a steady machine, which one of three runs gets.
+if [[ -z "${DLB_BISECT_TEST_TRY:-}" ]]; then
+  for try in 1 2 3; do
+    DLB_BISECT_TEST_TRY=$try bash "$0" "$@" && exit 0
+    echo "bisect_test: run $try of 3 failed"
+    sleep 10  # past the burst
+  done
+  exit 1
+fi
 exe=$1 inc=$2 lib=$3
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
