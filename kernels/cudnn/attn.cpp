@@ -5,12 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
-#include <iterator>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -32,51 +27,13 @@ using engines::Mib;
 
 namespace {
 
-struct DeviceProps {
-  std::string name;
-  int major = 0, minor = 0;
-};
-
-// The current device's name and compute capability, asked once per device.
-DeviceProps CurrentDevice() {
-  static std::mutex mu;
-  static std::map<int, DeviceProps> known;
-  int device = 0;
-  DLB_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = known.find(device); it != known.end()) return it->second;
-  cudaDeviceProp p{};
-  DLB_CHECK(cudaGetDeviceProperties(&p, device));
-  return known[device] = {p.name, p.major, p.minor};
-}
-
-// "9.14.0": the loaded library, not the header built against (the lowering and the engines
-// follow the library).
-std::string VersionText(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
-
-// The largest head_dim cuDNN's fused engines take (the frontend's support surface): 256 on
-// Hopper, 128 on Ampere, Ada and Blackwell.
-int64_t MaxHeadDim(int cc_major) { return cc_major == 9 ? 256 : 128; }
-
 std::string CacheKey(const AttnShape& s, const RunConfig& cfg) {
-  const DeviceProps d = CurrentDevice();
   char shape[160];
   std::snprintf(shape, sizeof shape, "attn %s b%ld h%ld g%ld s%ld d%ld causal%d", Name(s.pass),
                 long(s.batch), long(s.heads), long(s.kv_heads), long(s.seq), long(s.head_dim),
                 int(s.causal));
-  return "cudnn " + VersionText(cudnnGetVersion()) + " | " + d.name + " sm_" +
-         std::to_string(d.major) + std::to_string(d.minor) + " | " + shape + " | " +
-         std::string(Name(cfg.dtype)) + " | bhsd";
-}
-
-// Engine configurations that keep the inputs' precision. Unlike the convolutions' filter, notes
-// about reduced-precision reduction do not disqualify one: PyTorch takes the heuristics' first
-// configuration as it comes, and every engine is verified against the float64 reference.
-bool Acceptable(const Candidate& c) {
-  return !c.numerical.count(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
+  return "cudnn " + VersionText(cudnnGetVersion()) + " | " + CurrentDevice().Key() + " | " + shape +
+         " | " + std::string(Name(cfg.dtype)) + " | bhsd";
 }
 
 // The convolutions' search (kernels/cudnn/conv.cpp) with longer samples: attention runs take
@@ -162,14 +119,7 @@ struct AttnState {
 
   Descriptor MakePack(AttnPass pass, void* ws) {
     auto [uids, ptrs] = Bindings(pass);
-    Descriptor vp = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    engines::Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-                 int64_t(uids.size()), uids.data());
-    engines::Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-                 int64_t(ptrs.size()), ptrs.data());
-    engines::Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    DLB_CHECK(cudnnBackendFinalize(vp.get()));
-    return vp;
+    return engines::MakeVariantPack(uids, ptrs, ws);
   }
 
   void Execute(void* plan, void* vp, AttnPass pass) {
@@ -193,18 +143,10 @@ AttnState::Picked AttnState::Pick(void* g, AttnPass pass, Algo algo, int64_t ws_
   keyed.pass = pass;
   const std::string key = use_cache ? CacheKey(keyed, cfg) : "";
   if (use_cache) {
-    if (const auto hit = autotune::ProcessCache().Find(key)) {
-      // Rebuild applies the convolutions' numerics filter; a winner it turns down is searched for
-      // again, which still finds the same engine.
-      if (std::optional<Candidate> c =
-              engines::Rebuild(g, hit->winner, cfg.dtype, handle.get(), ws_limit)) {
-        out.c = std::move(*c);
-        out.how = ", " + autotune::CachedWinnerLabel(*hit);
-        return out;
-      }
-      out.how = ", cached winner {" + hit->winner + "} no longer builds;";
-    } else {
-      out.how = ", no cached winner;";
+    if (std::optional<Candidate> c =
+            engines::CachedWinner(g, key, cfg.dtype, handle.get(), ws_limit, &out.how)) {
+      out.c = std::move(*c);
+      return out;
     }
   }
   const bool search = algo != Algo::kHeuristic;
@@ -215,49 +157,9 @@ AttnState::Picked AttnState::Pick(void* g, AttnPass pass, Algo algo, int64_t ws_
     return events.TimeLaunches(stream.get(), runs,
                                [&] { Execute(c.plan.get(), search_vp.get(), pass); });
   });
-  const auto modes =
-      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                                   CUDNN_HEUR_MODE_FALLBACK}
-             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-  std::vector<Candidate> usable;
-  std::set<std::string> seen;
-  int proposed_total = 0, rejected_numerics = 0, rejected_plan = 0, rejected_workspace = 0;
-  for (auto mode : modes) {
-    std::vector<Candidate> proposed = engines::Heuristics(g, mode);
-    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
-      std::vector<Candidate> all = engines::AllEngines(g);
-      std::move(all.begin(), all.end(), std::back_inserter(proposed));
-    }
-    for (Candidate& c : proposed) {
-      if (!seen.insert(engines::Key(c)).second) continue;
-      ++proposed_total;
-      if (!Acceptable(c)) {
-        ++rejected_numerics;
-        continue;
-      }
-      if (!engines::Finalize(c, handle.get())) {
-        ++rejected_plan;
-        continue;
-      }
-      if (c.workspace > ws_limit) {
-        ++rejected_workspace;
-        continue;
-      }
-      usable.push_back(std::move(c));
-      if (!search) break;
-    }
-    if (!search && !usable.empty()) break;
-  }
-  if (usable.empty()) {
-    char last[512] = {};
-    cudnnGetLastErrorString(last, sizeof last);
-    throw Unsupported("no cuDNN fused attention engine for this " + std::string(Name(pass)) +
-                      " graph (" + std::to_string(proposed_total) + " proposed, " +
-                      std::to_string(rejected_numerics) + " rejected for numerics, " +
-                      std::to_string(rejected_plan) + " failed to build, " +
-                      std::to_string(rejected_workspace) + " over the workspace limit " +
-                      Mib(double(ws_limit)) + ")" + (last[0] ? std::string(": ") + last : ""));
-  }
+  std::vector<Candidate> usable =
+      engines::Usable(g, handle.get(), search, ws_limit, engines::KeepsInputPrecision,
+                      "fused attention engine for this " + std::string(Name(pass)) + " graph");
   if (usable.size() > 1) {
     int64_t ws_max = 0;
     for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
@@ -275,42 +177,14 @@ AttnState::Picked AttnState::Pick(void* g, AttnPass pass, Algo algo, int64_t ws_
   }
   for (Candidate& c : usable) tuner.Offer(engines::EngineName(c), std::move(c));
   out.c = tuner.Finish();
-  const autotune::Report& found = tuner.report();
-  if (search) {
-    out.how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
-               " candidates (plans built in " + std::to_string(int(found.build_ms)) +
-               " ms, timed in " + std::to_string(int(found.time_ms)) + " ms" +
-               (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
-    if (use_cache) {
-      autotune::ProcessCache().Record(key, {engines::Identity(out.c), found.best_ms, ""});
-      out.how += ", recorded";
-    }
-  } else {
-    out.how = ", heuristic: first usable";
-  }
+  engines::NoteChoice(tuner.report(), search, key, out.c, &out.how);
   return out;
 }
 
 Support CudnnAttn::Supports(const AttnShape& s, const RunConfig& cfg) {
-  if (!s.Valid()) return Support::No("invalid attention shape");
-  if (cfg.dtype != DType::kBF16 && cfg.dtype != DType::kF16)
-    return Support::No("cuDNN's fused attention takes f16 or bf16 inputs, not " +
-                       std::string(Name(cfg.dtype)));
-  if (s.head_dim % 8 != 0)
-    return Support::No("cuDNN's fused attention needs head_dim a multiple of 8, not " +
-                       std::to_string(s.head_dim));
-  if (s.pass == AttnPass::kBwd && s.seq == 1)
+  if (s.Valid() && s.pass == AttnPass::kBwd && s.seq == 1)
     return Support::No("cuDNN's fused attention backward does not take seq 1");
-  if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
-  const DeviceProps d = CurrentDevice();
-  if (d.major < 8)
-    return Support::No("cuDNN's fused attention needs sm_80 or newer, this GPU is sm_" +
-                       std::to_string(d.major) + std::to_string(d.minor));
-  if (s.head_dim > MaxHeadDim(d.major))
-    return Support::No("cuDNN's fused attention takes head_dim up to " +
-                       std::to_string(MaxHeadDim(d.major)) + " on sm_" + std::to_string(d.major) +
-                       "x, not " + std::to_string(s.head_dim));
-  return Support::Yes();
+  return attn::FusedSupport(s, cfg.dtype);
 }
 
 CudnnAttn::CudnnAttn(const AttnShape& shape, const RunConfig& cfg)

@@ -1,8 +1,10 @@
 #include "kernels/cudnn/attn_graph.h"
 
 #include <limits>
+#include <string>
 #include <utility>
 
+#include "kernels/cuda/device.h"
 #include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/engines.h"
 
@@ -15,6 +17,27 @@ Dims Contiguous(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 
 Storage ContiguousStorage(const AttnShape& s) {
   return {Contiguous({s.batch, s.heads, s.seq, s.head_dim}),
           Contiguous({s.batch, s.kv_heads, s.seq, s.head_dim})};
+}
+
+Support FusedSupport(const AttnShape& s, DType dt) {
+  if (!s.Valid()) return Support::No("invalid attention shape");
+  if (dt != DType::kBF16 && dt != DType::kF16)
+    return Support::No("cuDNN's fused attention takes f16 or bf16 inputs, not " +
+                       std::string(Name(dt)));
+  if (s.head_dim % 8 != 0)
+    return Support::No("cuDNN's fused attention needs head_dim a multiple of 8, not " +
+                       std::to_string(s.head_dim));
+  if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
+  const DeviceProps d = CurrentDevice();
+  if (d.major < 8)
+    return Support::No("cuDNN's fused attention needs sm_80 or newer, this GPU is sm_" +
+                       std::to_string(d.major) + std::to_string(d.minor));
+  const int64_t max_head_dim = d.major == 9 ? 256 : 128;
+  if (s.head_dim > max_head_dim)
+    return Support::No("cuDNN's fused attention takes head_dim up to " +
+                       std::to_string(max_head_dim) + " on sm_" + std::to_string(d.major) +
+                       "x, not " + std::to_string(s.head_dim));
+  return Support::Yes();
 }
 
 Lowering LoweringFor(const AttnShape& s, AttnPass pass, size_t v) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
 #include "kernels/cudnn/check.h"
 
@@ -45,6 +46,12 @@ using Dims = std::array<int64_t, 4>;
 
 // The storage of every tensor: (B, H, S, D) contiguous, PyTorch's default for q/k/v.
 Dims Contiguous(const Dims& d);
+
+// Whether cuDNN's fused attention engines take the shape in `dt` on the current device (the
+// frontend's support surface): f16 or bf16, head_dim a multiple of 8 and at most 256 on Hopper
+// (128 on Ampere, Ada and Blackwell), sm_80 or newer. Asks the device only once the shape and
+// dtype pass, so that a machine without a GPU hears the shape's reason first.
+Support FusedSupport(const AttnShape& s, DType dt);
 
 // Version-dependent parts of the lowering, decided by the loaded cuDNN (cudnnGetVersion), as the
 // frontend does.

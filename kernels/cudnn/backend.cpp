@@ -1,6 +1,37 @@
 #include "kernels/cudnn/backend.h"
 
+#include <cuda_runtime.h>
+
 #include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "kernels/cuda/check.h"
+
+namespace dlb::cudnn {
+
+std::string VersionText(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+         std::to_string(v % 100);
+}
+
+std::string DeviceProps::Key() const {
+  return name + " sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+DeviceProps CurrentDevice() {
+  static std::mutex mu;
+  static std::map<int, DeviceProps> known;
+  int device = 0;
+  DLB_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find(device); it != known.end()) return it->second;
+  cudaDeviceProp p{};
+  DLB_CHECK(cudaGetDeviceProperties(&p, device));
+  return known[device] = {p.name, p.major, p.minor};
+}
+
+}  // namespace dlb::cudnn
 
 namespace dlb::cudnn::engines {
 

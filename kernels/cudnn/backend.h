@@ -1,14 +1,33 @@
 // What the ops on cuDNN's backend graph API (the convolutions, the attention) write alike: an
-// attribute, a tensor descriptor, and the sizes in their labels. Internal to kernels/cudnn.
+// attribute, a tensor descriptor, the sizes in their labels, and the loaded library's version and
+// the device that their labels and autotune cache keys name. Internal to kernels/cudnn.
 #pragma once
 
 #include <cudnn.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "kernels/cudnn/check.h"
+
+namespace dlb::cudnn {
+
+// "9.14.0" of cudnnGetVersion()'s number: the loaded library's, not the header's, as the lowering,
+// the engines and so the autotune cache follow the library.
+std::string VersionText(size_t version);
+
+// The current device's name and compute capability, asked once per device.
+struct DeviceProps {
+  std::string name;
+  int major = 0, minor = 0;
+  // "NVIDIA H100 80GB HBM3 sm_90": the device an autotune cache entry belongs to.
+  std::string Key() const;
+};
+DeviceProps CurrentDevice();
+
+}  // namespace dlb::cudnn
 
 namespace dlb::cudnn::engines {
 

@@ -4,13 +4,10 @@
 #include <cudnn.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -54,30 +51,9 @@ std::string EightBitReason(DType dt) {
   return std::string(Name(dt)) + " convolutions are not benchmarked (8-bit types: GEMM only)";
 }
 
-// "NVIDIA H100 80GB HBM3 sm_90" for the current device, asked once per device.
-std::string DeviceKey() {
-  static std::mutex mu;
-  static std::map<int, std::string> names;
-  int device = 0;
-  DLB_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = names.find(device); it != names.end()) return it->second;
-  cudaDeviceProp p{};
-  DLB_CHECK(cudaGetDeviceProperties(&p, device));
-  return names[device] =
-             std::string(p.name) + " sm_" + std::to_string(p.major) + std::to_string(p.minor);
-}
-
-// The loaded library's version ("9.14.0"), not the header's: a new cuDNN may pick differently.
-std::string CudnnVersionKey() {
-  const size_t v = cudnnGetVersion();
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
-}
-
 std::string CacheKey(const ConvShape& s, const RunConfig& cfg, ConvPass pass) {
-  return autotune::ConvKey("cudnn " + CudnnVersionKey(), DeviceKey(), pass, s, cfg.dtype,
-                           Name(cfg.layout));
+  return autotune::ConvKey("cudnn " + VersionText(cudnnGetVersion()), CurrentDevice().Key(), pass,
+                           s, cfg.dtype, Name(cfg.layout));
 }
 
 std::string SupportKey(const ConvShape& s, const RunConfig& c, ConvPass p) {
@@ -200,70 +176,6 @@ void PrepareTensors(ConvState& st) {
   if (st.pass != ConvPass::kFwd) seed(st.y.get(), 2, d.y);
 }
 
-// The cached winner for `key` rebuilt into st.chosen; false (with `how` saying why) when there is
-// none or it no longer builds.
-bool ChooseCached(ConvState& st, const std::string& key, int64_t ws_limit, std::string* how) {
-  const auto hit = autotune::ProcessCache().Find(key);
-  if (!hit) {
-    *how = ", no cached winner;";
-    return false;
-  }
-  std::optional<Candidate> c =
-      Rebuild(st.graph.graph.get(), hit->winner, st.cfg.dtype, st.handle.get(), ws_limit);
-  if (!c) {
-    *how = ", cached winner {" + hit->winner + "} no longer builds;";
-    return false;
-  }
-  st.chosen = std::move(*c);
-  *how = ", " + autotune::CachedWinnerLabel(*hit);
-  return true;
-}
-
-// The candidates that keep the dtype's numerics, build a plan and fit the workspace limit:
-// heuristics modes A and fallback (and B and every engine of the graph when searching), the
-// first usable one alone without a search.
-std::vector<Candidate> UsableCandidates(ConvState& st, bool search, int64_t ws_limit) {
-  const auto modes =
-      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                                   CUDNN_HEUR_MODE_FALLBACK}
-             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
-  std::vector<Candidate> usable;
-  std::set<std::string> seen;
-  int rejected_numerics = 0, rejected_workspace = 0, rejected_plan = 0;
-  for (auto mode : modes) {
-    std::vector<Candidate> proposed = Heuristics(st.graph.graph.get(), mode);
-    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
-      std::vector<Candidate> all = AllEngines(st.graph.graph.get());
-      std::move(all.begin(), all.end(), std::back_inserter(proposed));
-    }
-    for (Candidate& c : proposed) {
-      if (!seen.insert(Key(c)).second) continue;
-      if (!Acceptable(c, st.cfg.dtype)) {
-        ++rejected_numerics;
-        continue;
-      }
-      if (!Finalize(c, st.handle.get())) {
-        ++rejected_plan;
-        continue;
-      }
-      if (c.workspace > ws_limit) {
-        ++rejected_workspace;
-        continue;
-      }
-      usable.push_back(std::move(c));
-      if (!search) break;
-    }
-    if (!search && !usable.empty()) break;
-  }
-  if (usable.empty())
-    throw Unsupported(std::string("no cuDNN engine for this ") + Name(st.pass) + " convolution (" +
-                      std::to_string(rejected_numerics) + " rejected for numerics, " +
-                      std::to_string(rejected_plan) + " failed to build, " +
-                      std::to_string(rejected_workspace) + " over the workspace limit " +
-                      Mib(double(ws_limit)) + ")");
-  return usable;
-}
-
 // The usable candidates timed (SearchPolicy) or, without a search, the first one, into
 // st.chosen; with the cache, the winner recorded under `key`. `how` gets what was done.
 void ChooseBySearch(ConvState& st, bool use_cache, const std::string& key, int64_t ws_limit,
@@ -277,7 +189,10 @@ void ChooseBySearch(ConvState& st, bool use_cache, const std::string& key, int64
     return events.TimeLaunches(st.stream.get(), runs,
                                [&] { st.Execute(c.plan.get(), search_vp.get()); });
   });
-  std::vector<Candidate> usable = UsableCandidates(st, search, ws_limit);
+  std::vector<Candidate> usable = Usable(
+      st.graph.graph.get(), st.handle.get(), search, ws_limit,
+      [&](const Candidate& c) { return Acceptable(c, st.cfg.dtype); },
+      "engine for this " + std::string(Name(st.pass)) + " convolution");
   if (usable.size() > 1) {  // timed: one workspace every candidate fits
     int64_t ws_max = 0;
     for (const Candidate& c : usable) ws_max = std::max(ws_max, c.workspace);
@@ -286,19 +201,7 @@ void ChooseBySearch(ConvState& st, bool use_cache, const std::string& key, int64
   }
   for (Candidate& c : usable) tuner.Offer(EngineName(c), std::move(c));
   st.chosen = tuner.Finish();
-  const autotune::Report& found = tuner.report();
-  if (!search) {
-    *how = ", heuristic: first usable";
-    return;
-  }
-  *how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
-          " candidates (plans built in " + std::to_string(int(found.build_ms)) + " ms, timed in " +
-          std::to_string(int(found.time_ms)) + " ms" +
-          (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
-  if (use_cache) {
-    autotune::ProcessCache().Record(key, {Identity(st.chosen), found.best_ms, ""});
-    *how += ", recorded";
-  }
+  NoteChoice(tuner.report(), search, use_cache ? key : "", st.chosen, how);
 }
 
 // The chosen engine's notes worth naming, and whether it does fewer multiplications (st.fewer_ops).
@@ -322,11 +225,10 @@ std::string ConvNotes(ConvState& st) {
 std::string ConvLabel(ConvState& st, const std::string& how, int64_t ws_limit) {
   const std::string notes = ConvNotes(st);
   const Candidate& c = st.chosen;
-  const size_t version = cudnnGetVersion();  // the library loaded, not the header built against
-  return "cudnn " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
-         " backend " + EngineLabel(c, notes) + how + ", workspace " + Mib(double(c.workspace)) +
-         " (limit " + Mib(double(ws_limit)) + "), math " + MathName(st.cfg.dtype) + ", " +
-         Name(st.cfg.layout) + (st.fewer_ops.empty() ? "" : FewerOpsNote(st.fewer_ops));
+  return "cudnn " + VersionText(cudnnGetVersion()) + " backend " + EngineLabel(c, notes) + how +
+         ", workspace " + Mib(double(c.workspace)) + " (limit " + Mib(double(ws_limit)) +
+         "), math " + MathName(st.cfg.dtype) + ", " + Name(st.cfg.layout) +
+         (st.fewer_ops.empty() ? "" : FewerOpsNote(st.fewer_ops));
 }
 
 }  // namespace
@@ -358,7 +260,12 @@ CudnnConv<kPass>::CudnnConv(const ConvShape& shape, const RunConfig& cfg)
   const bool use_cache = cfg.algo == Algo::kCache;
   const std::string key = use_cache ? CacheKey(shape, cfg, kPass) : "";
   std::string how;
-  if (!use_cache || !ChooseCached(st, key, ws_limit, &how))
+  std::optional<Candidate> cached;
+  if (use_cache)
+    cached = CachedWinner(st.graph.graph.get(), key, cfg.dtype, st.handle.get(), ws_limit, &how);
+  if (cached)
+    st.chosen = std::move(*cached);
+  else
     ChooseBySearch(st, use_cache, key, ws_limit, &how);
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
   st.variant_pack = MakeVariantPack(st.x.get(), st.w.get(), st.y.get(), st.workspace.get());

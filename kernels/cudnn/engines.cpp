@@ -269,6 +269,10 @@ bool Acceptable(const Candidate& c, DType dt) {
   return true;
 }
 
+bool KeepsInputPrecision(const Candidate& c) {
+  return !c.numerical.count(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
+}
+
 bool Finalize(Candidate& c, cudnnHandle_t handle) {
   c.plan = MakeDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
   void* cfg = c.cfg.get();
@@ -299,11 +303,16 @@ std::string EngineName(const Candidate& c) {
 }
 
 Descriptor MakeVariantPack(void* x, void* w, void* y, void* workspace) {
+  return MakeVariantPack({kUidX, kUidW, kUidY}, {x, w, y}, workspace);
+}
+
+Descriptor MakeVariantPack(const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
+                           void* workspace) {
   Descriptor vp = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  const int64_t uids[3] = {kUidX, kUidW, kUidY};
-  void* ptrs[3] = {x, w, y};
-  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(uids.size()),
+      uids.data());
+  Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(ptrs.size()),
+      ptrs.data());
   Set(vp.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
   DLB_CHECK(cudnnBackendFinalize(vp.get()));
   return vp;
@@ -369,6 +378,84 @@ std::optional<Candidate> Rebuild(void* graph, const std::string& identity, DType
     return c;
   } catch (const std::exception&) {
     return std::nullopt;  // a malformed identity, or cuDNN refusing an attribute: search instead
+  }
+}
+
+std::optional<Candidate> CachedWinner(void* graph, const std::string& key, DType dt,
+                                      cudnnHandle_t handle, int64_t ws_limit, std::string* how) {
+  const auto hit = autotune::ProcessCache().Find(key);
+  if (!hit) {
+    *how = ", no cached winner;";
+    return std::nullopt;
+  }
+  std::optional<Candidate> c = Rebuild(graph, hit->winner, dt, handle, ws_limit);
+  *how = c ? ", " + autotune::CachedWinnerLabel(*hit)
+           : ", cached winner {" + hit->winner + "} no longer builds;";
+  return c;
+}
+
+std::vector<Candidate> Usable(void* graph, cudnnHandle_t handle, bool search, int64_t ws_limit,
+                              const std::function<bool(const Candidate&)>& acceptable,
+                              const std::string& what) {
+  const auto modes =
+      search ? std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                   CUDNN_HEUR_MODE_FALLBACK}
+             : std::vector<cudnnBackendHeurMode_t>{CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  std::vector<Candidate> usable;
+  std::set<std::string> seen;
+  int proposed_total = 0, rejected_numerics = 0, rejected_plan = 0, rejected_workspace = 0;
+  for (auto mode : modes) {
+    std::vector<Candidate> proposed = Heuristics(graph, mode);
+    if (search && mode == CUDNN_HEUR_MODE_FALLBACK) {
+      std::vector<Candidate> all = AllEngines(graph);
+      std::move(all.begin(), all.end(), std::back_inserter(proposed));
+    }
+    for (Candidate& c : proposed) {
+      if (!seen.insert(Key(c)).second) continue;
+      ++proposed_total;
+      if (!acceptable(c)) {
+        ++rejected_numerics;
+        continue;
+      }
+      if (!Finalize(c, handle)) {
+        ++rejected_plan;
+        continue;
+      }
+      if (c.workspace > ws_limit) {
+        ++rejected_workspace;
+        continue;
+      }
+      usable.push_back(std::move(c));
+      if (!search) break;
+    }
+    if (!search && !usable.empty()) break;
+  }
+  if (usable.empty()) {
+    char last[512] = {};
+    cudnnGetLastErrorString(last, sizeof last);
+    throw Unsupported("no cuDNN " + what + " (" + std::to_string(proposed_total) + " proposed, " +
+                      std::to_string(rejected_numerics) + " rejected for numerics, " +
+                      std::to_string(rejected_plan) + " failed to build, " +
+                      std::to_string(rejected_workspace) + " over the workspace limit " +
+                      Mib(double(ws_limit)) + ")" + (last[0] ? std::string(": ") + last : ""));
+  }
+  return usable;
+}
+
+void NoteChoice(const autotune::Report& found, bool search, const std::string& key,
+                const Candidate& winner, std::string* how) {
+  if (!search) {
+    *how = ", heuristic: first usable";
+    return;
+  }
+  const bool use_cache = !key.empty();
+  *how += (use_cache ? " searched " : ", searched ") + std::to_string(found.offered) +
+          " candidates (plans built in " + std::to_string(int(found.build_ms)) + " ms, timed in " +
+          std::to_string(int(found.time_ms)) + " ms" +
+          (found.failed ? ", " + std::to_string(found.failed) + " failed to run" : "") + ")";
+  if (use_cache) {
+    autotune::ProcessCache().Record(key, {Identity(winner), found.best_ms, ""});
+    *how += ", recorded";
   }
 }
 

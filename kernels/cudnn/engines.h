@@ -1,16 +1,20 @@
 // The cuDNN backend graph of one convolution and the engine configurations that can run it: what
-// kernels/cudnn/conv.cpp searches, caches and times. Internal to kernels/cudnn.
+// kernels/cudnn/conv.cpp searches, caches and times; and how an op on the backend graph API (the
+// convolutions, the attention) chooses a configuration: the cached winner, the usable candidates,
+// what the label says of the choice. Internal to kernels/cudnn.
 #pragma once
 
 #include <cudnn.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/dtype.h"
 #include "kernels/common/op.h"
 #include "kernels/common/shapes.h"
@@ -72,6 +76,11 @@ std::vector<Candidate> AllEngines(void* graph);
 // verification against the float64 reference, and the label names them. 16-bit types promise
 // fp32 accumulation. No dtype allows converting inputs to a narrower type.
 bool Acceptable(const Candidate& c, DType dt);
+// Whether an engine configuration keeps its inputs' precision: the attention's filter. Unlike the
+// convolutions' filter, notes about reduced-precision reduction do not disqualify one: PyTorch
+// takes the heuristics' first configuration as it comes, and every engine is verified against
+// the float64 reference.
+bool KeepsInputPrecision(const Candidate& c);
 
 // Builds the execution plan; false when cuDNN cannot (the heuristics also list configurations
 // that a particular problem does not fit).
@@ -88,6 +97,9 @@ std::string EngineLabel(const Candidate& c, const std::string& notes);
 std::string EngineName(const Candidate& c);
 
 Descriptor MakeVariantPack(void* x, void* w, void* y, void* workspace);
+// A variant pack of any graph: the tensors' unique ids and their addresses, and the workspace.
+Descriptor MakeVariantPack(const std::vector<int64_t>& uids, const std::vector<void*>& ptrs,
+                           void* workspace);
 
 // "engine=45;knobs=k2=5,k5=3;source=heur_a;rank=0": what the cache keeps of a winner, enough to
 // rebuild its configuration without the heuristics.
@@ -98,5 +110,27 @@ std::string Identity(const Candidate& c);
 // nullopt when any of that fails (a new cuDNN renumbers or drops engines).
 std::optional<Candidate> Rebuild(void* graph, const std::string& identity, DType dt,
                                  cudnnHandle_t handle, int64_t ws_limit);
+
+// The process cache's winner for `key` rebuilt for the graph (Rebuild, whose numerics filter is
+// the convolutions': a winner it turns down is searched for again, which finds the same engine);
+// `how` gets what the label says of it, or why there is none (no winner, one that no longer
+// builds) before the search that follows.
+std::optional<Candidate> CachedWinner(void* graph, const std::string& key, DType dt,
+                                      cudnnHandle_t handle, int64_t ws_limit, std::string* how);
+
+// The engine configurations that pass `acceptable`, build a plan and fit `ws_limit`, each once:
+// heuristics modes A and fallback, and with `search` mode B and every engine of the graph too;
+// without a search the first usable one alone. None throws Unsupported: "no cuDNN <what> (N
+// proposed, N rejected for numerics, N failed to build, N over the workspace limit L)" with
+// cuDNN's last error.
+std::vector<Candidate> Usable(void* graph, cudnnHandle_t handle, bool search, int64_t ws_limit,
+                              const std::function<bool(const Candidate&)>& acceptable,
+                              const std::string& what);
+
+// After the choice: `how` gets what the label says of it (the search's candidates and times, or
+// the heuristic's first usable one without a search), and with a `key` (the cache in use) the
+// winner is recorded under it.
+void NoteChoice(const autotune::Report& found, bool search, const std::string& key,
+                const Candidate& winner, std::string* how);
 
 }  // namespace dlb::cudnn::engines

@@ -78,7 +78,7 @@ struct CudnnConvOps {
     cfg.layout = Layout::kNHWC;
     return {TestConvShape(8, 64, 14, 14, 64, 3, 1, 1), cfg};
   }
-  // "cudnn 9.14 backend engine 45 {k2=5,...}"
+  // "cudnn 9.14.0 backend engine 45 {k2=5,...}"
   static std::string Engine(const std::string& label) {
     return label.substr(0, label.find(" from "));
   }
