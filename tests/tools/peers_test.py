@@ -2,19 +2,24 @@
 """The PyTorch peer (tools/peers/pytorch-peer) where torch is not needed: the command line (help,
 one-line errors, flags before the subcommand), the core's pure helpers, the size of its modules.
 The names it emits are checked against the C++ naming rules by peers_names_test."""
+import argparse
+import contextlib
 import glob
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PEER = os.path.join(ROOT, "tools", "peers", "pytorch-peer")
 sys.path.insert(0, ROOT)
 
-from tools.peers.pytorch import cli, core, kernels  # noqa: E402
+from tools.peers.pytorch import cli, core, infer, kernels  # noqa: E402
 
 
 def peer(*args):
@@ -138,6 +143,122 @@ class Core(unittest.TestCase):
     def test_first_line(self):
         self.assertEqual(core.first_line(RuntimeError("one\ntwo")), "one")
         self.assertEqual(core.first_line(RuntimeError()), "RuntimeError")
+
+
+class Fastest(unittest.TestCase):
+    """How a peer that tries several configurations of a case (attn's backends, infer's modes)
+    times them, picks the fastest and records it."""
+
+    def times(self, config):
+        if config == "b":
+            raise RuntimeError("no engine\nmore")
+        return {"a": [3.0, 1.0, 2.0], "c": [0.5, 0.7, 0.6]}[config], f" ({config})"
+
+    def test_every_configuration_timed_a_failure_noted_the_memory_released_after_each(self):
+        released = []
+        tried = core.time_configs("abc", self.times, (RuntimeError,), lambda: released.append(1))
+        self.assertEqual(tried, {"a": (2.0, [3.0, 1.0, 2.0], " (a)"), "b": (None, None, "no engine"),
+                                 "c": (0.6, [0.5, 0.7, 0.6], " (c)")})
+        self.assertEqual(len(released), 3)
+        # An error the caller did not expect stops the case, the memory released all the same.
+        with self.assertRaises(KeyError):
+            core.time_configs("ad", self.times, (RuntimeError,), lambda: released.append(1))
+        self.assertEqual(len(released), 5)
+
+    def test_the_fastest_with_every_configuration_in_the_order_tried(self):
+        tried = core.time_configs("abc", self.times, (RuntimeError,), lambda: None)
+        best = core.fastest(tried, short=str.upper, failed="refused")
+        self.assertEqual((best.config, best.median, best.times, best.note),
+                         ("c", 0.6, [0.5, 0.7, 0.6], " (c)"))
+        self.assertEqual(best.others, "A 2000.000 ms, B refused (no engine), C 600.000 ms")
+
+    def test_none_ran(self):
+        tried = {"graph": (None, None, "out of memory"), "compile": (None, None, "no triton")}
+        self.assertIsNone(core.fastest(tried))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            record = core.none_ran("infer/gpu/pytorch/x", tried, 30)
+        self.assertEqual(record["error_message"],
+                         "failed: graph: out of memory; compile: no triton")
+        self.assertTrue(record["error_occurred"])
+        self.assertEqual(out.getvalue(), f"{'infer/gpu/pytorch/x':30s} failed: graph: out of "
+                                         "memory; compile: no triton\n")
+
+    def test_one_record_per_repetition_with_the_fields_of_its_time(self):
+        records = core.repetitions("x", [2e-3, 4e-3], lambda t: {"items_per_s": 8 / t})
+        self.assertEqual([(r["repetition_index"], r["repetitions"]) for r in records],
+                         [(0, 2), (1, 2)])
+        self.assertEqual([r["real_time"] for r in records], [2e3, 4e3])
+        self.assertEqual([r["items_per_s"] for r in records], [4e3, 2e3])
+
+
+class Infer(unittest.TestCase):
+    @staticmethod
+    def args(**kw):
+        args = argparse.Namespace(filter="^llama3_8b$", batch_sizes="1,8,32,128", seqs="2048",
+                                  dtypes="bf16,f16", phases=None, modes=None, device="gpu",
+                                  repetitions=2)
+        vars(args).update(kw)
+        infer.prepare(args)
+        return args
+
+    def run_benchmarks(self, args, make_weights, time_mode):
+        """infer_benchmarks with the weights and the timing stood in for (no torch, no GPU)."""
+        torch = types.SimpleNamespace(no_grad=contextlib.nullcontext,
+                                      cuda=types.SimpleNamespace(empty_cache=lambda: None))
+        with mock.patch.dict(sys.modules, {"torch": torch}), \
+                mock.patch.object(infer, "make_weights", make_weights), \
+                mock.patch.object(infer, "time_mode", time_mode), \
+                contextlib.redirect_stdout(io.StringIO()):
+            return infer.infer_benchmarks(args)
+
+    def test_every_batch_size_and_mode_runs_on_one_set_of_weights(self):
+        made, timed = [], []
+
+        def make_weights(m, dt):
+            made.append((m["name"], dt))
+            return object()
+
+        def time_mode(mode, w, m, phase, b, ctx, dt, reps):
+            timed.append((mode, w, b))
+            if mode == "eager":
+                raise RuntimeError("eager refused")
+            return [b * (1e-3 if mode == "compile" else 2e-3)] * reps, f"; {mode} built in 1.0 s"
+        args = self.args(dtypes="bf16", phases="decode", modes="eager,graph,compile")
+        records = self.run_benchmarks(args, make_weights, time_mode)
+        self.assertEqual(made, [("llama3_8b", "bf16")])
+        self.assertEqual([(mode, b) for mode, _, b in timed],
+                         [(mode, b) for b in (1, 8, 32, 128) for mode in args.modes])
+        self.assertEqual(len({id(w) for _, w, _ in timed}), 1)
+        self.assertEqual(len(records), 4 * 2)
+        first = records[0]
+        self.assertEqual(first["name"], "infer/gpu/pytorch/llama3_8b/phase:decode/bs:1/ctx:2048/"
+                                        "dt:bf16")
+        self.assertEqual((first["tpot_s"], first["tokens_per_s"]), (1e-3, 1e3))
+        self.assertEqual(first["dlbench"]["mode"], "compile")
+        self.assertIn("compile the fastest of: eager failed (eager refused), graph 2.000 ms, "
+                      "compile 1.000 ms", first["label"])
+        self.assertTrue(first["label"].endswith("; compile built in 1.0 s"), first["label"])
+
+    def test_weights_that_cannot_be_made_fail_their_cases_and_the_run_goes_on(self):
+        def make_weights(m, dt):
+            if dt == "bf16":
+                raise RuntimeError("CUDA out of memory")
+            return object()
+        args = self.args(phases="decode", batch_sizes="1,8", modes="graph")
+        records = self.run_benchmarks(args, make_weights, lambda *a: ([1e-3, 1e-3], ""))
+        self.assertEqual([r.get("error_message") for r in records],
+                         ["failed: weights: CUDA out of memory"] * 2 + [None] * 4)
+
+    def test_the_cases_of_one_model_and_dtype_share_their_weights(self):
+        args = self.args()
+        groups = list(infer.by_weights(args))
+        self.assertEqual([(m["name"], dt, len(cases)) for (m, dt), cases in groups],
+                         [("llama3_8b", "bf16", 8), ("llama3_8b", "f16", 8)])
+        self.assertEqual([c[0] for _, cases in groups for c in cases], infer.names(args))
+        bf16 = [c[0] for c in groups[0][1]]
+        self.assertEqual(bf16[:4], [f"infer/gpu/pytorch/llama3_8b/phase:decode/bs:{b}/ctx:2048/"
+                                    "dt:bf16" for b in (1, 8, 32, 128)])
 
 
 class KernelTable(unittest.TestCase):

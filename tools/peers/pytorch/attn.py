@@ -1,9 +1,7 @@
 """attn: torch.nn.functional.scaled_dot_product_attention with each of PyTorch's fused GPU backends
 on the shapes of fixtures/workloads/attn_models.csv."""
-import gc
 import os
 import re
-import statistics
 
 from . import core
 
@@ -110,37 +108,22 @@ def attn_benchmarks(args):
     for name, workload, network, b, h, g, s, d, causal, dt, p in cases(args):
         fwd_flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
         flops = fwd_flops if p == "fwd" else 2.5 * fwd_flops
-        tried = {}
-        for backend in ATTN_BACKENDS:
-            try:
-                times, note = attn_time(backend, b, h, g, s, d, causal, dt, p, args.repetitions)
-                tried[backend] = (statistics.median(times), times, note)
-            except (RuntimeError, torch.OutOfMemoryError) as e:
-                first = core.first_line(e)
-                tried[backend] = (None, None, first[:160])
-            finally:
-                gc.collect()
-                torch.cuda.empty_cache()
-        ran = {k: v for k, v in tried.items() if v[0] is not None}
-        if not ran:
-            why = "; ".join(f"{k}: {v[2]}" for k, v in tried.items())
-            benchmarks.append(core.error(name, "failed: " + why))
-            print(f"{name:110s} failed: {why}", flush=True)
+        tried = core.time_configs(
+            ATTN_BACKENDS,
+            lambda backend: attn_time(backend, b, h, g, s, d, causal, dt, p, args.repetitions),
+            (RuntimeError, torch.OutOfMemoryError))
+        best = core.fastest(tried, short=lambda k: k.split("_")[0].lower(), failed="refused")
+        if best is None:
+            benchmarks.append(core.none_ran(name, tried, 110))
             continue
-        best = min(ran, key=lambda k: ran[k][0])
-        t_best, times, note = ran[best]
-        others = ", ".join(f"{k.split('_')[0].lower()} {v[0] * 1e3:.3f} ms" if v[0] is not None
-                           else f"{k.split('_')[0].lower()} refused ({v[2]})"
-                           for k, v in tried.items())
-        label = (f"torch.nn.functional.scaled_dot_product_attention, SDPBackend.{best}{note}, "
-                 f"the fastest of: {others}; q/k/v (B,H,S,D) contiguous, requires_grad")
-        for i, t in enumerate(times):
-            entry = core.iteration(name, i, len(times), t)
-            entry.update({"flop_per_s": flops / t, "items_per_s": b / t, "bs": b, "label": label,
-                          "dlbench": {"network": network, "workload": workload, "backend": best}})
-            benchmarks.append(entry)
-        print(f"{name:110s} {t_best * 1e6:10.1f} us {flops / t_best / 1e12:8.1f} TFLOP/s "
-              f"[{best}] {others}", flush=True)
+        label = (f"torch.nn.functional.scaled_dot_product_attention, SDPBackend.{best.config}"
+                 f"{best.note}, the fastest of: {best.others}; q/k/v (B,H,S,D) contiguous, "
+                 "requires_grad")
+        benchmarks += core.repetitions(name, best.times, lambda t: {
+            "flop_per_s": flops / t, "items_per_s": b / t, "bs": b, "label": label,
+            "dlbench": {"network": network, "workload": workload, "backend": best.config}})
+        print(f"{name:110s} {best.median * 1e6:10.1f} us {flops / best.median / 1e12:8.1f} TFLOP/s "
+              f"[{best.config}] {best.others}", flush=True)
     return benchmarks
 
 

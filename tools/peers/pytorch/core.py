@@ -3,6 +3,7 @@
 Nothing here imports torch at module level: the command line, the names and the tests run where
 torch is not installed; the timing functions import it when called.
 """
+import collections
 import csv
 import glob
 import json
@@ -150,6 +151,64 @@ def time_step(build, device, reps, record=None):
     finally:
         del fn
         gc.collect()
+
+
+def time_configs(configs, time_one, errors=(Exception,), release=None):
+    """Times each configuration of one case, as the peers that report PyTorch's fastest do:
+    {config: (median s, times, note)} of time_one(config) -> (times, note), or (None, None, why)
+    for one that raises one of errors (a configuration that does not build or run is a note, not
+    a stop). After each, garbage is collected and release() runs (default: the CUDA caching
+    allocator's empty_cache), so the next one starts with the memory free."""
+    import gc
+    if release is None:
+        def release():
+            import torch
+            torch.cuda.empty_cache()
+    tried = {}
+    for c in configs:
+        try:
+            times, note = time_one(c)
+            tried[c] = (statistics.median(times), times, note)
+        except errors as e:
+            tried[c] = (None, None, first_line(e)[:160])
+        finally:
+            gc.collect()
+            release()
+    return tried
+
+
+Fastest = collections.namedtuple("Fastest", "config median times note others")
+
+
+def fastest(tried, short=str, failed="failed"):
+    """The fastest configuration of time_configs' result, with others: every configuration's
+    median or why it did not run, in the order tried ("graph 5.061 ms, eager failed (...)"), for
+    the label; None when none ran."""
+    ran = {k: v for k, v in tried.items() if v[0] is not None}
+    if not ran:
+        return None
+    best = min(ran, key=lambda k: ran[k][0])
+    median, times, note = ran[best]
+    others = ", ".join(f"{short(k)} {v[0] * 1e3:.3f} ms" if v[0] is not None
+                       else f"{short(k)} {failed} ({v[2]})" for k, v in tried.items())
+    return Fastest(best, median, times, note, others)
+
+
+def none_ran(name, tried, width):
+    """The record of a case none of whose configurations ran, each one's reason; printed."""
+    why = "; ".join(f"{k}: {v[2]}" for k, v in tried.items())
+    print(f"{name:{width}s} failed: {why}", flush=True)
+    return error(name, "failed: " + why)
+
+
+def repetitions(name, times, fields):
+    """A case's records, one per repetition: iteration()'s fields, then fields(t) of its time."""
+    records = []
+    for i, t in enumerate(times):
+        entry = iteration(name, i, len(times), t)
+        entry.update(fields(t))
+        records.append(entry)
+    return records
 
 
 def step_failure(name, e, result):

@@ -1,9 +1,10 @@
 """infer: a gpt-fast-shaped Llama decoder step (static KV cache, SDPA) on the models of
 fixtures/workloads/infer_models.csv, decode and prefill, eager, in a CUDA graph and compiled."""
 import gc
+import itertools
 import os
 import re
-import statistics
+import time
 
 from . import core
 
@@ -13,10 +14,12 @@ gpt-fast writes it: random weights of the model's shapes, q/k/v and gate/up as o
 static KV cache (B, kv_heads, capacity, head_dim) per layer written with index_copy_, rotary
 embeddings from a precomputed table, scaled_dot_product_attention with enable_gqa. decode: one
 token for each of B sequences whose cache holds --seqs positions (capacity + 1, every key seen);
-prefill: B prompts of --seqs tokens (is_causal), the logits of each prompt's last token. Each
---modes configuration is timed (eager; graph: the whole step in one CUDA graph; compile:
-torch.compile, then the graph, where it compiles); the fastest is the entry, the others in its
-label. Needs a CUDA device.
+prefill: B prompts of --seqs tokens (is_causal), the logits of each prompt's last token. The
+weights are made once per model and dtype, on the device, and every case of the run uses them;
+each case makes its own KV cache and inputs. Each --modes configuration is timed (eager; graph:
+the whole step in one CUDA graph; compile: torch.compile of the case's static shapes, then the
+graph, where it compiles); the fastest is the entry, the others in its label. Needs a CUDA
+device.
 
   pytorch-peer infer --filter '^llama3_8b$' --batch-sizes 1,8,32,128 --seqs 2048 -o pt_infer.json"""
 
@@ -38,15 +41,24 @@ def model_rows(args):
 
 
 def cases(args):
-    """Yields (name, model, phase, b, ctx, dt)."""
+    """Yields (name, model, phase, b, ctx, dt), each model's and dtype's cases together (they share
+    the weights: by_weights)."""
     for m in model_rows(args):
-        for phase in args.phases:
-            for dt in args.dtypes:
+        for dt in args.dtypes:
+            for phase in args.phases:
                 for b in args.batch_sizes:
                     for ctx in args.seqs:
                         # The family's own key order (fixtures/schema/families.h).
                         keys = [f"phase:{phase}", f"bs:{b}", f"ctx:{ctx}", f"dt:{dt}"]
                         yield core.name("infer", "gpu", m["name"], keys), m, phase, b, ctx, dt
+
+
+def by_weights(args):
+    """The cases in runs that share one set of weights: ((model, dt), [case, ...]) in cases'
+    order."""
+    for (_, dt), group in itertools.groupby(cases(args), key=lambda c: (c[1]["name"], c[5])):
+        group = list(group)
+        yield (group[0][1], dt), group
 
 
 def step_cost(m, phase, b, ctx, elem):
@@ -66,36 +78,52 @@ def step_cost(m, phase, b, ctx, elem):
     return flops, nbytes, kv_read + kv_written
 
 
-def build_step(m, phase, b, ctx, dt):
-    """The step's tensors and its function: step() runs one decode or prefill step in place."""
+def make_weights(m, dt):
+    """The model's weights, made once per model and dtype and shared by every case of the run:
+    seeded uniform values drawn on the device, in place (a Llama-3-8B's 16 GB never pass through
+    the host nor a temporary)."""
+    import torch
+    t = core.torch_dtype(dt)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    d, hd, h, g, ffn = m["dim"], m["head_dim"], m["heads"], m["kv_heads"], m["ffn"]
+
+    def uniform(*shape, bound=1.0):
+        return torch.empty(*shape, device="cuda", dtype=t).uniform_(-bound, bound, generator=gen)
+
+    def linear(out_f, in_f):
+        return uniform(out_f, in_f, bound=in_f ** -0.5)
+
+    def ones():
+        return torch.ones(d, device="cuda", dtype=t)
+    layers = [dict(attn_norm=ones(), ffn_norm=ones(), wqkv=linear((h + 2 * g) * hd, d),
+                   wo=linear(d, h * hd), w13=linear(2 * ffn, d), w2=linear(d, ffn))
+              for _ in range(m["layers"])]
+    return dict(layers=layers, embed=uniform(m["vocab"], d), final_norm=ones(),
+                lm_head=linear(m["vocab"], d))
+
+
+def build_step(w, m, phase, b, ctx, dt):
+    """The step of one case on the model's weights w: its KV cache and inputs made here, on the
+    device; step() runs one decode or prefill step in place."""
     import torch
     import torch.nn.functional as F
     t = core.torch_dtype(dt)
     dev = "cuda"
-    d, hd, h, g, ffn = m["dim"], m["head_dim"], m["heads"], m["kv_heads"], m["ffn"]
+    d, hd, h, g = m["dim"], m["head_dim"], m["heads"], m["kv_heads"]
     new = ctx if phase == "prefill" else 1
     cap = ctx + (0 if phase == "prefill" else 1)
-    gen = torch.Generator(device=dev).manual_seed(0)
+    gen = torch.Generator(device=dev).manual_seed(1)
 
-    def weight(out_f, in_f):
-        return (torch.rand(out_f, in_f, device=dev, generator=gen, dtype=t) * 2 - 1) / in_f ** 0.5
-    layers = []
-    for _ in range(m["layers"]):
-        layers.append(dict(
-            attn_norm=torch.ones(d, device=dev, dtype=t),
-            ffn_norm=torch.ones(d, device=dev, dtype=t), wqkv=weight((h + 2 * g) * hd, d),
-            wo=weight(d, h * hd), w13=weight(2 * ffn, d), w2=weight(d, ffn),
-            k=torch.rand(b, g, cap, hd, device=dev, generator=gen, dtype=t),
-            v=torch.rand(b, g, cap, hd, device=dev, generator=gen, dtype=t)))
-    embed = torch.rand(m["vocab"], d, device=dev, generator=gen, dtype=t)
-    final_norm = torch.ones(d, device=dev, dtype=t)
-    lm_head = weight(m["vocab"], d)
+    def cache():
+        return torch.empty(b, g, cap, hd, device=dev, dtype=t).uniform_(generator=gen)
+    kv = [(cache(), cache()) for _ in range(m["layers"])]
     tokens = torch.randint(0, m["vocab"], (b, new), device=dev, generator=gen)
     pos = torch.arange(cap - new, cap, device=dev)
     freqs = 1.0 / (m["rope_theta"] ** (torch.arange(0, hd, 2, device=dev).float() / hd))
     angles = torch.outer(pos.float(), freqs)
     cos, sin = angles.cos().to(t), angles.sin().to(t)
     causal = phase == "prefill"
+    embed, final_norm, lm_head = w["embed"], w["final_norm"], w["lm_head"]
 
     def rope(x):  # (B, T, heads, hd), rotate-half pairs (i, i + hd/2)
         x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
@@ -104,14 +132,14 @@ def build_step(m, phase, b, ctx, dt):
 
     def step():
         x = embed[tokens]
-        for y in layers:
+        for y, (k_cache, v_cache) in zip(w["layers"], kv):
             hs = F.rms_norm(x, (d,), y["attn_norm"], m["norm_eps"])
             q, k, v = (hs @ y["wqkv"].T).split([h * hd, g * hd, g * hd], dim=-1)
             q = rope(q.view(b, new, h, hd)).transpose(1, 2)
             k = rope(k.view(b, new, g, hd)).transpose(1, 2)
-            y["k"].index_copy_(2, pos, k)
-            y["v"].index_copy_(2, pos, v.view(b, new, g, hd).transpose(1, 2))
-            a = F.scaled_dot_product_attention(q, y["k"], y["v"], is_causal=causal,
+            k_cache.index_copy_(2, pos, k)
+            v_cache.index_copy_(2, pos, v.view(b, new, g, hd).transpose(1, 2))
+            a = F.scaled_dot_product_attention(q, k_cache, v_cache, is_causal=causal,
                                                enable_gqa=g != h)
             x = x + a.transpose(1, 2).reshape(b, new, h * hd) @ y["wo"].T
             gate, up = (F.rms_norm(x, (d,), y["ffn_norm"], m["norm_eps"]) @ y["w13"].T).chunk(2, -1)
@@ -121,60 +149,71 @@ def build_step(m, phase, b, ctx, dt):
     return step
 
 
-def time_mode(mode, m, phase, b, ctx, dt, reps):
-    """Seconds per step (one per repetition) of one configuration."""
+def time_mode(mode, w, m, phase, b, ctx, dt, reps):
+    """Seconds per step (one per repetition) of one configuration on the weights w, and a note:
+    what compiling and capturing the step took."""
     import torch
-    step = build_step(m, phase, b, ctx, dt)
+    step = build_step(w, m, phase, b, ctx, dt)
     fn = step
+    t0 = time.perf_counter()
     if mode == "compile":
-        fn = torch.compile(step, mode="max-autotune-no-cudagraphs", fullgraph=True)
+        # Each case's static shapes compiled afresh, as a user compiling that one shape would:
+        # Dynamo caches by the step's code, which every case shares, so without the reset a
+        # case would add a recompile to the earlier ones' (after eight, the default limit, it
+        # runs eager).
+        torch._dynamo.reset()
+        fn = torch.compile(step, mode="max-autotune-no-cudagraphs", fullgraph=True,
+                           dynamic=False)
+    note = ""
     if mode in ("graph", "compile"):
         run = fn
-        fn = core.capture(run, run)
-    return core.time_fn(fn, "gpu", reps=reps)
+        fn = core.capture(run, run)  # the warm-up runs compile the step
+        note = f"; {mode} built in {time.perf_counter() - t0:.1f} s"
+    return core.time_fn(fn, "gpu", reps=reps), note
+
+
+def case_records(name, m, phase, b, ctx, dt, best):
+    """The records of a case's fastest configuration, one per repetition; printed."""
+    elem = 4 if dt == "f32" else 2
+    flops, nbytes, kv = step_cost(m, phase, b, ctx, elem)
+    label = (f"gpt-fast-shaped step, {best.config} the fastest of: {best.others}; static KV "
+             f"cache, SDPA enable_gqa, {dt} weights made once on the device for every case"
+             f"{best.note}")
+    tokens = b * (ctx if phase == "prefill" else 1)
+    print(f"{name:90s} {best.median * 1e3:10.3f} ms {tokens / best.median:12.1f} tokens/s "
+          f"[{best.config}] {best.others}", flush=True)
+    return core.repetitions(name, best.times, lambda t: {
+        "flop_per_s": flops / t, "bytes_per_s": nbytes / t, "items_per_s": tokens / t,
+        "tokens_per_s": tokens / t, "bs": b, "step_bytes": nbytes, "kv_bytes": kv,
+        ("ttft_s" if phase == "prefill" else "tpot_s"): t, "label": label,
+        "dlbench": {"network": m["network"], "workload": m["name"], "mode": best.config}})
 
 
 def infer_benchmarks(args):
     import torch
     benchmarks = []
-    for name, m, phase, b, ctx, dt in cases(args):
-        elem = 4 if dt == "f32" else 2
-        flops, nbytes, kv = step_cost(m, phase, b, ctx, elem)
-        tried = {}
-        for mode in args.modes:
-            try:
-                with torch.no_grad():
-                    times = time_mode(mode, m, phase, b, ctx, dt, args.repetitions)
-                tried[mode] = (statistics.median(times), times, "")
-            except Exception as e:  # a configuration that does not build is a note, not a stop
-                tried[mode] = (None, None, core.first_line(e)[:160])
-            finally:
-                gc.collect()
-                torch.cuda.empty_cache()
-        ran = {k: v for k, v in tried.items() if v[0] is not None}
-        if not ran:
-            why = "; ".join(f"{k}: {v[2]}" for k, v in tried.items())
-            benchmarks.append(core.error(name, "failed: " + why))
-            print(f"{name:90s} failed: {why}", flush=True)
+    for (m, dt), group in by_weights(args):
+        try:
+            w = make_weights(m, dt)
+        except Exception as e:  # every case of the weights fails, the run goes on
+            why = f"failed: weights: {core.first_line(e)[:160]}"
+            for name, *_ in group:
+                print(f"{name:90s} {why}", flush=True)
+                benchmarks.append(core.error(name, why))
+            gc.collect()
+            torch.cuda.empty_cache()
             continue
-        best = min(ran, key=lambda k: ran[k][0])
-        t_best, times, _ = ran[best]
-        others = ", ".join(f"{k} {v[0] * 1e3:.3f} ms" if v[0] is not None
-                           else f"{k} failed ({v[2]})" for k, v in tried.items())
-        label = (f"gpt-fast-shaped step, {best} the fastest of: {others}; static KV cache, "
-                 f"SDPA enable_gqa, {dt} weights")
-        tokens = b * (ctx if phase == "prefill" else 1)
-        for i, t in enumerate(times):
-            entry = core.iteration(name, i, len(times), t)
-            entry.update({"flop_per_s": flops / t, "bytes_per_s": nbytes / t,
-                          "items_per_s": tokens / t, "tokens_per_s": tokens / t, "bs": b,
-                          "step_bytes": nbytes, "kv_bytes": kv,
-                          ("ttft_s" if phase == "prefill" else "tpot_s"): t, "label": label,
-                          "dlbench": {"network": m["network"], "workload": m["name"],
-                                      "mode": best}})
-            benchmarks.append(entry)
-        print(f"{name:90s} {t_best * 1e3:10.3f} ms {tokens / t_best:12.1f} tokens/s [{best}] "
-              f"{others}", flush=True)
+        for name, _, phase, b, ctx, _ in group:
+            with torch.no_grad():
+                tried = core.time_configs(
+                    args.modes, lambda mode: time_mode(mode, w, m, phase, b, ctx, dt,
+                                                       args.repetitions))
+            best = core.fastest(tried)
+            benchmarks += ([core.none_ran(name, tried, 90)] if best is None
+                           else case_records(name, m, phase, b, ctx, dt, best))
+        del w
+        gc.collect()
+        torch.cuda.empty_cache()
     return benchmarks
 
 
