@@ -64,7 +64,8 @@ class TorchInferGpu {
   StreamRef stream() const;
 
  private:
-  struct Gpu;  // stream, graph, static logits (infer_cuda.cpp)
+  struct Gpu;  // stream, graph (infer_cuda.cpp)
+  void Build(const InferShape& s, const RunConfig& cfg);
   InferShape shape_;
   std::unique_ptr<InferModel> model_;
   std::unique_ptr<Gpu> g_;

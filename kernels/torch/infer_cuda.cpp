@@ -121,6 +121,18 @@ Support TorchInferGpu::Supports(const InferShape& s, const RunConfig& cfg) {
 TorchInferGpu::TorchInferGpu(const InferShape& s, const RunConfig& cfg) : shape_(s) {
   RequireSupported(Supports(s, cfg));
   if (!torch::cuda::is_available()) throw Unsupported("LibTorch sees no CUDA device");
+  try {
+    Build(s, cfg);
+  } catch (...) {
+    // The next case (the native step's own allocations among them) gets the memory back.
+    g_.reset();
+    model_.reset();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    throw;
+  }
+}
+
+void TorchInferGpu::Build(const InferShape& s, const RunConfig& cfg) {
   Guarded([&] {
     c10::cuda::CUDAGuard device_guard(0);
     g_ = std::make_unique<Gpu>(c10::cuda::getStreamFromPool());
