@@ -21,7 +21,7 @@ VerifyFn F32Verifier(const InferShape& shape, const RunConfig& cfg, const std::s
     // The case's logits first: the f32 step then borrows the device memory the case leaves free,
     // and gives it all back before the case is timed.
     const int64_t total = shape.batch * shape.model.vocab;
-    std::vector<int64_t> pos(size_t(total));
+    std::vector<int64_t> pos(static_cast<size_t>(total));
     std::iota(pos.begin(), pos.end(), int64_t{0});
     Verdict v;
     const std::optional<OutputReader::Sample> got = ReadSampled(out, total, pos, &v);
