@@ -81,7 +81,7 @@ TEST(EagerF32, SaysWhyWhenTheDeviceHasTooLittleMemory) {
   huge.dim = 8192;
   huge.ffn = 32768;
   const InferShape s{huge, InferPhase::kDecode, 1, 8};
-  EXPECT_GT(libtorch::EagerF32Bytes(s), 1e15);
+  EXPECT_GT(libtorch::EagerF32Bytes(s), 1e14);  // 100 TB: no device has it
   RunConfig cfg;
   cfg.dtype = DType::kBF16;
   std::string why;
