@@ -132,6 +132,18 @@ inline torch::Tensor GqaAttention(const torch::Tensor& q, const torch::Tensor& k
 #endif
 }
 
+// What GqaAttention runs on this LibTorch, for labels.
+inline const char* GqaAttentionName() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  return "SDPA with enable_gqa";
+#elif TORCH_VERSION_MAJOR >= 2
+  return "SDPA over kv heads repeated to the query heads";
+#else
+  return "softmax(QK^T / sqrt(d)) V written out over kv heads repeated to the query heads (no SDPA "
+         "before LibTorch 2)";
+#endif
+}
+
 // e4m3 (OCP e4m3fn) bytes, one a value, as f32 values. LibTorch 2.1+: its float8_e4m3fn dtype
 // over the same bytes; before it, no float8 type: dlb::Unsupported.
 inline torch::Tensor E4m3ToFloat([[maybe_unused]] const torch::Tensor& bytes) {

@@ -62,17 +62,6 @@ torch::Tensor FromHost(const std::vector<float>& v, at::IntArrayRef shape,
 
 bool CpuHasBf16() { return HasFlag(HostCpu(), "avx512_bf16") || HasFlag(HostCpu(), "amx_bf16"); }
 
-const char* AttentionName() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
-  return "SDPA with enable_gqa";
-#elif TORCH_VERSION_MAJOR >= 2
-  return "SDPA over kv heads repeated to the query heads";
-#else
-  return "softmax(QK^T / sqrt(d)) V written out over kv heads repeated to the query heads (no SDPA "
-         "before LibTorch 2)";
-#endif
-}
-
 }  // namespace
 
 torch::Tensor InferModel::Step() const {
@@ -261,8 +250,9 @@ double TorchInferCpu::KvBytes() const {
 
 std::string TorchInferCpu::label() const {
   return "LibTorch " + TorchVersion() + " CPU, eager C++ (gpt-fast-shaped: fused qkv and gate/up " +
-         "Linears, f32 RMSNorm and rotary); " + AttentionName() + "; " + std::string(Name(dt_)) +
-         " weights, static KV cache and residual; threads " + std::to_string(TorchThreads());
+         "Linears, f32 RMSNorm and rotary); " + compat::GqaAttentionName() + "; " +
+         std::string(Name(dt_)) + " weights, static KV cache and residual; threads " +
+         std::to_string(TorchThreads());
 }
 
 }  // namespace dlb::libtorch

@@ -206,8 +206,8 @@ double TorchInferGpu::KvBytes() const {
 std::string TorchInferGpu::label() const {
   return "LibTorch " + TorchVersion() +
          " CUDA, the whole step in one CUDA graph (gpt-fast-shaped: fused qkv and gate/up "
-         "Linears, f32 RMSNorm and rotary, SDPA with enable_gqa); bf16 weights, static KV cache "
-         "and residual";
+         "Linears, f32 RMSNorm and rotary); " +
+         compat::GqaAttentionName() + "; bf16 weights, static KV cache and residual";
 }
 
 // ---- the large models' check ----------------------------------------------------------------
