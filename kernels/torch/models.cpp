@@ -20,11 +20,11 @@ void LayerTrace::Record(const LayerRecord& r) {
   if (g_trace) g_trace->layers_.push_back(r);
 }
 
-ConvImpl::ConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, bool bias)
+ConvImpl::ConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad,
+                   bool bias)
     : out_(out), kernel_(kernel), stride_(stride), pad_(pad) {
   conv_ = register_module(
-      "conv",
-      nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(pad).bias(bias)));
+      "conv", nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(pad).bias(bias)));
 }
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
@@ -120,8 +120,8 @@ template <class Block>
 class ResNet : public Net {
  public:
   ResNet(std::vector<int64_t> layers, int64_t classes, bool cifar_stem) : cifar_(cifar_stem) {
-    conv1_ = register_module("conv1",
-                             cifar_ ? Conv(3, 64, 3, 1, 1, false) : Conv(3, 64, 7, 2, 3, false));
+    conv1_ = register_module("conv1", cifar_ ? Conv(3, 64, 3, 1, 1, false)
+                                             : Conv(3, 64, 7, 2, 3, false));
     bn1_ = register_module("bn1", Bn(64));
     int64_t in = 64;
     const int64_t planes[4] = {64, 128, 256, 512};
@@ -230,8 +230,8 @@ class DenseNet121 : public Net {
 class Vgg16 : public Net {
  public:
   explicit Vgg16(int64_t classes) {
-    const int64_t cfg[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
-                           0,  512, 512, 512, 0,   512, 512, 512, 0};  // 0: 2x2 max-pool
+    const int64_t cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0,
+                           512, 512, 512, 0, 512, 512, 512, 0};  // 0: 2x2 max-pool
     int64_t c = 3;
     int i = 0;
     for (int64_t v : cfg) {
