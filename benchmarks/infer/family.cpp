@@ -61,7 +61,8 @@ std::vector<Point> Points(bool gpu, const LlamaConfig& model, DType dt) {
   return out;
 }
 
-std::vector<DType> DTypesOn(bool gpu) {
+std::vector<DType> DTypesOn(bool gpu, std::string_view backend) {
+  if (gpu && backend == "torch") return DTypes(matrix::kGpuTorchDTypes);
   return DTypes(gpu ? matrix::kGpuDTypes : matrix::kCpuDTypes);
 }
 
@@ -80,7 +81,7 @@ double InferTolerance(DType dt) {
   }
 }
 
-VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg) {
+VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg, bool gpu) {
   const double params = shape.model.StepParams() + double(shape.model.vocab * shape.model.dim);
   if (params > kMaxReferenceParams || shape.Flops() > kMaxReferenceFlops) {
     char why[200];
@@ -90,6 +91,7 @@ VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg) {
                   shape.model.name.c_str(), params, shape.Flops(), kMaxReferenceParams,
                   kMaxReferenceFlops);
     const std::string reason = why;
+    if (gpu) return F32Verifier(shape, cfg, reason);
     return [reason](const OutputReader&) { return Verdict::NotVerified(reason); };
   }
   return [shape, cfg](const OutputReader& out) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fixtures/harness.h"
@@ -35,17 +36,24 @@ struct Point {
 // each batch and context, prefill at each batch and prompt length; on the CPU only the cases
 // within the tier's model size and step FLOPs. --dlb_batch_sizes replaces both phases' batches.
 std::vector<Point> Points(bool gpu, const LlamaConfig& model, DType dt);
-// The tier's dtypes on a device (benchmarks/infer/matrix.h); --dlb_dtypes overrides.
-std::vector<DType> DTypesOn(bool gpu);
+// The tier's dtypes of a backend on a device (benchmarks/infer/matrix.h): LibTorch's GPU step
+// bf16 alone; --dlb_dtypes overrides.
+std::vector<DType> DTypesOn(bool gpu, std::string_view backend);
 
 // The relative-L2 tolerance of the logits of a step in dtype dt (docs/families/infer.md).
 double InferTolerance(DType dt);
 // The float64 step's logits against the op's, where the reference is affordable (a model of at
-// most kMaxReferenceParams weights, a step of at most kMaxReferenceFlops); not verified otherwise,
-// saying why.
+// most kMaxReferenceParams weights, a step of at most kMaxReferenceFlops). Above that, a GPU
+// case's logits against LibTorch's eager f32 step of the same seeded model on the GPU
+// (F32Verifier), where this build's LibTorch has CUDA; not verified otherwise, saying why.
 inline constexpr double kMaxReferenceParams = 5e7;
 inline constexpr double kMaxReferenceFlops = 5e9;
-VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg);
+VerifyFn Verifier(const InferShape& shape, const RunConfig& cfg, bool gpu);
+// The eager f32 check of a case too large for the float64 step (benchmarks/infer/f32_check.cpp):
+// `too_large` says why the float64 step is not run; where the f32 step cannot run either (no
+// LibTorch CUDA in this build, too little device memory), the case is not verified with both
+// reasons.
+VerifyFn F32Verifier(const InferShape& shape, const RunConfig& cfg, const std::string& too_large);
 
 // The family's counters of a measured step (tokens_per_s, tpot_s or ttft_s, step_bytes, kv_bytes,
 // pct_mem_bw for decode, mfu for prefill), after the harness's own.
@@ -78,7 +86,7 @@ void Add(const Model& m, const Point& p, DType dt) {
                    {key::kDType, std::string(Name(dt))}};
   Register<Op, InferShape, InferSteps<Op>>(
       "infer", m.basics, std::move(keys), shape, cfg,
-      CaseInfo::Of(m.basics, dt, p.batch, Verifier(shape, cfg)));
+      CaseInfo::Of(m.basics, dt, p.batch, Verifier(shape, cfg, Op::kGpu)));
 }
 
 }  // namespace dlb::infer

@@ -34,6 +34,8 @@ inline const PerTier<std::vector<int64_t>> kCpuPrefillCtx = {{32}, {128}, {128, 
 inline const PerTier<std::vector<DType>> kGpuDTypes = {
     {DType::kBF16}, {DType::kBF16, DType::kFP8E4M3}, {DType::kBF16, DType::kFP8E4M3}};
 inline const auto kCpuDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
+// LibTorch's GPU step: bf16 only (its fp8 would be torch._scaled_mm, not a step a user writes).
+inline const auto kGpuTorchDTypes = PerTier<std::vector<DType>>::Every({DType::kBF16});
 // The batch sizes fp8 decode runs at (the bf16 batches otherwise).
 inline const PerTier<std::vector<int>> kGpuFp8DecodeBatches = {{1}, {1, 32}, {1, 8, 32, 128}};
 

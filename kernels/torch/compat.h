@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/error.h"
+
 namespace dlb::libtorch::compat {
 
 inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
@@ -109,6 +111,46 @@ inline torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k,
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
   }
   return torch::matmul(torch::softmax(scores, -1), v);
+#endif
+}
+
+// Grouped-query attention over q (batch x heads x seq x head_dim) and k, v (batch x kv_heads x keys
+// x head_dim), query head h reading kv head h / (heads / kv_heads), scale 1/sqrt(head_dim), causal
+// or not (causal: seq == keys). LibTorch 2.5+: at::scaled_dot_product_attention with enable_gqa,
+// as gpt-fast and the PyTorch peer call it; 2.0-2.4: the kv heads repeated to the query heads
+// first (gpt-fast's repeat_interleave), then the fused kernel; 1.13: repeated, then Attention's
+// written-out softmax.
+inline torch::Tensor GqaAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v, bool causal) {
+  const int64_t group = q.size(1) / k.size(1);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal,
+                                          /*scale=*/{}, /*enable_gqa=*/group > 1);
+#else
+  if (group == 1) return Attention(q, k, v, causal);
+  return Attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal);
+#endif
+}
+
+// What GqaAttention runs on this LibTorch, for labels.
+inline const char* GqaAttentionName() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  return "SDPA with enable_gqa";
+#elif TORCH_VERSION_MAJOR >= 2
+  return "SDPA over kv heads repeated to the query heads";
+#else
+  return "softmax(QK^T / sqrt(d)) V written out over kv heads repeated to the query heads (no SDPA "
+         "before LibTorch 2)";
+#endif
+}
+
+// e4m3 (OCP e4m3fn) bytes, one a value, as f32 values. LibTorch 2.1+: its float8_e4m3fn dtype
+// over the same bytes; before it, no float8 type: dlb::Unsupported.
+inline torch::Tensor E4m3ToFloat([[maybe_unused]] const torch::Tensor& bytes) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  return bytes.view(at::kFloat8_e4m3fn).to(torch::kFloat);
+#else
+  throw Unsupported("LibTorch " TORCH_VERSION " has no float8 type (2.1+ has)");
 #endif
 }
 

@@ -55,6 +55,21 @@ TEST(BenchInfer, SmokeTierWritesValidJson) {
 #ifdef DLBENCH_HAVE_ONEDNN
   EXPECT_TRUE(prefill && decode) << "the smoke tier times both phases";
 #endif
+#ifdef DLBENCH_HAVE_TORCH_INFER
+  // LibTorch's own step beside the native one, both phases, verified like it.
+  int torch_cpu = 0;
+  for (const auto& b : r.json["benchmarks"]) {
+    const std::string name = b["name"];
+    if (name.rfind("infer/cpu/torch/tiny/", 0) != 0 || b.value("error_occurred", false)) continue;
+    EXPECT_EQ(b["dlbench"]["verification"]["disposition"], "verified") << name;
+    ++torch_cpu;
+  }
+  EXPECT_GE(torch_cpu, 2) << "the smoke tier times LibTorch's CPU step in both phases";
+  // LibTorch runs the threads oneDNN was given, not a default of its own.
+  const auto& ctx = r.json["context"];
+  ASSERT_TRUE(ctx.contains("libtorch_threads")) << ctx.dump();
+  EXPECT_EQ(ctx["libtorch_threads"], ctx["onednn_threads"]);
+#endif
 }
 
 TEST(BenchInfer, InvalidWorkloadRowIsOneLineError) {

@@ -109,16 +109,31 @@ TEST(InferFamily, VerifierComparesTheLogitsOrSaysWhyNot) {
   const Vec want = RefInferStep(tiny, SeededRefLlama(tiny.model, cfg.seed, cfg.dtype),
                                 SeededTokens(cfg.seed, tiny), &cache);
   HostTensor right{{2, tiny.model.vocab}, std::vector<float>(want.begin(), want.end())};
-  const Verdict ok = Verifier(tiny, cfg)(OutputReader(right));
+  const Verdict ok = Verifier(tiny, cfg, false)(OutputReader(right));
   EXPECT_TRUE(ok.ok);
   EXPECT_EQ(ok.disposition, Disposition::kVerified);
   HostTensor wrong = right;
   for (size_t i = 0; i < wrong.data.size(); i += 4) wrong.data[i] *= 1.5f;
-  EXPECT_FALSE(Verifier(tiny, cfg)(OutputReader(wrong)).ok);
+  EXPECT_FALSE(Verifier(tiny, cfg, false)(OutputReader(wrong)).ok);
   const InferShape big{Named("llama3_8b").config, InferPhase::kDecode, 1, 2048};
-  const Verdict v = Verifier(big, cfg)(OutputReader(right));
+  const Verdict v = Verifier(big, cfg, false)(OutputReader(right));
   EXPECT_EQ(v.disposition, Disposition::kNotVerified);
   EXPECT_NE(v.detail.find("llama3_8b"), std::string::npos) << v.detail;
+#ifndef DLBENCH_HAVE_TORCH_CUDA
+  // A GPU case is checked against LibTorch's eager f32 step, which needs LibTorch with CUDA.
+  const Verdict gpu = Verifier(big, cfg, true)(OutputReader(right));
+  EXPECT_TRUE(gpu.ok);
+  EXPECT_EQ(gpu.disposition, Disposition::kNotVerified);
+  EXPECT_NE(gpu.detail.find("llama3_8b"), std::string::npos) << gpu.detail;
+  EXPECT_NE(gpu.detail.find("LibTorch with CUDA"), std::string::npos) << gpu.detail;
+#endif
+}
+
+TEST(InferFamily, LibTorchsGpuStepRunsBf16Alone) {
+  EXPECT_EQ(DTypesOn(true, "torch"), std::vector<DType>{DType::kBF16});
+  const std::vector<DType> native = DTypesOn(true, "native");
+  EXPECT_NE(std::find(native.begin(), native.end(), DType::kBF16), native.end());
+  EXPECT_EQ(DTypesOn(false, "torch"), DTypesOn(false, "onednn"));
 }
 
 }  // namespace
