@@ -39,11 +39,14 @@ Layout MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
 // (kernels/common/fill.h's SeedStorage, bit for bit), whose logical value is that times
 // StorageScale(fp8) times the matrix's weight scale (GemmAScale).
+// `row_stride` elements apart rows place a matrix's rows among another's (the interleaved gate
+// and up); such a pair is scaled by its caller once both are seeded.
 void SeedMatrix(uint8_t* dst, DType dt, uint64_t seed, int index, int64_t rows, int64_t cols,
-                StreamRef stream) {
-  cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * cols, rows * cols, cols, 1},
-                   TensorSeed(seed, index), dt, stream);
-  if (dt == DType::kFP8E4M3) return;
+                StreamRef stream, int64_t row_stride = 0) {
+  const int64_t ld = row_stride == 0 ? cols : row_stride;
+  cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * ld, rows * ld, ld, 1}, TensorSeed(seed, index),
+                   dt, stream);
+  if (dt == DType::kFP8E4M3 || row_stride != 0) return;
   cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols), stream);
 }
 
@@ -128,6 +131,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   g_13_ = Plan(T, d, 2 * F, 2);
   g_2_ = Plan(T, F, d, 3);
   g_lm_ = Plan(B, d, V, 4);
+  fused_ = g_qkv_.gemv && g_o_.gemv && g_13_.gemv && g_2_.gemv && g_lm_.gemv;
 
   SeedWeights(cfg.seed);
   // The cache: zero, then (decode) the seeded prefix, which streams layer 0 K, layer 0 V, ...
@@ -162,6 +166,8 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   qkv_ = cuda::DeviceBuffer<float>(size_t(T * QKV));
   q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
+  cuda::ClearAttnScratch(partial_.get(), attn_, split_, st);
+  if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T));
   attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   gu_ = cuda::DeviceBuffer<float>(size_t(T * 2 * F));
   act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
@@ -207,11 +213,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
 
   const char* gemms =
       fp8_ && g_qkv_.gemv
-          ? "fp8 weight-streaming products, a warp a weight row (one token a step: e4m3 weights "
-            "with per-tensor scales, bf16 activations"
+          ? "fp8 weight-streaming products, a warp a weight row (one token a step, the norms and "
+            "SwiGLU fused into them: e4m3 weights with per-tensor scales, bf16 activations"
       : fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
                "e4m3 by their absmax each step"
-      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step"
+      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step, the "
+                      "norms and SwiGLU fused into them"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
   label_ = std::string(gemms) +
            "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
@@ -248,8 +255,11 @@ void NativeInfer::SeedWeights(uint64_t seed) {
     y.wo = matrix(d, QD);
     SeedMatrix(y.wo.get(), wdt, seed, WeightIndex(l, LlamaTensor::kWo), d, QD, st);
     y.w13 = matrix(2 * F, d);
-    SeedMatrix(y.w13.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW1), F, d, st);
-    SeedMatrix(y.w13.get() + F * d * es, wdt, seed, WeightIndex(l, LlamaTensor::kW3), F, d, st);
+    SeedMatrix(y.w13.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW1), F, d, st, 2 * d);
+    SeedMatrix(y.w13.get() + d * es, wdt, seed, WeightIndex(l, LlamaTensor::kW3), F, d, st, 2 * d);
+    if (!fp8_)
+      cuda::ScaleBf16(reinterpret_cast<uint16_t*>(y.w13.get()), size_t(2 * F * d), WeightScale(d),
+                      st);
     y.w2 = matrix(d, F);
     SeedMatrix(y.w2.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW2), d, F, st);
     y.attn_norm = norm(WeightIndex(l, LlamaTensor::kAttnNorm));
@@ -337,14 +347,10 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
 }
 
 void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
-                         bool accumulate) {
-  if (g.gemv && fp8_) {
-    cuda::GemvFp8E4m3(x, w, g.w_scale, y, g.rows, g.out, g.in, accumulate, stream_.get());
-    return;
-  }
+                         bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
-    cuda::GemvBf16(x, reinterpret_cast<const uint16_t*>(w), y, g.rows, g.out, g.in, accumulate,
-                   stream_.get());
+    cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale, y,
+               g.rows, g.out, g.in, accumulate, fusion, stream_.get());
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -359,7 +365,52 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, flo
                            workspace_.bytes(), stream_.get()));
 }
 
+void NativeInfer::FusedStep() {
+  const LlamaConfig& m = shape_.model;
+  const int64_t per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;
+  const float eps = float(m.norm_eps);
+  cudaStream_t st = stream_.get();
+  // ss_ holds two sums a row, used in turn: the norm before attention reads one while zeroing the
+  // other, which the attention's output product then fills for the norm before the MLP, and so on.
+  float* ss_attn = ss_.get();
+  float* ss_ffn = ss_.get() + rows_;
+  cuda::EmbedNormInput(tokens_.get(), embed_.get(), rows_, m.dim, layers_[0].attn_norm.get(),
+                       x_.get(), h_.get(), ss_attn, st);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& y = layers_[l];
+    uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
+    cuda::GemvFusion qkv;
+    qkv.norm_ss = ss_attn;
+    qkv.eps = eps;
+    qkv.zero_ss = ss_ffn;
+    Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
+    cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, k + per, st);
+    cuda::GqaAttention(q_.get(), k, k + per, attn_, split_, partial_.get(), attn_out_.get(), st);
+    cuda::GemvFusion o;
+    o.gamma = y.ffn_norm.get();
+    o.next_in = h_.get();
+    o.out_ss = ss_ffn;
+    Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true, o);
+    cuda::GemvFusion gate_up;
+    gate_up.norm_ss = ss_ffn;
+    gate_up.eps = eps;
+    gate_up.zero_ss = ss_attn;
+    gate_up.act = act_.get();
+    Launch(g_13_, y.w13.get(), h_.get(), nullptr, false, gate_up);
+    cuda::GemvFusion down;
+    down.gamma = l + 1 < layers_.size() ? layers_[l + 1].attn_norm.get() : final_norm_.get();
+    down.next_in = h_.get();
+    down.out_ss = ss_attn;
+    Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true, down);
+  }
+  cuda::GemvFusion head;
+  head.norm_ss = ss_attn;
+  head.eps = eps;
+  Launch(g_lm_, lm_head_.get(), h_.get(), logits_.get(), false, head);
+}
+
 void NativeInfer::Step() {
+  if (fused_) return FusedStep();
   const LlamaConfig& m = shape_.model;
   const int64_t d = m.dim, n = shape_.NewTokens(),
                 per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;

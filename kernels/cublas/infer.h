@@ -4,7 +4,8 @@
 // (kernels/cuda/infer_kernels.h), the whole step captured once in a CUDA graph (after one eager
 // step) that Run() launches.
 //   weights: bf16 or fp8 e4m3, seeded on the device (the values the reference rounds to the
-//            dtype): q, k and v in one matrix, gate and up in another, so a step is 4 GEMMs a layer
+//            dtype): q, k and v in one matrix, gate and up in another (their rows interleaved, a
+//            unit's gate and up side by side), so a step is 4 GEMMs a layer
 //            and reads every weight once; each GEMM is the TN weight-streaming y = x W^T (M = the
 //            step's tokens: the batch at decode) with f32 accumulation and f32 output, the o and
 //            down projections adding into the f32 residual (beta 1). bf16: bf16 x bf16. fp8:
@@ -35,6 +36,7 @@
 #include "kernels/common/op.h"
 #include "kernels/cublas/gemm.h"
 #include "kernels/cuda/buffer.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/infer_kernels.h"
 #include "kernels/cudnn/sdpa.h"
@@ -76,9 +78,14 @@ class NativeInfer {
     float w_scale = 1.0f;
   };
   Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
-  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first.
-  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate);
+  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first. A fusion only with g.gemv.
+  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate,
+              const cuda::GemvFusion& fusion = {});
   void Step();
+  // One token a step: the norms folded into the products, SwiGLU into gate/up's
+  // (kernels/cuda/gemv.h's GemvFusion): a layer is four products, the rotary append and the
+  // attention.
+  void FusedStep();
   void SeedWeights(uint64_t seed);
   void Capture();
 
@@ -89,6 +96,7 @@ class NativeInfer {
 
   InferShape shape_;
   bool fp8_ = false;
+  bool fused_ = false;  // FusedStep: every product a weight-streaming one
   int64_t rows_ = 0;
   cuda::InferAttnDims attn_;
   cuda::AttnSplit split_;
@@ -110,6 +118,7 @@ class NativeInfer {
   std::unique_ptr<cudnn::SdpaForward> sdpa_;
   cuda::DeviceBuffer<int32_t> tokens_;
   cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
+  cuda::DeviceBuffer<float> ss_;  // FusedStep: two rows' sums of squares, used in turn
   cuda::DeviceBuffer<uint16_t> h_, q_, attn_out_, act_, last_;
   cuda::Graph graph_;
   cuda::GraphExec exec_;
