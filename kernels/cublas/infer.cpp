@@ -83,7 +83,7 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
     return Support::No("the GPU step runs bf16 or fp8 (e4m3) weights; " +
                        std::string(Name(cfg.dtype)) + " weights are not offered");
   if (!cuda::InferHeadDimOk(s.model.head_dim))
-    return Support::No("the attention kernel takes a head_dim of 8, 16, 32, 64, 128 or 256");
+    return Support::No("the attention kernel takes a head_dim of 16, 32, 64, 128 or 256");
   if (s.batch * s.NewTokens() * s.model.heads > INT32_MAX)
     return Support::No("batch x tokens x heads above 2^31 - 1 (the attention kernel's grid)");
   const LlamaConfig& m = s.model;
@@ -177,7 +177,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
 
   // Prefill: cuDNN's fused SDPA over the step's q rows (token x head x head_dim: the logical
   // (B, H, P, D) strided) and each layer's cache (capacity P), where cuDNN has an engine.
-  std::string attention = "a split-key CUDA kernel, all query heads of a kv head a block (" +
+  std::string attention = "a split-key tensor-core kernel, all query heads of a kv head a block (" +
                           std::to_string(split_.splits) + " chunks of " +
                           std::to_string(split_.chunk) + " keys)";
   if (s.phase == InferPhase::kPrefill) {

@@ -25,9 +25,6 @@ constexpr int64_t kMaxBlocks = 65536;
 // Attention: warps per block, and the most query heads of one kv head a block takes.
 constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadsPerBlock = 8;
-// Attention blocks resident a multiprocessor (registers capped at 128 a thread for it): 16 warps,
-// enough 16-byte loads in flight to keep HBM busy while other warps compute.
-constexpr int kAttnBlocksPerSm = 4;
 // Key-splitting: aim for this many blocks per attention launch (about four resident a
 // multiprocessor on a 132-SM GPU, twice over), with chunks of at least a tile of 32 keys a warp
 // (fewer and the merge costs more than it spreads).
@@ -68,16 +65,6 @@ __device__ float BlockSum(float v, float* scratch) {
   for (int i = 0; i < int(blockDim.x / 32); ++i) total += scratch[i];
   __syncthreads();
   return total;
-}
-
-__device__ float BlockMax(float v, float* scratch) {
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float m = -INFINITY;
-  for (int i = 0; i < int(blockDim.x / 32); ++i) m = fmaxf(m, scratch[i]);
-  __syncthreads();
-  return m;
 }
 
 __global__ void EmbedNormKernel(const int32_t* tokens, const bf16* embed, int64_t d,
@@ -175,76 +162,78 @@ int HeadsPerBlock(int64_t group) {
   return 1;
 }
 
-// kE bf16 of a V row, loaded as one 4-, 8- or 16-byte word.
-template <int kE>
-struct VWord;
-template <>
-struct VWord<2> {
-  using type = uint32_t;
-};
-template <>
-struct VWord<4> {
-  using type = uint2;
-};
-template <>
-struct VWord<8> {
-  using type = uint4;
-};
-
-template <int kE>
-__device__ __forceinline__ void Unpack(const typename VWord<kE>::type& w, float* out) {
-  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&w);
-#pragma unroll
-  for (int i = 0; i < kE / 2; ++i) {
-    const float2 f = __bfloat1622float2(p[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
 __device__ __forceinline__ float WarpMax(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
-// An attention block's shared memory, all dynamic (a Llama head_dim of 256 needs more than the
-// static 48 KB): the warps' K tiles (kAttnWarps x 32 rows of kD + 8 bf16: the 16-byte pad puts
-// the rows that a quarter warp reads at once in different banks), then this.
-template <int kH, int kD>
-struct AttnShared {
-  float q[kH][kD];              // the block's queries, times scale x log2(e)
-  float p[kAttnWarps][kH][32];  // a tile's softmax weights
-  float m[kAttnWarps][kH], l[kAttnWarps][kH];
-  float acc[kAttnWarps][kH][kD];
-  float weight[kH][kInferMaxSplits];  // the merge's chunk weights
-  float red[32];                      // block reductions' scratch
-  unsigned last;
-};
+// d = a b + c on the tensor cores, one m16n8k16 bf16 tile with f32 accumulation (PTX's fragment
+// layouts: a lane's groupID = lane / 4 and its index in the group lane % 4). Only rows 0-7 of A
+// are ever used here (up to 8 query heads), so a1, a3 and the rows 8-15 of c and d are zeros
+// this passes and drops.
+__device__ __forceinline__ void Mma(float& d0, float& d1, uint32_t a0, uint32_t a2, uint32_t b0,
+                                    uint32_t b1) {
+  float x2 = 0.f, x3 = 0.f;
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d0), "+f"(d1), "+f"(x2), "+f"(x3)
+      : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
 
+// Four 8x8 bf16 matrices from shared memory, transposed (each lane names one row of one matrix):
+// V's rows as the B operand of P V.
+__device__ __forceinline__ void LdMatrixT(const bf16* row, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                          uint32_t& r3) {
+  const unsigned addr = unsigned(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ uint32_t Pack(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// An attention block's shared memory, all dynamic (a head_dim of 256 needs more than the static
+// 48 KB): each warp's K and V tiles (32 rows of kD + 8 bf16: the 16-byte pad puts the rows that
+// one phase of a 16-byte load or ldmatrix reads in different banks), and, once the tiles are
+// done, the same bytes hold the merges' state.
 template <int kD>
-__host__ __device__ constexpr int KTileBytes() {
-  return kAttnWarps * 32 * (kD + 8) * 2;
+__host__ __device__ constexpr int TileStride() {
+  return kD + 8;
+}
+template <int kD>
+__host__ __device__ constexpr int TileBytes() {
+  return kAttnWarps * 2 * 32 * TileStride<kD>() * 2;
 }
 template <int kH, int kD>
+struct AttnMerge {
+  float m[kAttnWarps][kH], l[kAttnWarps][kH];
+  float acc[kAttnWarps][kH][kD];
+  float weight[kH][kInferMaxSplits], sum[kH][kInferMaxSplits];  // the chunks' merge
+  float head_sum[kH];
+  unsigned last;
+};
+template <int kH, int kD>
 __host__ __device__ constexpr int AttnSharedBytes() {
-  return KTileBytes<kD>() + int(sizeof(AttnShared<kH, kD>));
+  return TileBytes<kD>() > int(sizeof(AttnMerge<kH, kD>)) ? TileBytes<kD>()
+                                                          : int(sizeof(AttnMerge<kH, kD>));
 }
 
 // Block (token x kv head x head slice, split): the kH query heads of one kv head over one chunk
-// of keys (GqaAttention in infer_kernels.h). Scores are kept in log2 units (the queries carry
-// log2(e)), so each weight is one exp2. Lanes own keys for the scores and head dimensions for
-// the weighted sum: kE dimensions a lane, kR lanes a V row, kGroups rows at once.
+// of keys (GqaAttention in infer_kernels.h). A warp takes tiles of 32 keys: S = Q K^T and O += P V
+// on the tensor cores, Q's rows the kH heads (rows kH.. of the 16 zero), K and V copied to shared
+// memory asynchronously; the online softmax runs on S's fragments in f32, in log2 units (exp2 of
+// the scores times scale x log2(e)). A lane holds row gid = lane / 4 of S and O, its keys and
+// dimensions tig x 2 + {0, 1} of each 8-wide tile (tig = lane % 4).
 template <int kH, int kD>
-__global__ void __launch_bounds__(kAttnWarps * 32, kAttnBlocksPerSm)
-    AttnTileKernel(const bf16* q, const bf16* kc, const bf16* vc, InferAttnDims a, int64_t chunk,
-                   float qscale, float* partial, unsigned* counters, bf16* out) {
-  constexpr int kC = kD / 8, kKs = kD + 8;
-  constexpr int kE = kD >= 64 ? kD / 32 : 2, kR = kD / kE, kGroups = 32 / kR;
-  constexpr int kRows = 32 / kGroups;                           // V rows a lane adds a tile
-  constexpr int kVBatch = kRows < 128 / kE ? kRows : 128 / kE;  // at most 64 registers of V
-  using VW = typename VWord<kE>::type;
+__global__ void __launch_bounds__(kAttnWarps * 32)
+    AttnMmaKernel(const bf16* q, const bf16* kc, const bf16* vc, InferAttnDims a, int64_t chunk,
+                  float qscale, float* partial, unsigned* counters, bf16* out) {
+  constexpr int kS = TileStride<kD>(), kC = kD / 8, kK = kD / 16, kN = kD / 8;
   extern __shared__ __align__(16) unsigned char dyn[];
-  AttnShared<kH, kD>& sh = *reinterpret_cast<AttnShared<kH, kD>*>(dyn + KTileBytes<kD>());
 
   const int64_t G = a.kv_heads, group = a.heads / G;
   const int slices = int(group / kH);
@@ -252,119 +241,104 @@ __global__ void __launch_bounds__(kAttnWarps * 32, kAttnBlocksPerSm)
   const int64_t h0 = g * group + int64_t(blockIdx.x % slices) * kH;
   const int64_t b = t / a.new_tokens, keys = a.first_pos + t % a.new_tokens + 1;
   const int64_t k0 = int64_t(blockIdx.y) * chunk, k1 = min(k0 + chunk, keys);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int vgroup = lane / kR, vsub = lane % kR;
-  bf16* tile = reinterpret_cast<bf16*>(dyn) + warp * 32 * kKs;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  bf16* ks = reinterpret_cast<bf16*>(dyn) + warp * 2 * 32 * kS;
+  bf16* vs = ks + 32 * kS;
 
-  for (int i = threadIdx.x; i < kH * kD; i += blockDim.x)
-    sh.q[i / kD][i % kD] = __bfloat162float(q[(t * a.heads + h0) * kD + i]) * qscale;
-  __syncthreads();
-
-  float m[kH], l[kH], acc[kH][kE];
+  // Q's A fragments (rows gid < kH; k = tig x 2 + {0, 1} and + 8 of each 16-wide step).
+  uint32_t qa[kK][2];
+  const bf16* qrow = q + (t * a.heads + h0 + gid) * kD;
 #pragma unroll
-  for (int h = 0; h < kH; ++h) {
-    m[h] = -INFINITY;
-    l[h] = 0.f;
-#pragma unroll
-    for (int e = 0; e < kE; ++e) acc[h][e] = 0.f;
+  for (int kk = 0; kk < kK; ++kk) {
+    qa[kk][0] = gid < kH ? *reinterpret_cast<const uint32_t*>(qrow + kk * 16 + tig * 2) : 0u;
+    qa[kk][1] = gid < kH ? *reinterpret_cast<const uint32_t*>(qrow + kk * 16 + 8 + tig * 2) : 0u;
   }
+  float m = -INFINITY, l = 0.f, o[kN][2];
+#pragma unroll
+  for (int n = 0; n < kN; ++n) o[n][0] = o[n][1] = 0.f;
+
   for (int64_t j0 = k0 + int64_t(warp) * 32; j0 < k1; j0 += kAttnWarps * 32) {
-    // The tile's K rows to shared memory, 16 bytes a copy; rows past the chunk repeat its last
-    // (finite values; their scores are masked).
+    // The tile's K and V rows, 16 bytes a copy; rows past the chunk repeat its last (finite
+    // values; their scores are masked).
 #pragma unroll
     for (int c = lane; c < 32 * kC; c += 32) {
       const int r = c / kC, cc = c % kC;
-      const int64_t j = min(j0 + r, k1 - 1);
-      __pipeline_memcpy_async(tile + r * kKs + cc * 8, kc + KvRow(a, b, g, j) + cc * 8, 16);
+      const int64_t at = KvRow(a, b, g, min(j0 + r, k1 - 1)) + cc * 8;
+      __pipeline_memcpy_async(ks + r * kS + cc * 8, kc + at, 16);
+      __pipeline_memcpy_async(vs + r * kS + cc * 8, vc + at, 16);
     }
     __pipeline_commit();
-    VW vw[kVBatch];
-#pragma unroll
-    for (int u = 0; u < kVBatch; ++u) {
-      const int64_t j = min(j0 + vgroup + kGroups * u, k1 - 1);
-      vw[u] = *reinterpret_cast<const VW*>(vc + KvRow(a, b, g, j) + vsub * kE);
-    }
     __pipeline_wait_prior(0);
     __syncwarp();
 
-    // Scores: lane i takes key j0 + i for every head.
-    float s[kH];
+    // S = Q K^T, four n-tiles of 8 keys; B[k][n] = K[key n][dim k]: two 4-byte reads a step.
+    float s[4][2];
 #pragma unroll
-    for (int h = 0; h < kH; ++h) s[h] = 0.f;
+    for (int n = 0; n < 4; ++n) {
+      s[n][0] = s[n][1] = 0.f;
+      const bf16* krow = ks + (n * 8 + gid) * kS + tig * 2;
 #pragma unroll
-    for (int cc = 0; cc < kC; ++cc) {
-      const uint4 kr = *reinterpret_cast<const uint4*>(tile + lane * kKs + cc * 8);
-      float kf[8];
-      Unpack<8>(kr, kf);
-#pragma unroll
-      for (int h = 0; h < kH; ++h) {
-        const float4 q0 = *reinterpret_cast<const float4*>(&sh.q[h][cc * 8]);
-        const float4 q1 = *reinterpret_cast<const float4*>(&sh.q[h][cc * 8 + 4]);
-        s[h] = fmaf(q0.x, kf[0], s[h]);
-        s[h] = fmaf(q0.y, kf[1], s[h]);
-        s[h] = fmaf(q0.z, kf[2], s[h]);
-        s[h] = fmaf(q0.w, kf[3], s[h]);
-        s[h] = fmaf(q1.x, kf[4], s[h]);
-        s[h] = fmaf(q1.y, kf[5], s[h]);
-        s[h] = fmaf(q1.z, kf[6], s[h]);
-        s[h] = fmaf(q1.w, kf[7], s[h]);
-      }
+      for (int kk = 0; kk < kK; ++kk)
+        Mma(s[n][0], s[n][1], qa[kk][0], qa[kk][1],
+            *reinterpret_cast<const uint32_t*>(krow + kk * 16),
+            *reinterpret_cast<const uint32_t*>(krow + kk * 16 + 8));
     }
-    // The tile's online softmax: lane 0's key is always in range, so every max is finite.
-    const bool valid = j0 + lane < k1;
+    // The online softmax of row gid over the tile (its four lanes hold its 32 keys). Key j0 is
+    // always in range, so the max is finite.
+    float mx = -INFINITY;
 #pragma unroll
-    for (int h = 0; h < kH; ++h) {
-      const float sv = valid ? s[h] : -INFINITY;
-      const float nm = fmaxf(m[h], WarpMax(sv));
-      const float corr = exp2f(m[h] - nm), p = exp2f(sv - nm);  // m = -inf at first: corr 0
-      l[h] = l[h] * corr + p;  // each lane its own keys' sum, merged at the end
+    for (int n = 0; n < 4; ++n)
 #pragma unroll
-      for (int e = 0; e < kE; ++e) acc[h][e] *= corr;
-      m[h] = nm;
-      sh.p[warp][h][lane] = p;
-    }
-    __syncwarp();
-    // Weighted V rows: lane (vgroup, vsub) adds rows vgroup, vgroup + kGroups, ... of the tile at
-    // dimensions vsub x kE...
-#pragma unroll
-    for (int u0 = 0; u0 < kRows; u0 += kVBatch) {
-      if (u0 > 0) {
-#pragma unroll
-        for (int u = 0; u < kVBatch; ++u) {
-          const int64_t j = min(j0 + vgroup + kGroups * (u0 + u), k1 - 1);
-          vw[u] = *reinterpret_cast<const VW*>(vc + KvRow(a, b, g, j) + vsub * kE);
-        }
+      for (int e = 0; e < 2; ++e) {
+        const bool valid = j0 + n * 8 + tig * 2 + e < k1;
+        s[n][e] = valid ? s[n][e] * qscale : -INFINITY;
+        mx = fmaxf(mx, s[n][e]);
       }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float nm = fmaxf(m, mx), corr = exp2f(m - nm);  // m = -inf at first: corr 0
+    m = nm;
+    l *= corr;
 #pragma unroll
-      for (int u = 0; u < kVBatch; ++u) {
-        float vf[kE];
-        Unpack<kE>(vw[u], vf);
-        const int r = vgroup + kGroups * (u0 + u);
-#pragma unroll
-        for (int h = 0; h < kH; ++h) {
-          const float p = sh.p[warp][h][r];
-#pragma unroll
-          for (int e = 0; e < kE; ++e) acc[h][e] = fmaf(p, vf[e], acc[h][e]);
-        }
-      }
+    for (int n = 0; n < kN; ++n) {
+      o[n][0] *= corr;
+      o[n][1] *= corr;
     }
-    __syncwarp();  // the tile and weights are read before the next tile overwrites them
+    uint32_t pa[2][2];  // P as the A operand: keys 16i.. of step i
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+      const float p0 = exp2f(s[n][0] - nm), p1 = exp2f(s[n][1] - nm);
+      l += p0 + p1;
+      pa[n / 2][n % 2] = Pack(p0, p1);
+    }
+    // O += P V: V's 16 x 16 blocks through ldmatrix.trans, two n-tiles of 8 dims a load.
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int np = 0; np < kN / 2; ++np) {
+        uint32_t b0, b1, b2, b3;
+        LdMatrixT(
+            vs + (i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kS + np * 16 + (lane >> 4) * 8, b0,
+            b1, b2, b3);
+        Mma(o[2 * np][0], o[2 * np][1], pa[i][0], pa[i][1], b0, b1);
+        Mma(o[2 * np + 1][0], o[2 * np + 1][1], pa[i][0], pa[i][1], b2, b3);
+      }
+    __syncwarp();  // the tiles are read before the next copies overwrite them
   }
-  // The warp's state: sums over its lanes, its row groups' sums of V over lanes kR apart.
-#pragma unroll
-  for (int h = 0; h < kH; ++h) {
-    l[h] = WarpSum(l[h]);
-#pragma unroll
-    for (int o = kR; o < 32; o *= 2)
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], o);
-    if (lane == 0) {
-      sh.m[warp][h] = m[h];
-      sh.l[warp][h] = l[h];
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  __syncthreads();  // every warp is done with its tiles: their bytes now hold the merge
+  AttnMerge<kH, kD>& sh = *reinterpret_cast<AttnMerge<kH, kD>*>(dyn);
+  if (gid < kH) {
+    if (tig == 0) {
+      sh.m[warp][gid] = m;
+      sh.l[warp][gid] = l;
     }
-    if (vgroup == 0)
 #pragma unroll
-      for (int e = 0; e < kE; ++e) sh.acc[warp][h][vsub * kE + e] = acc[h][e];
+    for (int n = 0; n < kN; ++n) {
+      sh.acc[warp][gid][n * 8 + tig * 2] = o[n][0];
+      sh.acc[warp][gid][n * 8 + tig * 2 + 1] = o[n][1];
+    }
   }
   __syncthreads();
   // The block's warps merged: one chunk's {max, sum, weighted V} a head.
@@ -405,26 +379,36 @@ __global__ void __launch_bounds__(kAttnWarps * 32, kAttnBlocksPerSm)
   __syncthreads();
   if (!sh.last) return;
   __threadfence();
-  for (int h = 0; h < kH; ++h) {
-    const float* p = partial + (t * a.heads + h0 + h) * splits * (kD + 2);
-    float mx = -INFINITY;
-    for (int s = threadIdx.x; s < splits; s += blockDim.x) mx = fmaxf(mx, __ldcg(p + s * (kD + 2)));
-    mx = BlockMax(mx, sh.red);  // chunk 0 holds key 0: finite
-    float sum = 0.f;
-    for (int s = threadIdx.x; s < splits; s += blockDim.x) {
-      const float ms = __ldcg(p + s * (kD + 2));
-      const float f = ms == -INFINITY ? 0.f : exp2f(ms - mx);
+  // The chunks' maxima and sums, then each head's weights (a warp a head), then the outputs: three
+  // rounds of loads that do not wait on one another within a round.
+  for (int i = threadIdx.x; i < kH * splits; i += blockDim.x) {
+    const int h = i / splits, s = i % splits;
+    const float* p = partial + ((t * a.heads + h0 + h) * splits + s) * (kD + 2);
+    sh.weight[h][s] = __ldcg(p);
+    sh.sum[h][s] = __ldcg(p + 1);
+  }
+  __syncthreads();
+  for (int h = warp; h < kH; h += kAttnWarps) {
+    float mx = -INFINITY;  // chunk 0 holds key 0: finite
+    for (int s = lane; s < splits; s += 32) mx = fmaxf(mx, sh.weight[h][s]);
+    mx = WarpMax(mx);
+    float total = 0.f;
+    for (int s = lane; s < splits; s += 32) {
+      const float f = sh.weight[h][s] == -INFINITY ? 0.f : exp2f(sh.weight[h][s] - mx);
       sh.weight[h][s] = f;
-      sum += f * __ldcg(p + s * (kD + 2) + 1);
+      total += f * sh.sum[h][s];
     }
-    sum = BlockSum(sum, sh.red);  // its barrier also publishes the weights
-    for (int e = threadIdx.x; e < kD; e += blockDim.x) {
-      float v = 0.f;
+    total = WarpSum(total);
+    if (lane == 0) sh.head_sum[h] = total;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kH * kD; i += blockDim.x) {
+    const int h = i / kD, e = i % kD;
+    const float* p = partial + (t * a.heads + h0 + h) * splits * (kD + 2) + 2 + e;
+    float v = 0.f;
 #pragma unroll 8
-      for (int s = 0; s < splits; ++s) v += sh.weight[h][s] * __ldcg(p + s * (kD + 2) + 2 + e);
-      out[(t * a.heads + h0 + h) * kD + e] = __float2bfloat16(v / sum);
-    }
-    __syncthreads();
+    for (int s = 0; s < splits; ++s) v += sh.weight[h][s] * __ldcg(p + s * (kD + 2));
+    out[(t * a.heads + h0 + h) * kD + e] = __float2bfloat16(v / sh.head_sum[h]);
   }
 }
 
@@ -478,8 +462,8 @@ void CheckDims(const InferAttnDims& a) {
               a.capacity >= a.first_pos + a.new_tokens &&
               (a.page == 0 || (a.page > 0 && a.page % kInferPageAlign == 0 &&
                                a.page_table != nullptr && a.pages_per_seq * a.page >= a.capacity)),
-          "attention sizes must be positive, heads a multiple of kv_heads, head_dim 8, 16, 32, "
-          "64, 128 or 256, the capacity at least every position; a paged cache's page a "
+          "attention sizes must be positive, heads a multiple of kv_heads, head_dim 16, 32, 64, "
+          "128 or 256, the capacity at least every position; a paged cache's page a "
           "multiple of 32 positions, its table covering the capacity");
 }
 
@@ -567,17 +551,15 @@ void LaunchAttn(const AttnLaunch& l) {
   constexpr int bytes = AttnSharedBytes<kH, kD>();
   // Above 48 KB a kernel's dynamic shared memory must be allowed once, before any capture.
   static const cudaError_t allowed = cudaFuncSetAttribute(
-      AttnTileKernel<kH, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      AttnMmaKernel<kH, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   DLB_CHECK(allowed);
-  AttnTileKernel<kH, kD><<<l.grid, kAttnWarps * 32, bytes, l.stream>>>(
+  AttnMmaKernel<kH, kD><<<l.grid, kAttnWarps * 32, bytes, l.stream>>>(
       l.q, l.k, l.v, l.a, l.chunk, l.qscale, l.partial, l.counters, l.out);
 }
 
 template <int kH>
 void LaunchAttnH(const AttnLaunch& l) {
   switch (l.a.head_dim) {
-    case 8:
-      return LaunchAttn<kH, 8>(l);
     case 16:
       return LaunchAttn<kH, 16>(l);
     case 32:

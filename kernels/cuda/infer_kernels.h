@@ -46,12 +46,12 @@ inline constexpr int64_t kInferPageAlign = 32;
 void RopeAppend(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
                 uint16_t* q, uint16_t* k_cache, uint16_t* v_cache, cudaStream_t stream);
 
-// The head_dims GqaAttention takes: 8 x a power of two up to 256 (a key row is head_dim / 8
-// lanes' 16-byte loads, a power of two so that lanes pair up by xor within a warp).
+// The head_dims GqaAttention takes: 16 x a power of two up to 256 (the tensor cores' steps of 16
+// along the head dimension, and ldmatrix's 16-wide blocks of V).
 inline constexpr int64_t kInferMaxHeadDim = 256;
 inline constexpr bool InferHeadDimOk(int64_t head_dim) {
-  return head_dim >= 8 && head_dim <= kInferMaxHeadDim && head_dim % 8 == 0 &&
-         ((head_dim / 8) & (head_dim / 8 - 1)) == 0;
+  return head_dim >= 16 && head_dim <= kInferMaxHeadDim && head_dim % 16 == 0 &&
+         ((head_dim / 16) & (head_dim / 16 - 1)) == 0;
 }
 // How GqaAttention splits the keys: `splits` blocks of `chunk` keys (a multiple of 32, the key
 // tile) per (token, kv head), chosen so that a decode step at batch 1 still fills the GPU
@@ -70,10 +70,10 @@ void ClearAttnScratch(float* partial, const InferAttnDims& a, const AttnSplit& s
 // Grouped-query attention, scale 1/sqrt(head_dim): q rows x heads x head_dim (bf16), query head h
 // reading kv head h / (heads / kv_heads); out the same layout (bf16). Each block takes one token's
 // query heads of one kv head (up to 8 of them; a larger group over several blocks) over one chunk
-// of keys. Its warps take tiles of 32 keys: the tile's K rows are copied to shared memory
-// asynchronously while its V rows load into registers, a lane scores one key for all the block's
-// heads (no shuffles a key), the online softmax in f32 takes a tile at a time, and the lanes then
-// split the head dimension to add the tile's weighted V rows. With several chunks, each block
+// of keys. Its warps take tiles of 32 keys, copied to shared memory asynchronously: the scores
+// Q K^T and the weighted sum P V are tensor-core products (bf16 in, f32 accumulation; the heads
+// are the rows of a 16-row tile), the online softmax runs on the scores in f32. With several
+// chunks, each block
 // writes its partial result and the last block of its row to finish merges them (a counter a row
 // in the scratch), so the step is one launch. The caches must be 16-byte aligned.
 void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_cache,

@@ -143,13 +143,15 @@ INSTANTIATE_TEST_SUITE_P(
     CaseName);
 
 // Shapes the kernel does not take are one-line errors, not launches.
-TEST(GqaAttention, RefusesHeadDimsItsLanesDoNotPairUp) {
+TEST(GqaAttention, RefusesHeadDimsItsTilesDoNotTake) {
   EXPECT_TRUE(cuda::InferHeadDimOk(128));
-  EXPECT_TRUE(cuda::InferHeadDimOk(8));
+  EXPECT_TRUE(cuda::InferHeadDimOk(16));
+  EXPECT_FALSE(cuda::InferHeadDimOk(8));  // below one tensor-core step
   EXPECT_FALSE(cuda::InferHeadDimOk(96));
   EXPECT_FALSE(cuda::InferHeadDimOk(20));
   EXPECT_FALSE(cuda::InferHeadDimOk(512));
   EXPECT_THROW(cuda::ChooseSplit({1, 1, 10, 4, 2, 96, 11}), Error);
+  EXPECT_THROW(cuda::ChooseSplit({1, 1, 10, 4, 2, 8, 11}), Error);
   cuda::InferAttnDims paged{1, 1, 10, 4, 2, 64, 11};
   paged.page = 48;  // not a multiple of the 32-key tile
   paged.pages_per_seq = 1;

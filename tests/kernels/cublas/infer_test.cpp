@@ -153,8 +153,13 @@ TEST(NativeInfer, AttentionSplitCoversEveryKey) {
     const int64_t keys = a.first_pos + a.new_tokens;
     EXPECT_GE(sp.splits * sp.chunk, keys);
     EXPECT_LT((sp.splits - 1) * sp.chunk, keys);
-    EXPECT_EQ(cuda::AttnPartialFloats(a, sp),
+    EXPECT_EQ(sp.chunk % 32, 0);  // whole key tiles
+    EXPECT_LE(sp.splits, cuda::kInferMaxSplits);
+    // The partial results, then a counter a block row (at most one a query head).
+    EXPECT_GT(cuda::AttnPartialFloats(a, sp),
               size_t(a.batch * a.new_tokens * a.heads * sp.splits * (a.head_dim + 2)));
+    EXPECT_LE(cuda::AttnPartialFloats(a, sp),
+              size_t(a.batch * a.new_tokens * a.heads * (sp.splits * (a.head_dim + 2) + 1)));
   }
   EXPECT_GT(cuda::ChooseSplit({1, 1, 2048, 32, 8, 128, 2049}).splits, 16);
   EXPECT_EQ(cuda::ChooseSplit({1, 2048, 0, 32, 8, 128, 2048}).splits, 1);
