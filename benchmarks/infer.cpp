@@ -1,7 +1,8 @@
 // Inference family: one prefill or decode step of every model of fixtures/workloads/
 // infer_models.csv x batch sizes x contexts x dtypes, on oneDNN (CPU) and cuBLASLt with CUDA
-// kernels (GPU).
+// kernels (GPU), the latter's decode also over a paged KV cache.
 #include "benchmarks/infer/family.h"
+#include "benchmarks/infer/matrix.h"
 #include "benchmarks/infer/ops.h"
 #include "fixtures/harness.h"
 
@@ -13,8 +14,11 @@ void RegisterCases() {
     ForEachOp(Ops{}, [&](auto tag) {
       using Op = typename decltype(tag)::type;
       if (!WantDevice(Op::kGpu)) return;
+      constexpr bool paged = PagedKv<Op>::value;
+      if (paged && !matrix::kGpuPagedDecode.Now()) return;
       for (DType dt : DTypesOn(Op::kGpu))
-        for (const Point& p : Points(Op::kGpu, m.config, dt)) Add<Op>(m, p, dt);
+        for (const Point& p : Points(Op::kGpu, m.config, dt))
+          if (!paged || p.phase == InferPhase::kDecode) Add<Op>(m, p, dt);
     });
 }
 

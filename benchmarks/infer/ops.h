@@ -21,7 +21,7 @@ using CpuOps = OpList<>;
 #endif
 
 #ifdef DLBENCH_HAVE_CUDA
-using GpuOps = OpList<cublas::NativeInfer>;
+using GpuOps = OpList<cublas::NativeInfer, cublas::NativePagedInfer>;
 #else
 using GpuOps = OpList<>;
 #endif

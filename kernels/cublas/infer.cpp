@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -98,7 +100,7 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
   return Support::Yes();
 }
 
-NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) {
+NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) : shape_(s) {
   RequireSupported(Supports(s, cfg));
   fp8_ = cfg.dtype == DType::kFP8E4M3;
   const LlamaConfig& m = s.model;
@@ -107,7 +109,6 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
                 KVD = m.KvDim(), QKV = QD + 2 * KVD;
   rows_ = T;
   attn_ = {B, n, s.FirstPos(), m.heads, G, D, cap};
-  split_ = cuda::ChooseSplit(attn_);
 
   stream_ = cuda::MakeStream();
   cublasLtHandle_t raw_handle = nullptr;
@@ -136,13 +137,40 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   SeedWeights(cfg.seed);
   // The cache: zero, then (decode) the seeded prefix, which streams layer 0 K, layer 0 V, ...
   // each B x kv_heads x ctx x head_dim: one placement of (2 layers, B kv_heads, ctx, head_dim)
-  // into the capacity-strided buffer.
+  // into the capacity-strided buffer; paged, into a contiguous buffer first, copied into the
+  // pages layer by layer.
   const int64_t per = B * G * cap * D;
-  cache_ = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * per));
+  layer_kv_ = per;
+  if (paged) {
+    const int64_t pps = (cap + NativePagedInfer::kPage - 1) / NativePagedInfer::kPage;
+    std::vector<int32_t> table(size_t(B * pps));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937_64(cfg.seed));
+    page_table_ = cuda::DeviceBuffer<int32_t>(table.size());
+    Upload(page_table_.get(), table, st);
+    attn_.page = NativePagedInfer::kPage;
+    attn_.pages_per_seq = pps;
+    attn_.page_table = page_table_.get();
+    layer_kv_ = int64_t(table.size()) * G * NativePagedInfer::kPage * D;
+    cuda::Sync(st);  // the host table goes
+  }
+  cache_ = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * layer_kv_));
   DLB_CHECK(cudaMemsetAsync(cache_.get(), 0, cache_.bytes(), st));
-  if (s.phase == InferPhase::kDecode)
-    cuda::SeedDevice(cache_.get(), {2 * m.layers, B * G, s.ctx, D}, {per, cap * D, D, 1},
+  if (s.phase == InferPhase::kDecode) {
+    cuda::DeviceBuffer<uint16_t> staged;
+    uint16_t* dst = cache_.get();
+    if (paged) {
+      staged = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * per));
+      dst = staged.get();
+    }
+    cuda::SeedDevice(dst, {2 * m.layers, B * G, s.ctx, D}, {per, cap * D, D, 1},
                      TensorSeed(cfg.seed, kCacheIndex), DType::kBF16, st);
+    if (paged) {
+      for (int64_t i = 0; i < 2 * m.layers; ++i)
+        cuda::CopyToPages(dst + i * per, s.ctx, attn_, cache_.get() + i * layer_kv_, st);
+      cuda::Sync(st);  // the staging buffer goes
+    }
+  }
 
   std::vector<int32_t> tokens;
   for (int64_t t : SeededTokens(cfg.seed, s)) tokens.push_back(int32_t(t));
@@ -161,6 +189,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   Upload(cos_.get(), cos, st);
   Upload(sin_.get(), sin, st);
 
+  split_ = cuda::ChooseSplit(attn_);
   x_ = cuda::DeviceBuffer<float>(size_t(T * d));
   h_ = cuda::DeviceBuffer<uint16_t>(size_t(T * d));
   qkv_ = cuda::DeviceBuffer<float>(size_t(T * QKV));
@@ -180,7 +209,9 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   std::string attention = "a split-key tensor-core kernel, all query heads of a kv head a block (" +
                           std::to_string(split_.splits) + " chunks of " +
                           std::to_string(split_.chunk) + " keys)";
-  if (s.phase == InferPhase::kPrefill) {
+  if (s.phase == InferPhase::kPrefill && paged) {
+    attention += " (cuDNN's fused SDPA is bound to a contiguous cache here)";
+  } else if (s.phase == InferPhase::kPrefill) {
     AttnShape as;
     as.batch = B;
     as.heads = m.heads;
@@ -222,8 +253,11 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
   label_ = std::string(gemms) +
            "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
-           ", f32 softmax; contiguous bf16 KV cache (paged not implemented), f32 residual; whole "
-           "step in one CUDA graph";
+           ", f32 softmax; " +
+           (paged ? "paged bf16 KV cache (pages of " + std::to_string(NativePagedInfer::kPage) +
+                        " positions, each sequence's a shuffled set of the pool's)"
+                  : std::string("contiguous bf16 KV cache")) +
+           ", f32 residual; whole step in one CUDA graph";
 }
 
 void NativeInfer::SeedWeights(uint64_t seed) {
@@ -367,7 +401,7 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, flo
 
 void NativeInfer::FusedStep() {
   const LlamaConfig& m = shape_.model;
-  const int64_t per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;
+  const int64_t per = layer_kv_;
   const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
   // ss_ holds two sums a row, used in turn: the norm before attention reads one while zeroing the
@@ -412,8 +446,7 @@ void NativeInfer::FusedStep() {
 void NativeInfer::Step() {
   if (fused_) return FusedStep();
   const LlamaConfig& m = shape_.model;
-  const int64_t d = m.dim, n = shape_.NewTokens(),
-                per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;
+  const int64_t d = m.dim, n = shape_.NewTokens(), per = layer_kv_;
   const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
   cuda::EmbedRows(tokens_.get(), embed_.get(), rows_, d, x_.get(), st);

@@ -16,9 +16,11 @@
 //            weight scale), both scales passed to cuBLASLt as its A and B scales;
 //   activations: the residual stream f32, what a GEMM reads bf16 (RMSNorm, SwiGLU and attention
 //            write it; fp8 quantises that), the fused projections' outputs f32;
-//   KV cache: contiguous, B x kv_heads x capacity x head_dim per layer for K and V, bf16 in both
-//            dtypes, appended in place (decode: position ctx, capacity ctx + 1, so every step is
-//            the same step; prefill: 0..P-1). A paged cache is not implemented;
+//   KV cache: bf16 in both dtypes, appended in place (decode: position ctx, capacity ctx + 1, so
+//            every step is the same step; prefill: 0..P-1); contiguous, B x kv_heads x capacity x
+//            head_dim per layer for K and V, or (NativePagedInfer) paged: pages of kPage positions
+//            from one pool a layer, each sequence's pages a shuffled set of the pool's, as an
+//            allocator leaves them once sequences have come and gone;
 //   attention: decode, a split-key CUDA kernel (flash-decoding) whose block takes all the query
 //            heads of one kv head, reading each cached K and V row once for them; prefill,
 //            cuDNN's fused SDPA forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the
@@ -52,7 +54,7 @@ class NativeInfer {
   static Support Supports(const InferShape& s, const RunConfig& cfg);
   // Seeds the weights, cache and tokens on the device, plans the GEMMs and prefill's attention,
   // runs one eager step and captures the step in a CUDA graph; the logits are poisoned after.
-  NativeInfer(const InferShape& s, const RunConfig& cfg);
+  NativeInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, false) {}
   void Run();
   HostTensor Output() const;
   Cost cost() const;
@@ -61,6 +63,9 @@ class NativeInfer {
   // Bytes of the KV cache one step reads and writes (part of cost().bytes).
   double KvBytes() const;
   StreamRef stream() const { return stream_.get(); }
+
+ protected:
+  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged);
 
  private:
   // One planned GEMM y (rows x out, f32) = x (rows x in) W^T (W out x in), bf16 or e4m3 operands;
@@ -98,6 +103,8 @@ class NativeInfer {
   bool fp8_ = false;
   bool fused_ = false;  // FusedStep: every product a weight-streaming one
   int64_t rows_ = 0;
+  int64_t layer_kv_ = 0;  // elements of one layer's K (or V) cache, pool or contiguous
+  cuda::DeviceBuffer<int32_t> page_table_;
   cuda::InferAttnDims attn_;
   cuda::AttnSplit split_;
   cuda::Stream stream_;
@@ -123,6 +130,20 @@ class NativeInfer {
   cuda::Graph graph_;
   cuda::GraphExec exec_;
   std::string label_;
+};
+
+// The same step over a paged KV cache (decode; its attention kernel reads each tile's page from
+// the page table; prefill's attention is that kernel too, not cuDNN's SDPA).
+class NativePagedInfer : public NativeInfer {
+ public:
+  static constexpr const char* kBackend = "native_paged";
+  // Positions a page: two of the attention kernel's 32-key tiles (vLLM's default is 16,
+  // TensorRT-LLM's 64).
+  static constexpr int64_t kPage = 64;
+  static Support Supports(const InferShape& s, const RunConfig& cfg) {
+    return NativeInfer::Supports(s, cfg);
+  }
+  NativePagedInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, true) {}
 };
 
 }  // namespace dlb::cublas

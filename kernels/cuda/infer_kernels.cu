@@ -127,6 +127,15 @@ __device__ __forceinline__ int64_t KvRow(const InferAttnDims& a, int64_t b, int6
   return ((page * a.kv_heads + g) * a.page + j % a.page) * a.head_dim;
 }
 
+__global__ void CopyToPagesKernel(const bf16* src, int64_t positions, InferAttnDims a, int64_t n,
+                                  bf16* pool) {
+  const int64_t D = a.head_dim, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t e = i % D, j = i / D % positions, bg = i / (D * positions);
+    pool[KvRow(a, bg / a.kv_heads, bg % a.kv_heads, j) + e] = src[(bg * a.capacity + j) * D + e];
+  }
+}
+
 __global__ void RopeAppendKernel(const float* qkv, const float* cos, const float* sin,
                                  InferAttnDims a, int64_t n, bf16* q, bf16* kc, bf16* vc) {
   const int64_t D = a.head_dim, half = D / 2, H = a.heads, G = a.kv_heads, qd = H * D, kvd = G * D,
@@ -493,6 +502,16 @@ void RmsNormBf16(const float* x, int64_t rows, int64_t stride, int64_t d, const 
                    reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(out) % 8 == 0;
   RmsNormKernel<<<unsigned(rows), kThreads, 0, stream>>>(x, stride, d, w, eps, B(out), vec);
+  DLB_CHECK(cudaGetLastError());
+}
+
+void CopyToPages(const uint16_t* src, int64_t positions, const InferAttnDims& a, uint16_t* pool,
+                 cudaStream_t stream) {
+  CheckDims(a);
+  Require(a.page > 0 && positions > 0 && positions <= a.capacity,
+          "copy to pages: a paged cache and 1..capacity positions");
+  const int64_t n = a.batch * a.kv_heads * positions * a.head_dim;
+  CopyToPagesKernel<<<Blocks(n), kThreads, 0, stream>>>(B(src), positions, a, n, B(pool));
   DLB_CHECK(cudaGetLastError());
 }
 

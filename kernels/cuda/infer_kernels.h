@@ -40,6 +40,11 @@ struct InferAttnDims {
 // A paged cache's page holds a multiple of this many positions (the attention kernel's key tile).
 inline constexpr int64_t kInferPageAlign = 32;
 
+// Copies positions 0..positions-1 of a contiguous batch x kv_heads x capacity x head_dim cache
+// (src) into the paged cache `a` describes (pool): how a paged step's seeded prefix is placed.
+void CopyToPages(const uint16_t* src, int64_t positions, const InferAttnDims& a, uint16_t* pool,
+                 cudaStream_t stream);
+
 // Rotary embeddings and the cache append, from the fused projection's f32 rows (q heads, k heads,
 // v heads, batch x new_tokens rows): q (rows x heads x head_dim, bf16) rotated, k rotated and v
 // copied into the caches at each token's position. cos and sin: new_tokens x head_dim / 2.
