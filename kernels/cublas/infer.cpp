@@ -196,7 +196,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) 
   q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
   cuda::ClearAttnScratch(partial_.get(), attn_, split_, st);
-  if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T));
+  if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T * cuda::GemvParts(d)));
   attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   gu_ = cuda::DeviceBuffer<float>(size_t(T * 2 * F));
   act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
@@ -404,41 +404,45 @@ void NativeInfer::FusedStep() {
   const int64_t per = layer_kv_;
   const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
-  // ss_ holds two sums a row, used in turn: the norm before attention reads one while zeroing the
-  // other, which the attention's output product then fills for the norm before the MLP, and so on.
+  // ss_ holds the norms' sums of squares in pieces (GemvFusion): the embedding's one a row, then
+  // each residual output's one a block of its product, used in turn by the next product.
+  const int parts = int(cuda::GemvParts(m.dim));
   float* ss_attn = ss_.get();
-  float* ss_ffn = ss_.get() + rows_;
+  float* ss_ffn = ss_.get() + rows_ * parts;
   cuda::EmbedNormInput(tokens_.get(), embed_.get(), rows_, m.dim, layers_[0].attn_norm.get(),
                        x_.get(), h_.get(), ss_attn, st);
+  int attn_parts = 1;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& y = layers_[l];
     uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
     cuda::GemvFusion qkv;
-    qkv.norm_ss = ss_attn;
+    qkv.norm_parts = ss_attn;
+    qkv.norm_part_count = attn_parts;
     qkv.eps = eps;
-    qkv.zero_ss = ss_ffn;
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
     cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, k + per, st);
     cuda::GqaAttention(q_.get(), k, k + per, attn_, split_, partial_.get(), attn_out_.get(), st);
     cuda::GemvFusion o;
     o.gamma = y.ffn_norm.get();
     o.next_in = h_.get();
-    o.out_ss = ss_ffn;
+    o.out_parts = ss_ffn;
     Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true, o);
     cuda::GemvFusion gate_up;
-    gate_up.norm_ss = ss_ffn;
+    gate_up.norm_parts = ss_ffn;
+    gate_up.norm_part_count = parts;
     gate_up.eps = eps;
-    gate_up.zero_ss = ss_attn;
     gate_up.act = act_.get();
     Launch(g_13_, y.w13.get(), h_.get(), nullptr, false, gate_up);
     cuda::GemvFusion down;
     down.gamma = l + 1 < layers_.size() ? layers_[l + 1].attn_norm.get() : final_norm_.get();
     down.next_in = h_.get();
-    down.out_ss = ss_attn;
+    down.out_parts = ss_attn;
     Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true, down);
+    attn_parts = parts;
   }
   cuda::GemvFusion head;
-  head.norm_ss = ss_attn;
+  head.norm_parts = ss_attn;
+  head.norm_part_count = attn_parts;
   head.eps = eps;
   Launch(g_lm_, lm_head_.get(), h_.get(), logits_.get(), false, head);
 }

@@ -125,7 +125,7 @@ class NativeInfer {
   std::unique_ptr<cudnn::SdpaForward> sdpa_;
   cuda::DeviceBuffer<int32_t> tokens_;
   cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
-  cuda::DeviceBuffer<float> ss_;  // FusedStep: two rows' sums of squares, used in turn
+  cuda::DeviceBuffer<float> ss_;  // FusedStep: the norms' sums of squares, two sets in turn
   cuda::DeviceBuffer<uint16_t> h_, q_, attn_out_, act_, last_;
   cuda::Graph graph_;
   cuda::GraphExec exec_;

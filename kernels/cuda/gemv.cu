@@ -64,14 +64,29 @@ __device__ __forceinline__ float DotWord<true>(const uint4& w, const uint4* __re
 
 // Block of 8 warps, warp w taking weight row blockIdx.x * 8 + w: kw 16-byte words a row, x's rows
 // k / 8 words apart. The fused epilogues (GemvFusion) run after the warps' sums.
+// The pieces of a fused norm's sums a thread loads before streaming its row, so that their latency
+// hides behind the weights'; a row of more pieces than kThreads x kPrefetchParts loads the rest
+// after.
+constexpr int kPrefetchParts = 4;
+
 template <bool kFp8, int M>
 __global__ void __launch_bounds__(kThreads)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
   __shared__ float red[kWarps][M];
+  __shared__ float inv[M];
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int row = int(blockIdx.x) * kWarps + warp;
   const int xw = k / 8;
+  float part[M][kPrefetchParts];
+  if (f.norm_parts != nullptr)
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+      for (int u = 0; u < kPrefetchParts; ++u) {
+        const int p = int(threadIdx.x) + u * kThreads;
+        part[i][u] = p < f.norm_part_count ? f.norm_parts[i * f.norm_part_count + p] : 0.f;
+      }
   float acc[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) acc[i] = 0.f;
@@ -100,9 +115,32 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], off);
     acc[i] *= w_scale;
-    if (f.norm_ss != nullptr) acc[i] *= rsqrtf(f.norm_ss[i] / float(k) + f.eps);
   }
-  if (f.zero_ss != nullptr && blockIdx.x == 0 && threadIdx.x < M) f.zero_ss[threadIdx.x] = 0.f;
+  if (f.norm_parts != nullptr) {
+    // The norm's sum of squares, its pieces added in the same order every time.
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      float s = 0.f;
+#pragma unroll
+      for (int u = 0; u < kPrefetchParts; ++u) s += part[i][u];
+      for (int p = int(threadIdx.x) + kPrefetchParts * kThreads; p < f.norm_part_count;
+           p += kThreads)
+        s += f.norm_parts[i * f.norm_part_count + p];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (lane == 0) red[warp][i] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < M) {
+      float s = 0.f;
+#pragma unroll
+      for (int w8 = 0; w8 < kWarps; ++w8) s += red[w8][threadIdx.x];
+      inv[threadIdx.x] = rsqrtf(s / float(k) + f.eps);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < M; ++i) acc[i] *= inv[i];
+  }
 
   if (f.act != nullptr) {
     // Rows 2p and 2p + 1 of the block (warps 2p, 2p + 1) are one SwiGLU unit's gate and up.
@@ -119,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     return;
   }
-  if (f.out_ss == nullptr) {
+  if (f.out_parts == nullptr) {
     if (lane == 0 && row < n)
 #pragma unroll
       for (int i = 0; i < M; ++i) {
@@ -129,7 +167,7 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   // Residual output: y += product, the next norm's input y x gamma and y's squares, a block's
-  // squares summed before one atomic a row.
+  // squares summed into its piece.
   if (lane == 0)
 #pragma unroll
     for (int i = 0; i < M; ++i) {
@@ -148,7 +186,7 @@ __global__ void __launch_bounds__(kThreads)
     float s = 0.f;
 #pragma unroll
     for (int w8 = 0; w8 < kWarps; ++w8) s += red[w8][threadIdx.x];
-    atomicAdd(f.out_ss + threadIdx.x, s);
+    f.out_parts[threadIdx.x * gridDim.x + blockIdx.x] = s;
   }
 }
 
@@ -200,14 +238,16 @@ bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t
 void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
           int64_t n, int64_t k, bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
-  const bool residual = f.out_ss != nullptr || f.next_in != nullptr || f.gamma != nullptr;
+  const bool residual = f.out_parts != nullptr || f.next_in != nullptr || f.gamma != nullptr;
   const char* problem = nullptr;
   if (!(fp8 ? GemvFp8Fits(x, w, y, m, n, k) : GemvFits(x, w, y, m, n, k)))
     problem = fp8 ? "needs 1 <= m <= 8, k a multiple of 16, 16-byte aligned operands"
                   : "needs 1 <= m <= 8, k a multiple of 8, 16-byte aligned operands";
-  else if (residual &&
-           (f.out_ss == nullptr || f.next_in == nullptr || f.gamma == nullptr || f.act != nullptr))
-    problem = "a residual output needs gamma, next_in and out_ss, and no SwiGLU";
+  else if (residual && (f.out_parts == nullptr || f.next_in == nullptr || f.gamma == nullptr ||
+                        f.act != nullptr))
+    problem = "a residual output needs gamma, next_in and out_parts, and no SwiGLU";
+  else if (f.norm_parts != nullptr && f.norm_part_count <= 0)
+    problem = "a fused norm needs its pieces' count";
   else if (f.act != nullptr && n % 2 != 0)
     problem = "a SwiGLU output needs gate and up rows in pairs (n even)";
   else if (f.act == nullptr && y == nullptr)

@@ -15,7 +15,7 @@ void EmbedRows(const int32_t* tokens, const uint16_t* embed, int64_t rows, int64
                cudaStream_t stream);
 
 // EmbedRows, and the first norm's fused input (kernels/cuda/gemv.h's GemvFusion): next_in[t] =
-// bf16(x[t] * gamma) and ss[t] = the sum of x[t]'s squares. One block a row.
+// bf16(x[t] * gamma) and ss[t] = the sum of x[t]'s squares (one piece a row). One block a row.
 void EmbedNormInput(const int32_t* tokens, const uint16_t* embed, int64_t rows, int64_t d,
                     const float* gamma, float* x, uint16_t* next_in, float* ss,
                     cudaStream_t stream);

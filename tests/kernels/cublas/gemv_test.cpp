@@ -145,8 +145,8 @@ std::vector<T> ToHost(const DeviceBuffer<T>& d) {
 }
 
 // The fused epilogues of one decode layer against float64, for both weight formats: the norm
-// folded into the input (and the other sum zeroed), the residual output with the next norm's
-// input and sums of squares, and SwiGLU over interleaved gate and up rows.
+// folded into the input, the residual output with the next norm's input and sums of squares, and
+// SwiGLU over interleaved gate and up rows.
 void CheckFusions(GemvWeights weights) {
   const int64_t m = 2, n = 96, k = 512;
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
@@ -174,14 +174,21 @@ void CheckFusions(GemvWeights weights) {
     return std::fabs(got - want) / (1e-3 + std::fabs(want));
   };
 
-  // Norm in: y = product x rsqrt(ss / k + eps); zero_ss zeroed.
-  const std::vector<float> ss = {300.f, 41.f};
-  DeviceBuffer<float> dss = ToDevice(ss), dzero = ToDevice(std::vector<float>{5.f, 6.f}),
-                      dy(size_t(m * n));
+  // Norm in: y = product x rsqrt(ss / k + eps), each row's ss in pieces (more than one thread's
+  // prefetch holds: 1100 a row).
+  const int parts = 1100;
+  std::vector<float> pieces(size_t(m * parts));
+  std::vector<double> ss(size_t(m), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int p = 0; p < parts; ++p) {
+      pieces[size_t(i * parts + p)] = float((p % 7) + 1) * (i == 0 ? 0.25f : 0.03125f);
+      ss[size_t(i)] += pieces[size_t(i * parts + p)];
+    }
+  DeviceBuffer<float> dparts = ToDevice(pieces), dy(size_t(m * n));
   GemvFusion norm;
-  norm.norm_ss = dss.get();
+  norm.norm_parts = dparts.get();
+  norm.norm_part_count = parts;
   norm.eps = 1e-5f;
-  norm.zero_ss = dzero.get();
   Gemv(dx.get(), dw, weights, w_scale, dy.get(), m, n, k, false, norm, nullptr);
   const std::vector<float> y = ToHost(dy);
   double worst = 0;
@@ -190,19 +197,18 @@ void CheckFusions(GemvWeights weights) {
       worst = std::max(worst, rel(y[size_t(i * n + j)],
                                   prod[size_t(i * n + j)] / std::sqrt(ss[size_t(i)] / k + 1e-5)));
   EXPECT_LT(worst, 1e-4);
-  EXPECT_EQ(ToHost(dzero), (std::vector<float>{0.f, 0.f}));
 
   // Residual out: y = y0 + product, next_in = bf16(y x gamma), out_ss += sum of y^2.
   std::vector<float> y0(size_t(m * n)), gain(static_cast<size_t>(n));
   for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 9) - 4.f;
   for (size_t j = 0; j < gain.size(); ++j) gain[j] = 1.f + float(j % 5) / 8.f;
   DeviceBuffer<float> dres = ToDevice(y0), dgamma = ToDevice(gain),
-                      dout_ss = ToDevice(std::vector<float>{0.f, 0.f});
+                      dout_ss(size_t(m * GemvParts(n)));
   DeviceBuffer<uint16_t> dnext(size_t(m * n));
   GemvFusion res;
   res.gamma = dgamma.get();
   res.next_in = dnext.get();
-  res.out_ss = dout_ss.get();
+  res.out_parts = dout_ss.get();
   Gemv(dx.get(), dw, weights, w_scale, dres.get(), m, n, k, true, res, nullptr);
   const std::vector<float> got = ToHost(dres), got_ss = ToHost(dout_ss);
   const std::vector<uint16_t> next = ToHost(dnext);
@@ -216,7 +222,9 @@ void CheckFusions(GemvWeights weights) {
       worst_y = std::max(worst_y, rel(got[at], want));
       worst_next = std::max(worst_next, rel(FloatOf(next[at]), want * gain[size_t(j)]));
     }
-    EXPECT_LT(rel(got_ss[size_t(i)], want_ss), 1e-5) << i;
+    double got_sum = 0;  // one piece a block of 8 rows
+    for (int64_t b = 0; b < GemvParts(n); ++b) got_sum += got_ss[size_t(i * GemvParts(n) + b)];
+    EXPECT_LT(rel(got_sum, want_ss), 1e-5) << i;
   }
   EXPECT_LT(worst_y, 1e-4);
   EXPECT_LT(worst_next, 1e-2);  // bf16's rounding, 2^-9 relative, near zero more
@@ -251,7 +259,7 @@ TEST(Gemv, RefusesAnIncompleteFusion) {
   alignas(16) static uint16_t buf[64];
   alignas(16) static float out[64];
   GemvFusion half;
-  half.out_ss = out;  // no gamma or next_in
+  half.out_parts = out;  // no gamma or next_in
   EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, true, half, nullptr), Error);
   GemvFusion odd;
   odd.act = buf;
@@ -259,6 +267,10 @@ TEST(Gemv, RefusesAnIncompleteFusion) {
                Error);  // SwiGLU pairs rows
   EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, nullptr, 1, 4, 8, false, {}, nullptr),
                Error);  // nowhere to write
+  GemvFusion uncounted;
+  uncounted.norm_parts = out;  // no count of its pieces
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, uncounted, nullptr),
+               Error);
 }
 
 TEST(GemvBf16, RefusesOperandsItDoesNotTake) {

@@ -104,6 +104,30 @@ INSTANTIATE_TEST_SUITE_P(Steps, NativeInferTest,
                                            std::make_tuple(InferPhase::kPrefill, 3, int64_t{7})),
                          StepName);
 
+// The paged cache's step: the float64 step's logits, and bit for bit the contiguous cache's (the
+// same arithmetic in the same order, only the rows' addresses differ); at batch 1 (the fused
+// weight-streaming step) and 3, the latter over several chunks of keys.
+TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (int batch : {1, 3}) {
+    const InferShape s{Tiny(), InferPhase::kDecode, batch, 300};
+    RunConfig cfg;
+    cfg.dtype = DType::kBF16;
+    cfg.seed = 13;
+    cublas::NativePagedInfer paged(s, cfg);
+    paged.Run();
+    const HostTensor got = paged.Output();
+    cublas::NativeInfer contiguous(s, cfg);
+    contiguous.Run();
+    EXPECT_EQ(got.data, contiguous.Output().data) << batch;
+    RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
+    const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kBF16),
+                                  SeededTokens(cfg.seed, s), &cache);
+    EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch;
+    EXPECT_NE(paged.label().find("paged bf16 KV cache"), std::string::npos) << paged.label();
+  }
+}
+
 TEST(NativeInfer, CountsTokensFlopsAndBf16Bytes) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const InferShape s{Tiny(), InferPhase::kDecode, 4, 32};
