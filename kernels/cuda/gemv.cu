@@ -7,6 +7,7 @@
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/pdl.h"
 
 namespace dlb::cuda {
 
@@ -62,13 +63,15 @@ __device__ __forceinline__ float DotWord<true>(const uint4& w, const uint4* __re
   return s;
 }
 
-// Block of 8 warps, warp w taking weight row blockIdx.x * 8 + w: kw 16-byte words a row, x's rows
-// k / 8 words apart. The fused epilogues (GemvFusion) run after the warps' sums.
 // The pieces of a fused norm's sums a thread loads before streaming its row, so that their latency
 // hides behind the weights'; a row of more pieces than kThreads x kPrefetchParts loads the rest
 // after.
 constexpr int kPrefetchParts = 4;
 
+// Block of 8 warps, warp w taking weight row blockIdx.x * 8 + w: kw 16-byte words a row, x's rows
+// k / 8 words apart. Launched as a programmatic dependent (kernels/cuda/pdl.h): the first round of
+// weights is loaded before waiting for the kernel that writes x. The fused epilogues (GemvFusion)
+// run after the warps' sums.
 template <bool kFp8, int M>
 __global__ void __launch_bounds__(kThreads)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
@@ -78,6 +81,16 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
   const int row = int(blockIdx.x) * kWarps + warp;
   const int xw = k / 8;
+  const uint4* wr = w + size_t(row) * size_t(kw);
+  int c = lane;
+  // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
+  // the caches. They do not depend on the kernel before, so the first round goes before the wait.
+  uint4 wv[kUnroll];
+  bool loaded = row < n && c + 32 * (kUnroll - 1) < kw;
+  if (loaded)
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+  WaitForPrecedingGrid();
   float part[M][kPrefetchParts];
   if (f.norm_parts != nullptr)
 #pragma unroll
@@ -91,25 +104,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int i = 0; i < M; ++i) acc[i] = 0.f;
   if (row < n) {
-    const uint4* wr = w + size_t(row) * size_t(kw);
-    int c = lane;
-    // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
-    // the caches.
     for (; c + 32 * (kUnroll - 1) < kw; c += 32 * kUnroll) {
-      uint4 wv[kUnroll];
+      if (!loaded)
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+        for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+      loaded = false;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
         for (int i = 0; i < M; ++i) acc[i] += DotWord<kFp8>(wv[u], x + size_t(i) * xw, c + 32 * u);
     }
     for (; c < kw; c += 32) {
-      const uint4 wv = __ldcs(wr + c);
+      const uint4 last = __ldcs(wr + c);
 #pragma unroll
-      for (int i = 0; i < M; ++i) acc[i] += DotWord<kFp8>(wv, x + size_t(i) * xw, c);
+      for (int i = 0; i < M; ++i) acc[i] += DotWord<kFp8>(last, x + size_t(i) * xw, c);
     }
   }
+  AllowDependentGrid();  // what is left is this block's epilogue
 #pragma unroll
   for (int i = 0; i < M; ++i) {
 #pragma unroll
@@ -194,9 +205,9 @@ template <bool kFp8, int M>
 void LaunchM(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   const int blocks = (n + kWarps - 1) / kWarps;
-  GemvKernel<kFp8, M><<<blocks, kThreads, 0, stream>>>(
-      reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
-      kFp8 ? k / 16 : k / 8, accumulate, f);
+  LaunchDependent(GemvKernel<kFp8, M>, dim3(unsigned(blocks)), dim3(kThreads), stream,
+                  reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y,
+                  n, k, kFp8 ? k / 16 : k / 8, accumulate, f);
 }
 
 template <bool kFp8>
