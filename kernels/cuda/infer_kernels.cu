@@ -12,7 +12,6 @@
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/infer_kernels.h"
-#include "kernels/cuda/pdl.h"
 
 namespace dlb::cuda {
 
@@ -337,8 +336,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   }
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
-  AllowDependentGrid();  // the next product may start streaming its weights (kernels/cuda/pdl.h)
-  __syncthreads();       // every warp is done with its tiles: their bytes now hold the merge
+  __syncthreads();  // every warp is done with its tiles: their bytes now hold the merge
   AttnMerge<kH, kD>& sh = *reinterpret_cast<AttnMerge<kH, kD>*>(dyn);
   if (gid < kH) {
     if (tig == 0) {
