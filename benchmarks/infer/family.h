@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "fixtures/harness.h"
@@ -70,6 +71,13 @@ struct InferSteps : DefaultSteps<Op, InferShape> {
                         cfg.threads);
   }
 };
+
+// Whether an op times a paged KV cache (it names its page size, kPage): its rows are the decode
+// points of the tiers matrix::kGpuPagedDecode names.
+template <class Op, class = void>
+struct PagedKv : std::false_type {};
+template <class Op>
+struct PagedKv<Op, std::void_t<decltype(Op::kPage)>> : std::true_type {};
 
 // Registers one case: infer/<device>/<backend>/<model>/phase:<p>/bs:<b>/ctx:<l>/dt:<dt> (the key
 // order of the family's row in fixtures/schema/families.h).

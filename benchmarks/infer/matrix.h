@@ -39,6 +39,10 @@ inline const auto kGpuTorchDTypes = PerTier<std::vector<DType>>::Every({DType::k
 // The batch sizes fp8 decode runs at (the bf16 batches otherwise).
 inline const PerTier<std::vector<int>> kGpuFp8DecodeBatches = {{1}, {1, 32}, {1, 8, 32, 128}};
 
+// The paged KV cache's rows (GPU decode, beside the contiguous cache's at the same points): smoke,
+// to test it, and full; the default tier times the contiguous cache alone.
+inline const PerTier<bool> kGpuPagedDecode = {true, false, true};
+
 // What a CPU case may cost, so that a tier keeps its time: the weights of its model (parameters a
 // step reads) and the FLOPs of one step. smoke and default: the tiny model (a 1B-class decode
 // step reads 2.5 GB of bf16 weights, and seeding and packing them takes minutes on a shared

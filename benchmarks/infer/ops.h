@@ -31,7 +31,7 @@ using OneDnnOps = OpList<>;
 #endif
 
 #ifdef DLBENCH_HAVE_CUDA
-using NativeGpuOps = OpList<cublas::NativeInfer>;
+using NativeGpuOps = OpList<cublas::NativeInfer, cublas::NativePagedInfer>;
 #else
 using NativeGpuOps = OpList<>;
 #endif

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -39,11 +41,14 @@ Layout MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
 // (kernels/common/fill.h's SeedStorage, bit for bit), whose logical value is that times
 // StorageScale(fp8) times the matrix's weight scale (GemmAScale).
+// `row_stride` elements apart rows place a matrix's rows among another's (the interleaved gate
+// and up); such a pair is scaled by its caller once both are seeded.
 void SeedMatrix(uint8_t* dst, DType dt, uint64_t seed, int index, int64_t rows, int64_t cols,
-                StreamRef stream) {
-  cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * cols, rows * cols, cols, 1},
-                   TensorSeed(seed, index), dt, stream);
-  if (dt == DType::kFP8E4M3) return;
+                StreamRef stream, int64_t row_stride = 0) {
+  const int64_t ld = row_stride == 0 ? cols : row_stride;
+  cuda::SeedDevice(dst, {1, 1, rows, cols}, {rows * ld, rows * ld, ld, 1}, TensorSeed(seed, index),
+                   dt, stream);
+  if (dt == DType::kFP8E4M3 || row_stride != 0) return;
   cuda::ScaleBf16(reinterpret_cast<uint16_t*>(dst), size_t(rows * cols), WeightScale(cols), stream);
 }
 
@@ -80,7 +85,7 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
     return Support::No("the GPU step runs bf16 or fp8 (e4m3) weights; " +
                        std::string(Name(cfg.dtype)) + " weights are not offered");
   if (!cuda::InferHeadDimOk(s.model.head_dim))
-    return Support::No("the attention kernel takes a head_dim of 8, 16, 32, 64, 128 or 256");
+    return Support::No("the attention kernel takes a head_dim of 16, 32, 64, 128 or 256");
   if (s.batch * s.NewTokens() * s.model.heads > INT32_MAX)
     return Support::No("batch x tokens x heads above 2^31 - 1 (the attention kernel's grid)");
   const LlamaConfig& m = s.model;
@@ -95,7 +100,7 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
   return Support::Yes();
 }
 
-NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) {
+NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) : shape_(s) {
   RequireSupported(Supports(s, cfg));
   fp8_ = cfg.dtype == DType::kFP8E4M3;
   const LlamaConfig& m = s.model;
@@ -104,7 +109,6 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
                 KVD = m.KvDim(), QKV = QD + 2 * KVD;
   rows_ = T;
   attn_ = {B, n, s.FirstPos(), m.heads, G, D, cap};
-  split_ = cuda::ChooseSplit(attn_);
 
   stream_ = cuda::MakeStream();
   cublasLtHandle_t raw_handle = nullptr;
@@ -128,17 +132,45 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   g_13_ = Plan(T, d, 2 * F, 2);
   g_2_ = Plan(T, F, d, 3);
   g_lm_ = Plan(B, d, V, 4);
+  fused_ = g_qkv_.gemv && g_o_.gemv && g_13_.gemv && g_2_.gemv && g_lm_.gemv;
 
   SeedWeights(cfg.seed);
   // The cache: zero, then (decode) the seeded prefix, which streams layer 0 K, layer 0 V, ...
   // each B x kv_heads x ctx x head_dim: one placement of (2 layers, B kv_heads, ctx, head_dim)
-  // into the capacity-strided buffer.
+  // into the capacity-strided buffer; paged, into a contiguous buffer first, copied into the
+  // pages layer by layer.
   const int64_t per = B * G * cap * D;
-  cache_ = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * per));
+  layer_kv_ = per;
+  if (paged) {
+    const int64_t pps = (cap + NativePagedInfer::kPage - 1) / NativePagedInfer::kPage;
+    std::vector<int32_t> table(size_t(B * pps));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937_64(cfg.seed));
+    page_table_ = cuda::DeviceBuffer<int32_t>(table.size());
+    Upload(page_table_.get(), table, st);
+    attn_.page = NativePagedInfer::kPage;
+    attn_.pages_per_seq = pps;
+    attn_.page_table = page_table_.get();
+    layer_kv_ = int64_t(table.size()) * G * NativePagedInfer::kPage * D;
+    cuda::Sync(st);  // the host table goes
+  }
+  cache_ = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * layer_kv_));
   DLB_CHECK(cudaMemsetAsync(cache_.get(), 0, cache_.bytes(), st));
-  if (s.phase == InferPhase::kDecode)
-    cuda::SeedDevice(cache_.get(), {2 * m.layers, B * G, s.ctx, D}, {per, cap * D, D, 1},
+  if (s.phase == InferPhase::kDecode) {
+    cuda::DeviceBuffer<uint16_t> staged;
+    uint16_t* dst = cache_.get();
+    if (paged) {
+      staged = cuda::DeviceBuffer<uint16_t>(size_t(2 * m.layers * per));
+      dst = staged.get();
+    }
+    cuda::SeedDevice(dst, {2 * m.layers, B * G, s.ctx, D}, {per, cap * D, D, 1},
                      TensorSeed(cfg.seed, kCacheIndex), DType::kBF16, st);
+    if (paged) {
+      for (int64_t i = 0; i < 2 * m.layers; ++i)
+        cuda::CopyToPages(dst + i * per, s.ctx, attn_, cache_.get() + i * layer_kv_, st);
+      cuda::Sync(st);  // the staging buffer goes
+    }
+  }
 
   std::vector<int32_t> tokens;
   for (int64_t t : SeededTokens(cfg.seed, s)) tokens.push_back(int32_t(t));
@@ -157,11 +189,14 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
   Upload(cos_.get(), cos, st);
   Upload(sin_.get(), sin, st);
 
+  split_ = cuda::ChooseSplit(attn_);
   x_ = cuda::DeviceBuffer<float>(size_t(T * d));
   h_ = cuda::DeviceBuffer<uint16_t>(size_t(T * d));
   qkv_ = cuda::DeviceBuffer<float>(size_t(T * QKV));
   q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
+  cuda::ClearAttnScratch(partial_.get(), attn_, split_, st);
+  if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T * cuda::GemvParts(d)));
   attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   gu_ = cuda::DeviceBuffer<float>(size_t(T * 2 * F));
   act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
@@ -171,10 +206,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
 
   // Prefill: cuDNN's fused SDPA over the step's q rows (token x head x head_dim: the logical
   // (B, H, P, D) strided) and each layer's cache (capacity P), where cuDNN has an engine.
-  std::string attention = "a split-key CUDA kernel, all query heads of a kv head a block (" +
+  std::string attention = "a split-key tensor-core kernel, all query heads of a kv head a block (" +
                           std::to_string(split_.splits) + " chunks of " +
                           std::to_string(split_.chunk) + " keys)";
-  if (s.phase == InferPhase::kPrefill) {
+  if (s.phase == InferPhase::kPrefill && paged) {
+    attention += " (cuDNN's fused SDPA is bound to a contiguous cache here)";
+  } else if (s.phase == InferPhase::kPrefill) {
     AttnShape as;
     as.batch = B;
     as.heads = m.heads;
@@ -207,16 +244,20 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg) : shape_(s) 
 
   const char* gemms =
       fp8_ && g_qkv_.gemv
-          ? "fp8 weight-streaming products, a warp a weight row (one token a step: e4m3 weights "
-            "with per-tensor scales, bf16 activations"
+          ? "fp8 weight-streaming products, a warp a weight row (one token a step, the norms and "
+            "SwiGLU fused into them: e4m3 weights with per-tensor scales, bf16 activations"
       : fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
                "e4m3 by their absmax each step"
-      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step"
+      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step, the "
+                      "norms and SwiGLU fused into them"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
   label_ = std::string(gemms) +
            "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
-           ", f32 softmax; contiguous bf16 KV cache (paged not implemented), f32 residual; whole "
-           "step in one CUDA graph";
+           ", f32 softmax; " +
+           (paged ? "paged bf16 KV cache (pages of " + std::to_string(NativePagedInfer::kPage) +
+                        " positions, each sequence's a shuffled set of the pool's)"
+                  : std::string("contiguous bf16 KV cache")) +
+           ", f32 residual; whole step in one CUDA graph";
 }
 
 void NativeInfer::SeedWeights(uint64_t seed) {
@@ -248,8 +289,11 @@ void NativeInfer::SeedWeights(uint64_t seed) {
     y.wo = matrix(d, QD);
     SeedMatrix(y.wo.get(), wdt, seed, WeightIndex(l, LlamaTensor::kWo), d, QD, st);
     y.w13 = matrix(2 * F, d);
-    SeedMatrix(y.w13.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW1), F, d, st);
-    SeedMatrix(y.w13.get() + F * d * es, wdt, seed, WeightIndex(l, LlamaTensor::kW3), F, d, st);
+    SeedMatrix(y.w13.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW1), F, d, st, 2 * d);
+    SeedMatrix(y.w13.get() + d * es, wdt, seed, WeightIndex(l, LlamaTensor::kW3), F, d, st, 2 * d);
+    if (!fp8_)
+      cuda::ScaleBf16(reinterpret_cast<uint16_t*>(y.w13.get()), size_t(2 * F * d), WeightScale(d),
+                      st);
     y.w2 = matrix(d, F);
     SeedMatrix(y.w2.get(), wdt, seed, WeightIndex(l, LlamaTensor::kW2), d, F, st);
     y.attn_norm = norm(WeightIndex(l, LlamaTensor::kAttnNorm));
@@ -337,14 +381,10 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
 }
 
 void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
-                         bool accumulate) {
-  if (g.gemv && fp8_) {
-    cuda::GemvFp8E4m3(x, w, g.w_scale, y, g.rows, g.out, g.in, accumulate, stream_.get());
-    return;
-  }
+                         bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
-    cuda::GemvBf16(x, reinterpret_cast<const uint16_t*>(w), y, g.rows, g.out, g.in, accumulate,
-                   stream_.get());
+    cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale, y,
+               g.rows, g.out, g.in, accumulate, fusion, stream_.get());
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -359,10 +399,58 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, flo
                            workspace_.bytes(), stream_.get()));
 }
 
-void NativeInfer::Step() {
+void NativeInfer::FusedStep() {
   const LlamaConfig& m = shape_.model;
-  const int64_t d = m.dim, n = shape_.NewTokens(),
-                per = attn_.batch * m.kv_heads * attn_.capacity * m.head_dim;
+  const int64_t per = layer_kv_;
+  const float eps = float(m.norm_eps);
+  cudaStream_t st = stream_.get();
+  // ss_ holds the norms' sums of squares in pieces (GemvFusion): the embedding's one a row, then
+  // each residual output's one a block of its product, used in turn by the next product.
+  const int parts = int(cuda::GemvParts(m.dim));
+  float* ss_attn = ss_.get();
+  float* ss_ffn = ss_.get() + rows_ * parts;
+  cuda::EmbedNormInput(tokens_.get(), embed_.get(), rows_, m.dim, layers_[0].attn_norm.get(),
+                       x_.get(), h_.get(), ss_attn, st);
+  int attn_parts = 1;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& y = layers_[l];
+    uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
+    cuda::GemvFusion qkv;
+    qkv.norm_parts = ss_attn;
+    qkv.norm_part_count = attn_parts;
+    qkv.eps = eps;
+    Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
+    cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, k + per, st);
+    cuda::GqaAttention(q_.get(), k, k + per, attn_, split_, partial_.get(), attn_out_.get(), st);
+    cuda::GemvFusion o;
+    o.gamma = y.ffn_norm.get();
+    o.next_in = h_.get();
+    o.out_parts = ss_ffn;
+    Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true, o);
+    cuda::GemvFusion gate_up;
+    gate_up.norm_parts = ss_ffn;
+    gate_up.norm_part_count = parts;
+    gate_up.eps = eps;
+    gate_up.act = act_.get();
+    Launch(g_13_, y.w13.get(), h_.get(), nullptr, false, gate_up);
+    cuda::GemvFusion down;
+    down.gamma = l + 1 < layers_.size() ? layers_[l + 1].attn_norm.get() : final_norm_.get();
+    down.next_in = h_.get();
+    down.out_parts = ss_attn;
+    Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true, down);
+    attn_parts = parts;
+  }
+  cuda::GemvFusion head;
+  head.norm_parts = ss_attn;
+  head.norm_part_count = attn_parts;
+  head.eps = eps;
+  Launch(g_lm_, lm_head_.get(), h_.get(), logits_.get(), false, head);
+}
+
+void NativeInfer::Step() {
+  if (fused_) return FusedStep();
+  const LlamaConfig& m = shape_.model;
+  const int64_t d = m.dim, n = shape_.NewTokens(), per = layer_kv_;
   const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
   cuda::EmbedRows(tokens_.get(), embed_.get(), rows_, d, x_.get(), st);

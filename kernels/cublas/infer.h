@@ -4,7 +4,8 @@
 // (kernels/cuda/infer_kernels.h), the whole step captured once in a CUDA graph (after one eager
 // step) that Run() launches.
 //   weights: bf16 or fp8 e4m3, seeded on the device (the values the reference rounds to the
-//            dtype): q, k and v in one matrix, gate and up in another, so a step is 4 GEMMs a layer
+//            dtype): q, k and v in one matrix, gate and up in another (their rows interleaved, a
+//            unit's gate and up side by side), so a step is 4 GEMMs a layer
 //            and reads every weight once; each GEMM is the TN weight-streaming y = x W^T (M = the
 //            step's tokens: the batch at decode) with f32 accumulation and f32 output, the o and
 //            down projections adding into the f32 residual (beta 1). bf16: bf16 x bf16. fp8:
@@ -15,9 +16,11 @@
 //            weight scale), both scales passed to cuBLASLt as its A and B scales;
 //   activations: the residual stream f32, what a GEMM reads bf16 (RMSNorm, SwiGLU and attention
 //            write it; fp8 quantises that), the fused projections' outputs f32;
-//   KV cache: contiguous, B x kv_heads x capacity x head_dim per layer for K and V, bf16 in both
-//            dtypes, appended in place (decode: position ctx, capacity ctx + 1, so every step is
-//            the same step; prefill: 0..P-1). A paged cache is not implemented;
+//   KV cache: bf16 in both dtypes, appended in place (decode: position ctx, capacity ctx + 1, so
+//            every step is the same step; prefill: 0..P-1); contiguous, B x kv_heads x capacity x
+//            head_dim per layer for K and V, or (NativePagedInfer) paged: pages of kPage positions
+//            from one pool a layer, each sequence's pages a shuffled set of the pool's, as an
+//            allocator leaves them once sequences have come and gone;
 //   attention: decode, a split-key CUDA kernel (flash-decoding) whose block takes all the query
 //            heads of one kv head, reading each cached K and V row once for them; prefill,
 //            cuDNN's fused SDPA forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the
@@ -35,6 +38,7 @@
 #include "kernels/common/op.h"
 #include "kernels/cublas/gemm.h"
 #include "kernels/cuda/buffer.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/infer_kernels.h"
 #include "kernels/cudnn/sdpa.h"
@@ -50,7 +54,7 @@ class NativeInfer {
   static Support Supports(const InferShape& s, const RunConfig& cfg);
   // Seeds the weights, cache and tokens on the device, plans the GEMMs and prefill's attention,
   // runs one eager step and captures the step in a CUDA graph; the logits are poisoned after.
-  NativeInfer(const InferShape& s, const RunConfig& cfg);
+  NativeInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, false) {}
   void Run();
   HostTensor Output() const;
   Cost cost() const;
@@ -59,6 +63,9 @@ class NativeInfer {
   // Bytes of the KV cache one step reads and writes (part of cost().bytes).
   double KvBytes() const;
   StreamRef stream() const { return stream_.get(); }
+
+ protected:
+  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged);
 
  private:
   // One planned GEMM y (rows x out, f32) = x (rows x in) W^T (W out x in), bf16 or e4m3 operands;
@@ -76,9 +83,14 @@ class NativeInfer {
     float w_scale = 1.0f;
   };
   Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
-  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first.
-  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate);
+  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first. A fusion only with g.gemv.
+  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate,
+              const cuda::GemvFusion& fusion = {});
   void Step();
+  // One token a step: the norms folded into the products, SwiGLU into gate/up's
+  // (kernels/cuda/gemv.h's GemvFusion): a layer is four products, the rotary append and the
+  // attention.
+  void FusedStep();
   void SeedWeights(uint64_t seed);
   void Capture();
 
@@ -89,7 +101,10 @@ class NativeInfer {
 
   InferShape shape_;
   bool fp8_ = false;
+  bool fused_ = false;  // FusedStep: every product a weight-streaming one
   int64_t rows_ = 0;
+  int64_t layer_kv_ = 0;  // elements of one layer's K (or V) cache, pool or contiguous
+  cuda::DeviceBuffer<int32_t> page_table_;
   cuda::InferAttnDims attn_;
   cuda::AttnSplit split_;
   cuda::Stream stream_;
@@ -110,10 +125,25 @@ class NativeInfer {
   std::unique_ptr<cudnn::SdpaForward> sdpa_;
   cuda::DeviceBuffer<int32_t> tokens_;
   cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
+  cuda::DeviceBuffer<float> ss_;  // FusedStep: the norms' sums of squares, two sets in turn
   cuda::DeviceBuffer<uint16_t> h_, q_, attn_out_, act_, last_;
   cuda::Graph graph_;
   cuda::GraphExec exec_;
   std::string label_;
+};
+
+// The same step over a paged KV cache (decode; its attention kernel reads each tile's page from
+// the page table; prefill's attention is that kernel too, not cuDNN's SDPA).
+class NativePagedInfer : public NativeInfer {
+ public:
+  static constexpr const char* kBackend = "native_paged";
+  // Positions a page: two of the attention kernel's 32-key tiles (vLLM's default is 16,
+  // TensorRT-LLM's 64).
+  static constexpr int64_t kPage = 64;
+  static Support Supports(const InferShape& s, const RunConfig& cfg) {
+    return NativeInfer::Supports(s, cfg);
+  }
+  NativePagedInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, true) {}
 };
 
 }  // namespace dlb::cublas

@@ -33,4 +33,32 @@ bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t
 void GemvFp8E4m3(const uint16_t* x, const uint8_t* w, float w_scale, float* y, int64_t m, int64_t n,
                  int64_t k, bool accumulate, cudaStream_t stream);
 
+// What a decode step fuses into its products, so that a token's layer is four products and the
+// attention rather than ten launches (each a few microseconds of latency at one token a step).
+// All pointers are device memory. The sums of squares travel as pieces, one a block of the
+// product that wrote them, added in a fixed order: the step gives the same logits every replay.
+struct GemvFusion {
+  // RMSNorm folded into the input: x holds bf16(h x gamma) (a residual output's next_in) and
+  // norm_parts the sums of h's squares, norm_part_count pieces a row of x (a residual output's
+  // out_parts), so the product is scaled by rsqrt(sum / k + eps).
+  const float* norm_parts = nullptr;
+  int norm_part_count = 0;
+  float eps = 0.f;
+  // Residual output: y (+)= the product, then next_in[i][j] = bf16(y[i][j] x gamma[j]) (the next
+  // norm's input) and out_parts[i * GemvParts(n) + b] = block b's sum of y[i][j]^2 over its rows.
+  const float* gamma = nullptr;
+  uint16_t* next_in = nullptr;
+  float* out_parts = nullptr;
+  // SwiGLU output: w's rows 2f and 2f + 1 are the gate and up rows of unit f, and
+  // act[i][f] = bf16(silu(gate) x up) (m x n / 2) is written instead of y (which may be null).
+  uint16_t* act = nullptr;
+};
+// The pieces a row a residual output of n rows writes (one a block of 8 rows).
+inline constexpr int64_t GemvParts(int64_t n) { return (n + 7) / 8; }
+enum class GemvWeights { kBf16, kFp8E4m3 };
+// The product with either weight format and a fusion; GemvBf16 and GemvFp8E4m3 are this with no
+// fusion. Throws dlb::Error for operands the format does not fit or an incomplete fusion.
+void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
+          int64_t n, int64_t k, bool accumulate, const GemvFusion& fusion, cudaStream_t stream);
+
 }  // namespace dlb::cuda

@@ -1,6 +1,7 @@
 // The decode step's weight-streaming product (kernels/cuda/gemv.h) against a float64 product of
 // the same bf16 values: every row count it takes, a k that leaves a partial stride, accumulation
-// into y, and the operands it refuses. Label gpu: skipped without a device.
+// into y, the fused norm, residual and SwiGLU epilogues, and the operands it refuses. Label gpu:
+// skipped without a device.
 #include "kernels/cuda/gemv.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,148 @@ TEST(GemvFp8E4m3, MatchesAFloat64ProductOfTheDecodedWeights) {
   for (int64_t m : {1, 2, 5, 8}) EXPECT_LT(WorstErrorFp8(m, 67, 4096, false), 1e-5) << m;
   EXPECT_LT(WorstErrorFp8(1, 33, 16, false), 1e-5);    // one load a row
   EXPECT_LT(WorstErrorFp8(3, 130, 2064, true), 1e-5);  // a partial unrolled stride, into y
+}
+
+template <class T>
+DeviceBuffer<T> ToDevice(const std::vector<T>& v) {
+  DeviceBuffer<T> d(v.size());
+  DLB_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+template <class T>
+std::vector<T> ToHost(const DeviceBuffer<T>& d) {
+  std::vector<T> v(d.size());
+  DLB_CHECK(cudaMemcpy(v.data(), d.get(), v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// The fused epilogues of one decode layer against float64, for both weight formats: the norm
+// folded into the input, the residual output with the next norm's input and sums of squares, and
+// SwiGLU over interleaved gate and up rows.
+void CheckFusions(GemvWeights weights) {
+  const int64_t m = 2, n = 96, k = 512;
+  const bool fp8 = weights == GemvWeights::kFp8E4m3;
+  const auto x = Seeded(size_t(m * k), 5), wb = Seeded(size_t(n * k), 6);
+  std::vector<uint8_t> w8(size_t(n * k));
+  std::mt19937 gen(8);
+  for (auto& b : w8) {
+    do b = uint8_t(gen());
+    while ((b & 0x7f) == 0x7f);
+  }
+  const float w_scale = fp8 ? 0.0078125f : 1.f;
+  std::vector<double> prod(size_t(m * n));  // x W^T x w_scale
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < k; ++t)
+        s += FloatOf(x[size_t(i * k + t)]) *
+             (fp8 ? E4m3Of(w8[size_t(j * k + t)]) : FloatOf(wb[size_t(j * k + t)]));
+      prod[size_t(i * n + j)] = s * w_scale;
+    }
+  DeviceBuffer<uint16_t> dx = ToDevice(x), dwb = ToDevice(wb);
+  DeviceBuffer<uint8_t> dw8 = ToDevice(w8);
+  const void* dw = fp8 ? static_cast<const void*>(dw8.get()) : dwb.get();
+  const auto rel = [](double got, double want) {
+    return std::fabs(got - want) / (1e-3 + std::fabs(want));
+  };
+
+  // Norm in: y = product x rsqrt(ss / k + eps), each row's ss in pieces (more than one thread's
+  // prefetch holds: 1100 a row).
+  const int parts = 1100;
+  std::vector<float> pieces(size_t(m * parts));
+  std::vector<double> ss(size_t(m), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int p = 0; p < parts; ++p) {
+      pieces[size_t(i * parts + p)] = float((p % 7) + 1) * (i == 0 ? 0.25f : 0.03125f);
+      ss[size_t(i)] += pieces[size_t(i * parts + p)];
+    }
+  DeviceBuffer<float> dparts = ToDevice(pieces), dy(size_t(m * n));
+  GemvFusion norm;
+  norm.norm_parts = dparts.get();
+  norm.norm_part_count = parts;
+  norm.eps = 1e-5f;
+  Gemv(dx.get(), dw, weights, w_scale, dy.get(), m, n, k, false, norm, nullptr);
+  const std::vector<float> y = ToHost(dy);
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      worst = std::max(worst, rel(y[size_t(i * n + j)],
+                                  prod[size_t(i * n + j)] / std::sqrt(ss[size_t(i)] / k + 1e-5)));
+  EXPECT_LT(worst, 1e-4);
+
+  // Residual out: y = y0 + product, next_in = bf16(y x gamma), out_ss += sum of y^2.
+  std::vector<float> y0(size_t(m * n)), gain(static_cast<size_t>(n));
+  for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 9) - 4.f;
+  for (size_t j = 0; j < gain.size(); ++j) gain[j] = 1.f + float(j % 5) / 8.f;
+  DeviceBuffer<float> dres = ToDevice(y0), dgamma = ToDevice(gain),
+                      dout_ss(size_t(m * GemvParts(n)));
+  DeviceBuffer<uint16_t> dnext(size_t(m * n));
+  GemvFusion res;
+  res.gamma = dgamma.get();
+  res.next_in = dnext.get();
+  res.out_parts = dout_ss.get();
+  Gemv(dx.get(), dw, weights, w_scale, dres.get(), m, n, k, true, res, nullptr);
+  const std::vector<float> got = ToHost(dres), got_ss = ToHost(dout_ss);
+  const std::vector<uint16_t> next = ToHost(dnext);
+  double worst_y = 0, worst_next = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    double want_ss = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t at = size_t(i * n + j);
+      const double want = y0[at] + prod[at];
+      want_ss += want * want;
+      worst_y = std::max(worst_y, rel(got[at], want));
+      worst_next = std::max(worst_next, rel(FloatOf(next[at]), want * gain[size_t(j)]));
+    }
+    double got_sum = 0;  // one piece a block of 8 rows
+    for (int64_t b = 0; b < GemvParts(n); ++b) got_sum += got_ss[size_t(i * GemvParts(n) + b)];
+    EXPECT_LT(rel(got_sum, want_ss), 1e-5) << i;
+  }
+  EXPECT_LT(worst_y, 1e-4);
+  EXPECT_LT(worst_next, 1e-2);  // bf16's rounding, 2^-9 relative, near zero more
+
+  // SwiGLU: rows 2f and 2f + 1 are unit f's gate and up; y is not written.
+  DeviceBuffer<uint16_t> dact(size_t(m * n / 2));
+  GemvFusion act;
+  act.act = dact.get();
+  Gemv(dx.get(), dw, weights, w_scale, nullptr, m, n, k, false, act, nullptr);
+  const std::vector<uint16_t> a = ToHost(dact);
+  double worst_act = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t f = 0; f < n / 2; ++f) {
+      const double g = prod[size_t(i * n + 2 * f)], u = prod[size_t(i * n + 2 * f + 1)];
+      worst_act =
+          std::max(worst_act, rel(FloatOf(a[size_t(i * n / 2 + f)]), g / (1 + std::exp(-g)) * u));
+    }
+  EXPECT_LT(worst_act, 1e-2);
+}
+
+TEST(Gemv, FusesNormResidualAndSwiGluWithBf16Weights) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CheckFusions(GemvWeights::kBf16);
+}
+
+TEST(Gemv, FusesNormResidualAndSwiGluWithFp8Weights) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CheckFusions(GemvWeights::kFp8E4m3);
+}
+
+TEST(Gemv, RefusesAnIncompleteFusion) {
+  alignas(16) static uint16_t buf[64];
+  alignas(16) static float out[64];
+  GemvFusion half;
+  half.out_parts = out;  // no gamma or next_in
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, true, half, nullptr), Error);
+  GemvFusion odd;
+  odd.act = buf;
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, nullptr, 1, 5, 8, false, odd, nullptr),
+               Error);  // SwiGLU pairs rows
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, nullptr, 1, 4, 8, false, {}, nullptr),
+               Error);  // nowhere to write
+  GemvFusion uncounted;
+  uncounted.norm_parts = out;  // no count of its pieces
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, uncounted, nullptr),
+               Error);
 }
 
 TEST(GemvBf16, RefusesOperandsItDoesNotTake) {

@@ -104,6 +104,30 @@ INSTANTIATE_TEST_SUITE_P(Steps, NativeInferTest,
                                            std::make_tuple(InferPhase::kPrefill, 3, int64_t{7})),
                          StepName);
 
+// The paged cache's step: the float64 step's logits, and bit for bit the contiguous cache's (the
+// same arithmetic in the same order, only the rows' addresses differ); at batch 1 (the fused
+// weight-streaming step) and 3, the latter over several chunks of keys.
+TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (int batch : {1, 3}) {
+    const InferShape s{Tiny(), InferPhase::kDecode, batch, 300};
+    RunConfig cfg;
+    cfg.dtype = DType::kBF16;
+    cfg.seed = 13;
+    cublas::NativePagedInfer paged(s, cfg);
+    paged.Run();
+    const HostTensor got = paged.Output();
+    cublas::NativeInfer contiguous(s, cfg);
+    contiguous.Run();
+    EXPECT_EQ(got.data, contiguous.Output().data) << batch;
+    RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
+    const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kBF16),
+                                  SeededTokens(cfg.seed, s), &cache);
+    EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch;
+    EXPECT_NE(paged.label().find("paged bf16 KV cache"), std::string::npos) << paged.label();
+  }
+}
+
 TEST(NativeInfer, CountsTokensFlopsAndBf16Bytes) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const InferShape s{Tiny(), InferPhase::kDecode, 4, 32};
@@ -153,8 +177,13 @@ TEST(NativeInfer, AttentionSplitCoversEveryKey) {
     const int64_t keys = a.first_pos + a.new_tokens;
     EXPECT_GE(sp.splits * sp.chunk, keys);
     EXPECT_LT((sp.splits - 1) * sp.chunk, keys);
-    EXPECT_EQ(cuda::AttnPartialFloats(a, sp),
+    EXPECT_EQ(sp.chunk % 32, 0);  // whole key tiles
+    EXPECT_LE(sp.splits, cuda::kInferMaxSplits);
+    // The partial results, then a counter a block row (at most one a query head).
+    EXPECT_GT(cuda::AttnPartialFloats(a, sp),
               size_t(a.batch * a.new_tokens * a.heads * sp.splits * (a.head_dim + 2)));
+    EXPECT_LE(cuda::AttnPartialFloats(a, sp),
+              size_t(a.batch * a.new_tokens * a.heads * (sp.splits * (a.head_dim + 2) + 1)));
   }
   EXPECT_GT(cuda::ChooseSplit({1, 1, 2048, 32, 8, 128, 2049}).splits, 16);
   EXPECT_EQ(cuda::ChooseSplit({1, 2048, 0, 32, 8, 128, 2048}).splits, 1);
