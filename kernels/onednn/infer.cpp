@@ -35,9 +35,10 @@ dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc&
   return dnnl::binary::primitive_desc(Engine(), dnnl::algorithm::binary_add, src0, src1, src0,
                                       attr);
 }
-Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
+Softmax::primitive_desc SoftmaxPd(const memory::desc& src, const memory::desc& dst,
+                                  const dnnl::primitive_attr& attr) {
   return Softmax::primitive_desc(Engine(), dnnl::prop_kind::forward_inference,
-                                 dnnl::algorithm::softmax_accurate, d, d, 1, attr);
+                                 dnnl::algorithm::softmax_accurate, src, dst, 1, attr);
 }
 #else
 using Softmax = dnnl::softmax_v2_forward;
@@ -53,10 +54,11 @@ dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc&
   return dnnl::binary::primitive_desc(
       dnnl::binary::desc(dnnl::algorithm::binary_add, src0, src1, src0), attr, Engine());
 }
-Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
-  return Softmax::primitive_desc(
-      Softmax::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, d, d, 1),
-      attr, Engine());
+Softmax::primitive_desc SoftmaxPd(const memory::desc& src, const memory::desc& dst,
+                                  const dnnl::primitive_attr& attr) {
+  return Softmax::primitive_desc(Softmax::desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::softmax_accurate, src, dst, 1),
+                                 attr, Engine());
 }
 #endif
 
@@ -272,9 +274,11 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   const memory::desc sc_md = Plain({B, G, M, cap}, f32);
   const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
   const memory::desc p_md = Plain({B, G, M, cap}, t);
+  const memory::desc p2_md = Plain({B * G * M, cap}, t);
   const auto pd_qk = MatmulPd(q_md, kt_md, sc_md, scaled);
   const auto pd_pv = MatmulPd(p_md, v_md, q_md, plain);
-  const auto pd_sm = SoftmaxPd(sc2_md, plain);
+  // The softmax writes P in the activations' dtype itself (bf16: no copy of the scores after it).
+  const auto pd_sm = SoftmaxPd(sc2_md, p2_md, plain);
   mm_qk_ = dnnl::matmul(pd_qk);
   mm_pv_ = dnnl::matmul(pd_pv);
   softmax_ = Softmax(pd_sm);
@@ -295,12 +299,6 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
     const auto pd_mask = AddPd(sc_md, mask_md, plain);
     scratch = std::max(scratch, pd_mask.scratchpad_desc().get_size());
     mask_add_ = dnnl::binary(pd_mask);
-  }
-  if (low) {
-    const auto pd_low = dnnl::reorder::primitive_desc(Engine(), sc2_md, Engine(),
-                                                      Plain({B * G * M, cap}, t), plain);
-    scratch = std::max(scratch, pd_low.scratchpad_desc().get_size());
-    to_low_ = dnnl::reorder(pd_low);
   }
 
   // Activations.
@@ -373,7 +371,7 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
 
   // Every call's arguments, built once: Run() allocates nothing.
   const memory sc2(sc2_md, Engine(), scores_.get_data_handle());
-  const memory p2(Plain({B * G * M, cap}, t), Engine(), p_.get_data_handle());
+  const memory p2(p2_md, Engine(), p_.get_data_handle());
   for (Layer& y : layers_) {
     const memory kt(kt_md, Engine(), y.k.get_data_handle());
     const memory vv(v_md, Engine(), y.v.get_data_handle());
@@ -391,13 +389,12 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
       AddWeightScales(&y.calls[5].args, y.s2);
     }
   }
-  softmax_args_ = {{DNNL_ARG_SRC, sc2}, {DNNL_ARG_DST, sc2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+  softmax_args_ = {{DNNL_ARG_SRC, sc2}, {DNNL_ARG_DST, p2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
   if (masked_)
     mask_args_ = {{DNNL_ARG_SRC_0, scores_},
                   {DNNL_ARG_SRC_1, mask_},
                   {DNNL_ARG_DST, scores_},
                   {DNNL_ARG_SCRATCHPAD, scratch_}};
-  if (low) low_args_ = {{DNNL_ARG_FROM, sc2}, {DNNL_ARG_TO, p2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
   lm_args_ = {{DNNL_ARG_SRC, last_},
               {DNNL_ARG_WEIGHTS, lm_head_},
               {DNNL_ARG_DST, logits_},
@@ -504,7 +501,6 @@ void OneDnnInfer::Run() {
     y.calls[1].prim->execute(st, y.calls[1].args);
     if (masked_) mask_add_.execute(st, mask_args_);
     softmax_.execute(st, softmax_args_);
-    if (act_dt_ == DType::kBF16) to_low_.execute(st, low_args_);
     y.calls[2].prim->execute(st, y.calls[2].args);
     HeadsBack();
     y.calls[3].prim->execute(st, y.calls[3].args);

@@ -13,7 +13,7 @@
 //            appended in place (decode: position ctx, capacity ctx + 1; prefill: 0..P-1);
 //   attention: the query heads of a kv head stacked into one matrix (grouped-query), scores f32
 //            for all B x heads at once, scaled in the matmul, the causal mask (prefill) added,
-//            softmax, P (bf16: a copy) times V.
+//            softmax writing P in the activations' dtype, P times V.
 // Output(): the logits of each sequence's last token, B x vocab, f32.
 #pragma once
 
@@ -67,9 +67,8 @@ class OneDnnInfer {
   std::vector<int64_t> tokens_;
   dnnl::memory lm_head_, lm_scales_, x_, h_, qkv_, q_, scores_, p_, o_, attn_, gu_, act_, last_,
       logits_, mask_, scratch_;
-  dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_,
-      to_low_;
-  Args softmax_args_, mask_args_, low_args_, lm_args_;
+  dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_;
+  Args softmax_args_, mask_args_, lm_args_;
   bool masked_ = false;
   std::string label_;
 };

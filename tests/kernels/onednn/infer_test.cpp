@@ -34,6 +34,10 @@ LlamaConfig Small() {
 // apply_to_int): the op's Supports() says the same.
 constexpr bool kDecompresses = DNNL_VERSION_MAJOR > 3 ||
                                (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 4);
+// oneDNN 3.7 was seen to run every matmul of the step with its x64 kernels (brg_matmul): from it
+// on, a CPU with bf16 must get the op, not a refusal.
+constexpr bool kKnownToDecompress = DNNL_VERSION_MAJOR > 3 ||
+                                    (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 7);
 
 // The op, or a skip saying why this CPU or oneDNN cannot run the dtype (bf16 math; int8 weights'
 // decompression, which only oneDNN 3.5+ offers as more than its reference implementation).
@@ -98,11 +102,12 @@ TEST(OneDnnInfer, Int8WeightsAreRunOrRefusedWithTheReason) {
   std::optional<onednn::OneDnnInfer> op = Make(s, cfg, &why);
   if (!op) {
     // Found unsupported by oneDNN itself: the reason names the matmul it lacks.
+    EXPECT_FALSE(kKnownToDecompress) << why;
     EXPECT_NE(why.find("bf16 x s8 matmul"), std::string::npos) << why;
     return;
   }
   EXPECT_NE(op->label().find("int8 weights"), std::string::npos) << op->label();
-  EXPECT_EQ(op->label().find("ref"), std::string::npos) << op->label();
+  EXPECT_NE(op->label().rfind("ref", 0), 0u) << op->label();  // not the reference matmul
   // One byte a matrix weight, the rest bf16.
   EXPECT_DOUBLE_EQ(op->cost().bytes, s.Bytes(DType::kInt8, DType::kBF16));
   EXPECT_DOUBLE_EQ(op->KvBytes(), s.KvReadBytes(DType::kBF16) + s.KvWrittenBytes(DType::kBF16));
