@@ -49,8 +49,10 @@ std::vector<Point> Points(bool gpu, const LlamaConfig& model, DType dt) {
     for (int b : batches(gpu ? (fp8 ? matrix::kGpuFp8DecodeBatches : matrix::kGpuDecodeBatches)
                              : matrix::kCpuDecodeBatches))
       all.push_back({InferPhase::kDecode, b, ctx});
+  const auto& cpu_prefill =
+      dt == DType::kInt8 ? matrix::kCpuInt8PrefillBatches : matrix::kCpuPrefillBatches;
   for (int64_t ctx : (gpu ? matrix::kGpuPrefillCtx : matrix::kCpuPrefillCtx).Now())
-    for (int b : batches(gpu ? matrix::kGpuPrefillBatches : matrix::kCpuPrefillBatches))
+    for (int b : batches(gpu ? matrix::kGpuPrefillBatches : cpu_prefill))
       all.push_back({InferPhase::kPrefill, b, ctx});
   if (gpu) return all;
   std::vector<Point> out;
@@ -62,7 +64,7 @@ std::vector<Point> Points(bool gpu, const LlamaConfig& model, DType dt) {
 }
 
 std::vector<DType> DTypesOn(bool gpu, std::string_view backend) {
-  if (gpu && backend == "torch") return DTypes(matrix::kGpuTorchDTypes);
+  if (backend == "torch") return DTypes(gpu ? matrix::kGpuTorchDTypes : matrix::kCpuTorchDTypes);
   return DTypes(gpu ? matrix::kGpuDTypes : matrix::kCpuDTypes);
 }
 
@@ -76,6 +78,9 @@ double InferTolerance(DType dt) {
     case DType::kFP8E4M3:
     case DType::kFP8E5M2:
       return 1e-1;
+    // int8 (the CPU's): the weights are the reference's own values, exact in bf16 once
+    // decompressed, so only the bf16 activations round: bf16's tolerance.
+    case DType::kInt8:
     default:
       return 3e-2;
   }

@@ -24,18 +24,25 @@ inline const PerTier<std::vector<int64_t>> kCpuDecodeCtx = {{64}, {512}, {512, 2
 
 // Prefill: prompts a step and their tokens.
 //   smoke: 1 prompt of 32 on both devices; default: GPU 1 of 2048, CPU 1 and 8 of 128;
-//   full: GPU 1 and 8 of 2048 and 8192, CPU 1 and 8 of 128 and 512.
+//   full: GPU 1 and 8 of 2048 and 8192, CPU 1 and 8 of 128 and 512. The CPU's int8 weights: no
+//   prefill (decompressing weights is decode's lever, where the weights' bytes set the time).
 inline const PerTier<std::vector<int>> kGpuPrefillBatches = {{1}, {1}, {1, 8}};
 inline const PerTier<std::vector<int64_t>> kGpuPrefillCtx = {{32}, {2048}, {2048, 8192}};
 inline const PerTier<std::vector<int>> kCpuPrefillBatches = {{1}, {1, 8}, {1, 8}};
+inline const auto kCpuInt8PrefillBatches = PerTier<std::vector<int>>::Every({});
 inline const PerTier<std::vector<int64_t>> kCpuPrefillCtx = {{32}, {128}, {128, 512}};
 
-// bf16 on the GPU (fp8 e4m3 weights beside it from the default tier); f32 and bf16 on the CPU.
+// bf16 on the GPU (fp8 e4m3 weights beside it from the default tier); f32 and bf16 on the CPU
+// (int8 weights beside them from the default tier).
 inline const PerTier<std::vector<DType>> kGpuDTypes = {
     {DType::kBF16}, {DType::kBF16, DType::kFP8E4M3}, {DType::kBF16, DType::kFP8E4M3}};
-inline const auto kCpuDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
-// LibTorch's GPU step: bf16 only (its fp8 would be torch._scaled_mm, not a step a user writes).
+inline const PerTier<std::vector<DType>> kCpuDTypes = {{DType::kF32, DType::kBF16},
+                                                       {DType::kF32, DType::kBF16, DType::kInt8},
+                                                       {DType::kF32, DType::kBF16, DType::kInt8}};
+// LibTorch's steps: bf16 only on the GPU (its fp8 would be torch._scaled_mm, not a step a user
+// writes); f32 and bf16 on the CPU (int8 weight decompression is oneDNN's matmul, not LibTorch's).
 inline const auto kGpuTorchDTypes = PerTier<std::vector<DType>>::Every({DType::kBF16});
+inline const auto kCpuTorchDTypes = PerTier<std::vector<DType>>::Every({DType::kF32, DType::kBF16});
 // The batch sizes fp8 decode runs at (the bf16 batches otherwise).
 inline const PerTier<std::vector<int>> kGpuFp8DecodeBatches = {{1}, {1, 32}, {1, 8, 32, 128}};
 

@@ -17,6 +17,10 @@ double LlamaConfig::StepParams() const {
          double(vocab) * double(dim);
 }
 
+double LlamaConfig::StepMatrixParams() const {
+  return double(layers) * LayerMatmulParams() + double(vocab) * double(dim);
+}
+
 bool LlamaConfig::Valid() const {
   return layers > 0 && dim > 0 && heads > 0 && kv_heads > 0 && head_dim > 0 && head_dim % 2 == 0 &&
          heads % kv_heads == 0 && ffn > 0 && vocab > 0 && rope_theta > 0 && norm_eps > 0;
@@ -43,11 +47,12 @@ double InferShape::KvWrittenBytes(DType cache_dt) const {
          double(StorageBytes(cache_dt));
 }
 
-double InferShape::Bytes(DType weights_dt, DType cache_dt) const {
+double InferShape::Bytes(DType matrices_dt, DType rest_dt) const {
   const double tokens = double(batch) * double(NewTokens());
-  return model.StepParams() * double(StorageBytes(weights_dt)) +
-         tokens * double(model.dim) * double(StorageBytes(weights_dt)) + KvReadBytes(cache_dt) +
-         KvWrittenBytes(cache_dt) + 4.0 * double(batch) * double(model.vocab);
+  const double matrices = model.StepMatrixParams(), norms = model.StepParams() - matrices;
+  return matrices * double(StorageBytes(matrices_dt)) +
+         (norms + tokens * double(model.dim)) * double(StorageBytes(rest_dt)) +
+         KvReadBytes(rest_dt) + KvWrittenBytes(rest_dt) + 4.0 * double(batch) * double(model.vocab);
 }
 
 int WeightIndex(int layer, LlamaTensor t) {
@@ -57,6 +62,8 @@ int WeightIndex(int layer, LlamaTensor t) {
 float WeightScale(int64_t in) {
   return std::ldexp(1.0f, -int(std::lround(std::log2(std::sqrt(double(in))))));
 }
+
+float MatrixScale(int64_t in, DType dt) { return float(StorageScale(dt)) * WeightScale(in); }
 
 std::vector<float> SeededMatrix(uint64_t seed, int index, int64_t rows, int64_t cols, DType dt) {
   std::vector<float> w = SeededValues(TensorSeed(seed, index), size_t(rows * cols), dt);

@@ -31,6 +31,9 @@ struct LlamaConfig {
   // Every weight a step reads whole: the layers' matrices and norms, the final norm, the LM head
   // (the embedding is a lookup, counted by the rows read).
   double StepParams() const;
+  // The part of StepParams() in matrices (the layers' and the LM head): what an 8-bit step holds
+  // in 8 bits, beside norms it keeps in its activations' dtype.
+  double StepMatrixParams() const;
   // Positive sizes, heads a multiple of kv_heads, an even head_dim.
   bool Valid() const;
 };
@@ -54,10 +57,12 @@ struct InferShape {
   // Multiply-adds x 2: the projections, MLPs and LM head of every new token, and attention's two
   // products over the keys each token sees (causal).
   double Flops() const;
-  // Compulsory bytes of one step: every weight once (weights_dt), the embedding rows read, the KV
-  // cache read (positions before the step) and written (new positions) in cache_dt, the logits
-  // written (f32).
-  double Bytes(DType weights_dt, DType cache_dt) const;
+  // Compulsory bytes of one step: every matrix once (matrices_dt), the norms, the embedding rows
+  // read and the KV cache read (positions before the step) and written (new positions) in rest_dt,
+  // the logits written (f32). An 8-bit step's matrices are 1 byte a weight, the rest in its
+  // activations' dtype; f32 and bf16 steps hold everything in one dtype. The scales of 8-bit
+  // matrices (one float per tensor or per output channel) are left out: under 0.2% of a step.
+  double Bytes(DType matrices_dt, DType rest_dt) const;
   double KvReadBytes(DType cache_dt) const;
   double KvWrittenBytes(DType cache_dt) const;
   bool Valid() const { return model.Valid() && batch > 0 && ctx > 0; }
@@ -77,6 +82,10 @@ inline constexpr int kTokensIndex = 0;      // batch x new tokens, in [0, vocab)
 inline constexpr int kCacheIndex = 1;       // decode: the prefilled cache, below
 // The power of two a matrix with `in` inputs is scaled by: 2^-round(log2(sqrt(in))).
 float WeightScale(int64_t in);
+// The scale of a seeded matrix with `in` inputs held in an 8-bit dtype: its storage's scale times
+// WeightScale(in), a power of two, so that stored x scale is exactly SeededMatrix's value (which
+// the float64 reference computes with); WeightScale(in) for the other dtypes.
+float MatrixScale(int64_t in, DType dt);
 
 // One seeded tensor's values (rows x cols), rounded to dt.
 std::vector<float> SeededMatrix(uint64_t seed, int index, int64_t rows, int64_t cols, DType dt);

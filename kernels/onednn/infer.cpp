@@ -35,9 +35,10 @@ dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc&
   return dnnl::binary::primitive_desc(Engine(), dnnl::algorithm::binary_add, src0, src1, src0,
                                       attr);
 }
-Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
+Softmax::primitive_desc SoftmaxPd(const memory::desc& src, const memory::desc& dst,
+                                  const dnnl::primitive_attr& attr) {
   return Softmax::primitive_desc(Engine(), dnnl::prop_kind::forward_inference,
-                                 dnnl::algorithm::softmax_accurate, d, d, 1, attr);
+                                 dnnl::algorithm::softmax_accurate, src, dst, 1, attr);
 }
 #else
 using Softmax = dnnl::softmax_v2_forward;
@@ -53,11 +54,31 @@ dnnl::binary::primitive_desc AddPd(const memory::desc& src0, const memory::desc&
   return dnnl::binary::primitive_desc(
       dnnl::binary::desc(dnnl::algorithm::binary_add, src0, src1, src0), attr, Engine());
 }
-Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_attr& attr) {
-  return Softmax::primitive_desc(
-      Softmax::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, d, d, 1),
-      attr, Engine());
+Softmax::primitive_desc SoftmaxPd(const memory::desc& src, const memory::desc& dst,
+                                  const dnnl::primitive_attr& attr) {
+  return Softmax::primitive_desc(Softmax::desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::softmax_accurate, src, dst, 1),
+                                 attr, Engine());
 }
+#endif
+
+// int8 weights are decompressed inside the matmul: oneDNN 3.4 added the switch (the fpmath mode's
+// apply_to_int, with the weights' scales as an attribute), 3.5 the first x64 kernels behind it,
+// for bf16 activations (f32 ones from 3.10). Before 3.4 there is nothing to call.
+#if DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 4)
+constexpr bool kDecompresses = true;
+void Decompress(dnnl::primitive_attr* attr) {
+  attr->set_fpmath_mode(dnnl::fpmath_mode::bf16, true);
+  attr->set_scales_mask(DNNL_ARG_WEIGHTS, 1 << 1);  // one scale per output channel (N of K x N)
+}
+void AddWeightScales(std::unordered_map<int, memory>* args, const memory& scales) {
+  (*args)[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = scales;
+}
+#else
+// Not reached: Supports() turns int8 down.
+constexpr bool kDecompresses = false;
+void Decompress(dnnl::primitive_attr*) {}
+void AddWeightScales(std::unordered_map<int, memory>*, const memory&) {}
 #endif
 
 // Elements below which a loop runs on the calling thread: waking the OpenMP team costs more than
@@ -65,8 +86,19 @@ Softmax::primitive_desc SoftmaxPd(const memory::desc& d, const dnnl::primitive_a
 constexpr int64_t kMinParallel = 32768;
 
 memory::data_type TypeOf(DType dt) {
-  return dt == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+  switch (dt) {
+    case DType::kBF16:
+      return memory::data_type::bf16;
+    case DType::kInt8:
+      return memory::data_type::s8;
+    default:
+      return memory::data_type::f32;
+  }
 }
+
+// What an int8 step's activations, KV cache, embedding and norms are held in: bf16, the dtype
+// oneDNN decompresses int8 weights into (as the GPU's fp8 step keeps its rest in bf16).
+DType ActivationsOf(DType weights) { return weights == DType::kF32 ? DType::kF32 : DType::kBF16; }
 
 memory::desc Plain(const dims& d, memory::data_type t) {
   dims strides(d.size(), 1);
@@ -84,10 +116,19 @@ inline void Store(void* base, int64_t i, float v, bool low) {
 }
 
 // The weights of a matmul that computes y = x W^T, W out x in row-major (seeded values), reordered
-// into the layout the matmul chose.
-memory Packed(const std::vector<float>& w, int64_t out, int64_t in, DType dt,
-              const memory::desc& chosen) {
-  std::vector<uint8_t> bytes = ToStorage(w, dt);
+// into the layout the matmul chose. int8: each value divided by its output row's scale (a power
+// of two, so the quotient is the exact integer the value was seeded from).
+memory Packed(const std::vector<float>& w, const std::vector<float>& row_scales, int64_t out,
+              int64_t in, DType dt, const memory::desc& chosen) {
+  std::vector<uint8_t> bytes;
+  if (dt == DType::kInt8) {
+    bytes.resize(w.size());
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        bytes[o * in + i] = uint8_t(FloatToInt8(w[o * in + i] / row_scales[o]));
+  } else {
+    bytes = ToStorage(w, dt);
+  }
   memory plain(memory::desc({in, out}, TypeOf(dt), {1, in}), Engine(), bytes.data());
   memory packed(chosen, Engine());
   dnnl::reorder(plain, packed).execute(Stream(), plain, packed);
@@ -98,6 +139,22 @@ memory Packed(const std::vector<float>& w, int64_t out, int64_t in, DType dt,
 std::vector<float> Concat(std::vector<float> a, const std::vector<float>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+// The per-output-channel scales of a matrix with `in` inputs, as int8 checkpoints carry them: the
+// seeded rows of one matrix share theirs (MatrixScale), so stored x scale is the seeded value.
+std::vector<float> RowScales(int64_t out, int64_t in, DType dt) {
+  return std::vector<float>(size_t(out), MatrixScale(in, dt));
+}
+
+memory ScalesMemory(const std::vector<float>& scales) {
+  memory m(Plain({int64_t(scales.size())}, memory::data_type::f32), Engine());
+  std::memcpy(m.get_data_handle(), scales.data(), scales.size() * sizeof(float));
+  return m;
+}
+
+std::string VersionNumber() {
+  return std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR);
 }
 
 }  // namespace
@@ -112,13 +169,23 @@ Support OneDnnInfer::Supports(const InferShape& s, const RunConfig& cfg) {
       return Support::Yes();
     case DType::kBF16:
       return HasBf16() ? Support::Yes() : Support::No("bf16 needs avx512_bf16 or amx");
+    case DType::kInt8:
+      if (!kDecompresses)
+        return Support::No("int8 weights: oneDNN " + VersionNumber() +
+                           " has no weights decompression in its matmul (the fpmath mode's "
+                           "apply_to_int, from 3.4)");
+      if (!HasBf16())
+        return Support::No(
+            "int8 weights are decompressed into bf16 activations: needs avx512_bf16 or amx");
+      return Support::Yes();
     default:
-      return Support::No("the CPU step runs f32 and bf16 weights; " + std::string(Name(cfg.dtype)) +
-                         " weights are not offered on the CPU");
+      return Support::No("the CPU step runs f32, bf16 and int8 weights; " +
+                         std::string(Name(cfg.dtype)) + " weights are not offered on the CPU");
   }
 }
 
-OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s), dt_(cfg.dtype) {
+OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
+    : shape_(s), dt_(cfg.dtype), act_dt_(ActivationsOf(cfg.dtype)) {
   RequireSupported(Supports(s, cfg));
   SetThreads(cfg.threads);
   const LlamaConfig& m = s.model;
@@ -128,25 +195,32 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
   rows_ = T;
   group_ = R;
   keys_ = cap;
-  const bool low = dt_ == DType::kBF16;
-  const double elem = double(StorageBytes(dt_));
+  const bool low = act_dt_ == DType::kBF16, int8 = dt_ == DType::kInt8;
+  const double elem = double(StorageBytes(act_dt_));
   const double scores = double(B * m.heads * n * cap);
   // Weights and cache, the embedding as floats, activations, scores, one layer's seeding copies.
-  RequireHostBytes(m.StepParams() * elem + double(V * d) * 4 +
+  RequireHostBytes(m.StepParams() * double(StorageBytes(dt_)) + double(V * d) * 4 +
                    2.0 * double(m.layers * B * m.KvDim() * cap) * elem +
                    double(T) * double(2 * d + QKV + 2 * m.QDim() + 3 * F) * 4 +
                    scores * (4 + elem) + 3.0 * m.LayerMatmulParams() * 4);
 
-  const memory::data_type t = TypeOf(dt_), f32 = memory::data_type::f32;
+  const memory::data_type t = TypeOf(act_dt_), wt = TypeOf(dt_), f32 = memory::data_type::f32;
   dnnl::primitive_attr plain;
   plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::primitive_attr add;  // the residual: dst += src x W^T
-  add.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  {
-    dnnl::post_ops po;
-    po.append_sum(1.f);
-    add.set_post_ops(po);
-  }
+  // The weights' matmuls: int8 ones decompress; the o and down projections add into the residual
+  // (dst += src x W^T).
+  const auto weights_attr = [&](bool sum) {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (sum) {
+      dnnl::post_ops po;
+      po.append_sum(1.f);
+      a.set_post_ops(po);
+    }
+    if (int8) Decompress(&a);
+    return a;
+  };
+  const dnnl::primitive_attr project = weights_attr(false), add = weights_attr(true);
   dnnl::primitive_attr scaled;
   scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   {
@@ -158,17 +232,33 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
   std::string impl;
   const auto linear = [&](int64_t rows, int64_t in, int64_t out, memory::data_type dst,
                           const dnnl::primitive_attr& attr) {
-    auto pd = MatmulPd(Plain({rows, in}, t), memory::desc({in, out}, t, memory::format_tag::any),
-                       Plain({rows, out}, dst), attr);
+    const memory::desc src = Plain({rows, in}, t), wei({in, out}, wt, memory::format_tag::any);
+    if (!int8) return MatmulPd(src, wei, Plain({rows, out}, dst), attr);
+    // No silent fallback: a decompressing matmul oneDNN lacks, or offers only as its reference
+    // implementation (3.4's only one, slower than f32 weights), is a case it cannot run.
+    const std::string what = "int8 weights: oneDNN " + Version() + " has no bf16 x s8 matmul " +
+                             std::to_string(rows) + "x" + std::to_string(in) + "x" +
+                             std::to_string(out) + " decompressing its weights";
+    try {
+      auto pd = MatmulPd(src, wei, Plain({rows, out}, dst), attr);
+      const std::string name = pd.impl_info_str();
+      if (name.rfind("ref", 0) == 0) throw Unsupported(what + " but its reference (" + name + ")");
+      return pd;
+    } catch (const dnnl::error& e) {
+      throw Unsupported(what + " (" + e.what() + ")");
+    }
+  };
+  const auto pd_of = [&](int64_t rows, int64_t in, int64_t out, const dnnl::primitive_attr& attr) {
+    auto pd = linear(rows, in, out, f32, attr);
     scratch = std::max(scratch, pd.scratchpad_desc().get_size());
     if (impl.empty()) impl = pd.impl_info_str();
     return pd;
   };
-  const auto pd_qkv = linear(T, d, QKV, f32, plain);
-  const auto pd_o = linear(T, m.QDim(), d, f32, add);
-  const auto pd_13 = linear(T, d, 2 * F, f32, plain);
-  const auto pd_2 = linear(T, F, d, f32, add);
-  const auto pd_lm = linear(B, d, V, f32, plain);
+  const auto pd_qkv = pd_of(T, d, QKV, project);
+  const auto pd_o = pd_of(T, m.QDim(), d, add);
+  const auto pd_13 = pd_of(T, d, 2 * F, project);
+  const auto pd_2 = pd_of(T, F, d, add);
+  const auto pd_lm = pd_of(B, d, V, project);
   mm_qkv_ = dnnl::matmul(pd_qkv);
   mm_o_ = dnnl::matmul(pd_o);
   mm_13_ = dnnl::matmul(pd_13);
@@ -177,15 +267,18 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
 
   // Attention over (batch, kv head): the kv head's R query heads x n tokens as rows.
   const int64_t M = R * n;
+  // The attention products run in the activations' dtype (their operands are no weights).
   const memory::desc q_md = Plain({B, G, M, D}, t);
   const memory::desc kt_md({B, G, D, cap}, t, {G * cap * D, cap * D, 1, D});
   const memory::desc v_md({B, G, cap, D}, t, {G * cap * D, cap * D, D, 1});
   const memory::desc sc_md = Plain({B, G, M, cap}, f32);
   const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
   const memory::desc p_md = Plain({B, G, M, cap}, t);
+  const memory::desc p2_md = Plain({B * G * M, cap}, t);
   const auto pd_qk = MatmulPd(q_md, kt_md, sc_md, scaled);
   const auto pd_pv = MatmulPd(p_md, v_md, q_md, plain);
-  const auto pd_sm = SoftmaxPd(sc2_md, plain);
+  // The softmax writes P in the activations' dtype itself (bf16: no copy of the scores after it).
+  const auto pd_sm = SoftmaxPd(sc2_md, p2_md, plain);
   mm_qk_ = dnnl::matmul(pd_qk);
   mm_pv_ = dnnl::matmul(pd_pv);
   softmax_ = Softmax(pd_sm);
@@ -207,12 +300,6 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
     scratch = std::max(scratch, pd_mask.scratchpad_desc().get_size());
     mask_add_ = dnnl::binary(pd_mask);
   }
-  if (low) {
-    const auto pd_low = dnnl::reorder::primitive_desc(Engine(), sc2_md, Engine(),
-                                                      Plain({B * G * M, cap}, t), plain);
-    scratch = std::max(scratch, pd_low.scratchpad_desc().get_size());
-    to_low_ = dnnl::reorder(pd_low);
-  }
 
   // Activations.
   x_ = memory(Plain({T, d}, f32), Engine());
@@ -230,28 +317,35 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
   scratch_ =
       memory(Plain({int64_t(std::max<size_t>(scratch, 1))}, memory::data_type::u8), Engine());
 
-  // Seeded weights (kernels/common/infer.h), the prefilled cache, tokens, rotary angles.
+  // Seeded weights (kernels/common/infer.h), the prefilled cache, tokens, rotary angles. int8: the
+  // matrices' seeded int8 values and their scales; the norms, embedding and cache in bf16.
   const uint64_t seed = cfg.seed;
+  const auto pack = [&](const std::vector<float>& w, int64_t out, int64_t in,
+                        const memory::desc& chosen, memory* scales) {
+    const std::vector<float> rows = RowScales(out, in, dt_);
+    if (int8) *scales = ScalesMemory(rows);
+    return Packed(w, rows, out, in, dt_, chosen);
+  };
   for (int l = 0; l < int(m.layers); ++l) {
     const auto mat = [&](LlamaTensor w, int64_t rows, int64_t cols) {
       return SeededMatrix(seed, WeightIndex(l, w), rows, cols, dt_);
     };
     Layer y;
-    y.attn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kAttnNorm), d, dt_);
-    y.ffn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kFfnNorm), d, dt_);
-    y.wqkv = Packed(
-        Concat(Concat(mat(LlamaTensor::kWq, m.QDim(), d), mat(LlamaTensor::kWk, m.KvDim(), d)),
-               mat(LlamaTensor::kWv, m.KvDim(), d)),
-        QKV, d, dt_, pd_qkv.weights_desc());
-    y.wo = Packed(mat(LlamaTensor::kWo, d, m.QDim()), d, m.QDim(), dt_, pd_o.weights_desc());
-    y.w13 = Packed(Concat(mat(LlamaTensor::kW1, F, d), mat(LlamaTensor::kW3, F, d)), 2 * F, d, dt_,
-                   pd_13.weights_desc());
-    y.w2 = Packed(mat(LlamaTensor::kW2, d, F), d, F, dt_, pd_2.weights_desc());
+    y.attn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kAttnNorm), d, act_dt_);
+    y.ffn_norm = SeededNorm(seed, WeightIndex(l, LlamaTensor::kFfnNorm), d, act_dt_);
+    y.wqkv =
+        pack(Concat(Concat(mat(LlamaTensor::kWq, m.QDim(), d), mat(LlamaTensor::kWk, m.KvDim(), d)),
+                    mat(LlamaTensor::kWv, m.KvDim(), d)),
+             QKV, d, pd_qkv.weights_desc(), &y.sqkv);
+    y.wo = pack(mat(LlamaTensor::kWo, d, m.QDim()), d, m.QDim(), pd_o.weights_desc(), &y.so);
+    y.w13 = pack(Concat(mat(LlamaTensor::kW1, F, d), mat(LlamaTensor::kW3, F, d)), 2 * F, d,
+                 pd_13.weights_desc(), &y.s13);
+    y.w2 = pack(mat(LlamaTensor::kW2, d, F), d, F, pd_2.weights_desc(), &y.s2);
     for (bool value : {false, true}) {
       memory c(Plain({B * G * cap * D}, t), Engine());
-      std::memset(c.get_data_handle(), 0, size_t(B * G * cap * D) * StorageBytes(dt_));
+      std::memset(c.get_data_handle(), 0, size_t(B * G * cap * D) * StorageBytes(act_dt_));
       if (s.phase == InferPhase::kDecode) {
-        const std::vector<float> prefix = SeededCache(seed, s, l, value, dt_);
+        const std::vector<float> prefix = SeededCache(seed, s, l, value, act_dt_);
         for (int64_t bh = 0; bh < B * G; ++bh)
           for (int64_t p = 0; p < s.ctx; ++p)
             for (int64_t e = 0; e < D; ++e)
@@ -262,9 +356,10 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
     }
     layers_.push_back(std::move(y));
   }
-  embed_ = SeededValues(TensorSeed(seed, kEmbedIndex), size_t(V * d), dt_);
-  final_norm_ = SeededNorm(seed, kFinalNormIndex, d, dt_);
-  lm_head_ = Packed(SeededMatrix(seed, kLmHeadIndex, V, d, dt_), V, d, dt_, pd_lm.weights_desc());
+  embed_ = SeededValues(TensorSeed(seed, kEmbedIndex), size_t(V * d), act_dt_);
+  final_norm_ = SeededNorm(seed, kFinalNormIndex, d, act_dt_);
+  lm_head_ =
+      pack(SeededMatrix(seed, kLmHeadIndex, V, d, dt_), V, d, pd_lm.weights_desc(), &lm_scales_);
   tokens_ = SeededTokens(seed, s);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < D / 2; ++j) {
@@ -276,7 +371,7 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
 
   // Every call's arguments, built once: Run() allocates nothing.
   const memory sc2(sc2_md, Engine(), scores_.get_data_handle());
-  const memory p2(Plain({B * G * M, cap}, t), Engine(), p_.get_data_handle());
+  const memory p2(p2_md, Engine(), p_.get_data_handle());
   for (Layer& y : layers_) {
     const memory kt(kt_md, Engine(), y.k.get_data_handle());
     const memory vv(v_md, Engine(), y.v.get_data_handle());
@@ -287,29 +382,39 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg) : shape_(s),
                {&mm_13_, {{DNNL_ARG_SRC, h_}, {DNNL_ARG_WEIGHTS, y.w13}, {DNNL_ARG_DST, gu_}}},
                {&mm_2_, {{DNNL_ARG_SRC, act_}, {DNNL_ARG_WEIGHTS, y.w2}, {DNNL_ARG_DST, x_}}}};
     for (Call& c : y.calls) c.args[DNNL_ARG_SCRATCHPAD] = scratch_;
+    if (int8) {
+      AddWeightScales(&y.calls[0].args, y.sqkv);
+      AddWeightScales(&y.calls[3].args, y.so);
+      AddWeightScales(&y.calls[4].args, y.s13);
+      AddWeightScales(&y.calls[5].args, y.s2);
+    }
   }
-  softmax_args_ = {{DNNL_ARG_SRC, sc2}, {DNNL_ARG_DST, sc2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+  softmax_args_ = {{DNNL_ARG_SRC, sc2}, {DNNL_ARG_DST, p2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
   if (masked_)
     mask_args_ = {{DNNL_ARG_SRC_0, scores_},
                   {DNNL_ARG_SRC_1, mask_},
                   {DNNL_ARG_DST, scores_},
                   {DNNL_ARG_SCRATCHPAD, scratch_}};
-  if (low) low_args_ = {{DNNL_ARG_FROM, sc2}, {DNNL_ARG_TO, p2}, {DNNL_ARG_SCRATCHPAD, scratch_}};
   lm_args_ = {{DNNL_ARG_SRC, last_},
               {DNNL_ARG_WEIGHTS, lm_head_},
               {DNNL_ARG_DST, logits_},
               {DNNL_ARG_SCRATCHPAD, scratch_}};
+  if (int8) AddWeightScales(&lm_args_, lm_scales_);
 
   Poison(logits_, DType::kF32);
-  label_ = impl + " matmuls, attention " + attn_impl + "; " + std::string(Name(dt_)) +
-           " weights and KV cache, f32 residual; threads " + std::to_string(Threads());
+  const std::string held =
+      int8 ? "int8 weights with per-channel f32 scales decompressed to bf16 in the matmul, bf16 "
+             "activations and KV cache"
+           : std::string(Name(dt_)) + " weights and KV cache";
+  label_ = impl + " matmuls, attention " + attn_impl + "; " + held + ", f32 residual; threads " +
+           std::to_string(Threads());
 }
 
 void OneDnnInfer::Norm(const float* x, const std::vector<float>& w, int64_t rows, int64_t stride,
                        void* out) {
   const int64_t d = shape_.model.dim;
   const double eps = shape_.model.norm_eps;
-  const bool low = dt_ == DType::kBF16;
+  const bool low = act_dt_ == DType::kBF16;
 #pragma omp parallel for if (rows * d >= kMinParallel)
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * stride;
@@ -324,7 +429,7 @@ void OneDnnInfer::RopeAndAppend(const Layer& y) {
   const LlamaConfig& m = shape_.model;
   const int64_t n = shape_.NewTokens(), G = m.kv_heads, R = group_, D = m.head_dim, half = D / 2,
                 cap = keys_, QKV = m.QDim() + 2 * m.KvDim();
-  const bool low = dt_ == DType::kBF16;
+  const bool low = act_dt_ == DType::kBF16;
   const auto* qkv = static_cast<const float*>(qkv_.get_data_handle());
   void* q = q_.get_data_handle();
   void* kc = y.k.get_data_handle();
@@ -356,7 +461,7 @@ void OneDnnInfer::RopeAndAppend(const Layer& y) {
 void OneDnnInfer::HeadsBack() {
   const LlamaConfig& m = shape_.model;
   const int64_t n = shape_.NewTokens(), G = m.kv_heads, R = group_, D = m.head_dim;
-  const size_t row = size_t(D) * StorageBytes(dt_);
+  const size_t row = size_t(D) * StorageBytes(act_dt_);
   const auto* o = static_cast<const uint8_t*>(o_.get_data_handle());
   auto* a = static_cast<uint8_t*>(attn_.get_data_handle());
 #pragma omp parallel for if (rows_ * m.QDim() >= kMinParallel)
@@ -370,7 +475,7 @@ void OneDnnInfer::HeadsBack() {
 
 void OneDnnInfer::SwiGlu() {
   const int64_t F = shape_.model.ffn;
-  const bool low = dt_ == DType::kBF16;
+  const bool low = act_dt_ == DType::kBF16;
   const auto* gu = static_cast<const float*>(gu_.get_data_handle());
   void* act = act_.get_data_handle();
 #pragma omp parallel for if (rows_ * F >= kMinParallel)
@@ -396,7 +501,6 @@ void OneDnnInfer::Run() {
     y.calls[1].prim->execute(st, y.calls[1].args);
     if (masked_) mask_add_.execute(st, mask_args_);
     softmax_.execute(st, softmax_args_);
-    if (dt_ == DType::kBF16) to_low_.execute(st, low_args_);
     y.calls[2].prim->execute(st, y.calls[2].args);
     HeadsBack();
     y.calls[3].prim->execute(st, y.calls[3].args);
@@ -416,8 +520,12 @@ HostTensor OneDnnInfer::Output() const {
   return {{shape_.batch, shape_.model.vocab}, std::vector<float>(p, p + count)};
 }
 
-double OneDnnInfer::KvBytes() const { return shape_.KvReadBytes(dt_) + shape_.KvWrittenBytes(dt_); }
+double OneDnnInfer::KvBytes() const {
+  return shape_.KvReadBytes(act_dt_) + shape_.KvWrittenBytes(act_dt_);
+}
 
-Cost OneDnnInfer::cost() const { return {shape_.Flops(), shape_.Bytes(dt_, dt_), double(rows_)}; }
+Cost OneDnnInfer::cost() const {
+  return {shape_.Flops(), shape_.Bytes(dt_, act_dt_), double(rows_)};
+}
 
 }  // namespace dlb::onednn

@@ -2,15 +2,18 @@
 // decode of one token for B sequences over a KV cache, its projections, MLP, LM head and both
 // attention products oneDNN matmuls, the rest (RMSNorm, rotary embeddings, SwiGLU, the cache
 // append and the head transposes) OpenMP loops between them.
-//   weights: f32 or bf16, reordered once into the layout each matmul picks (format any): q, k and
-//            v in one matrix, gate and up in another, so a step reads every weight once;
-//   activations: the residual stream f32, what a matmul reads in the weights' dtype, its output
-//            f32 (the o and down projections add into the residual as a sum post-op);
-//   KV cache: B x kv_heads x capacity x head_dim per layer for K and V, in the weights' dtype,
+//   weights: f32, bf16 or int8, reordered once into the layout each matmul picks (format any): q, k
+//            and v in one matrix, gate and up in another, so a step reads every weight once;
+//            int8 with one f32 scale per output channel, decompressed to bf16 inside the matmul
+//            (oneDNN 3.4+: the fpmath mode's apply_to_int), the rest of the step as bf16's;
+//   activations: the residual stream f32, what a matmul reads in the activations' dtype (f32's
+//            f32, bf16's and int8's bf16), its output f32 (the o and down projections add into the
+//            residual as a sum post-op);
+//   KV cache: B x kv_heads x capacity x head_dim per layer for K and V, in the activations' dtype,
 //            appended in place (decode: position ctx, capacity ctx + 1; prefill: 0..P-1);
 //   attention: the query heads of a kv head stacked into one matrix (grouped-query), scores f32
 //            for all B x heads at once, scaled in the matmul, the causal mask (prefill) added,
-//            softmax, P (bf16: a copy) times V.
+//            softmax writing P in the activations' dtype, P times V.
 // Output(): the logits of each sequence's last token, B x vocab, f32.
 #pragma once
 
@@ -46,6 +49,7 @@ class OneDnnInfer {
   };
   struct Layer {
     dnnl::memory wqkv, wo, w13, w2, k, v;
+    dnnl::memory sqkv, so, s13, s2;  // int8: the matrices' per-output-channel scales
     std::vector<float> attn_norm, ffn_norm;
     std::vector<Call> calls;  // qkv, q k^T, p v, o, gate/up, down: their arguments built once
   };
@@ -55,16 +59,16 @@ class OneDnnInfer {
   void SwiGlu();
 
   InferShape shape_;
-  DType dt_;
+  DType dt_;      // the weights'
+  DType act_dt_;  // the activations', KV cache's, embedding's and norms': f32 or bf16
   int64_t rows_ = 0, group_ = 0, keys_ = 0;
   std::vector<Layer> layers_;
   std::vector<float> embed_, final_norm_, cos_, sin_;  // cos/sin: new tokens x head_dim / 2
   std::vector<int64_t> tokens_;
-  dnnl::memory lm_head_, x_, h_, qkv_, q_, scores_, p_, o_, attn_, gu_, act_, last_, logits_, mask_,
-      scratch_;
-  dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_,
-      to_low_;
-  Args softmax_args_, mask_args_, low_args_, lm_args_;
+  dnnl::memory lm_head_, lm_scales_, x_, h_, qkv_, q_, scores_, p_, o_, attn_, gu_, act_, last_,
+      logits_, mask_, scratch_;
+  dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_;
+  Args softmax_args_, mask_args_, lm_args_;
   bool masked_ = false;
   std::string label_;
 };

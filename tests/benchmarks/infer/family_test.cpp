@@ -99,6 +99,14 @@ TEST(InferFamily, DefaultPointsHoldTheGpuTargetsAndKeepTheCpuShort) {
   const std::vector<Point> tiny = Points(false, Named("tiny").config, DType::kF32);
   EXPECT_TRUE(has(tiny, InferPhase::kPrefill, 8, 128));
   EXPECT_TRUE(has(tiny, InferPhase::kDecode, 1, 512));
+  // int8 weights beside f32 and bf16: decode alone, at the same batches.
+  const std::vector<DType> cpu = DTypesOn(false);
+  EXPECT_NE(std::find(cpu.begin(), cpu.end(), DType::kInt8), cpu.end());
+  const std::vector<Point> int8 = Points(false, Named("tiny").config, DType::kInt8);
+  EXPECT_TRUE(has(int8, InferPhase::kDecode, 1, 512));
+  EXPECT_TRUE(has(int8, InferPhase::kDecode, 8, 512));
+  EXPECT_TRUE(std::none_of(int8.begin(), int8.end(),
+                           [](const Point& p) { return p.phase == InferPhase::kPrefill; }));
 }
 
 TEST(InferFamily, VerifierComparesTheLogitsOrSaysWhyNot) {

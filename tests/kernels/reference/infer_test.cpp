@@ -169,6 +169,37 @@ TEST(InferShape, CountsFlopsAndBytesOfAStep) {
                    4 * 2.0 * (16 * 32 + 256 + 3 * 16 * 24) * 2 + 4.0 * 16 * 10 * 2 + 2.0 * 16 * 32);
 }
 
+TEST(InferShape, CountsEightBitMatricesAtOneByteAndTheRestInItsDtype) {
+  const InferShape d{Tiny(), InferPhase::kDecode, 2, 10};
+  // Matrices: 2 layers x (16 x 32 + 256 + 3 x 16 x 24) + the LM head 32 x 16; norms: 2 x 2 x 16
+  // + 16; the embedding rows of 2 tokens; the cache; the f32 logits.
+  const double matrices = 2.0 * (16 * 32 + 256 + 3 * 16 * 24) + 32 * 16, norms = 2 * 2 * 16 + 16;
+  const double kv = d.KvReadBytes(DType::kBF16) + d.KvWrittenBytes(DType::kBF16);
+  EXPECT_DOUBLE_EQ(d.Bytes(DType::kInt8, DType::kBF16),
+                   matrices + (norms + 2 * 16) * 2 + kv + 4.0 * 2 * 32);
+  EXPECT_DOUBLE_EQ(d.Bytes(DType::kBF16, DType::kBF16),
+                   (matrices + norms + 2 * 16) * 2 + kv + 4.0 * 2 * 32);
+  EXPECT_DOUBLE_EQ(Tiny().StepMatrixParams() + norms, Tiny().StepParams());
+}
+
+TEST(InferWeights, Int8MatricesAreIntegersTimesTheirScale) {
+  // 64 inputs: WeightScale 2^-3, int8's storage 2^-7.
+  const float scale = MatrixScale(64, DType::kInt8);
+  EXPECT_EQ(scale, 1.0f / 1024);
+  EXPECT_EQ(MatrixScale(64, DType::kBF16), WeightScale(64));
+  const std::vector<float> w = SeededMatrix(3, 100, 8, 64, DType::kInt8);
+  int distinct_from_bf16 = 0;
+  const std::vector<float> b = SeededMatrix(3, 100, 8, 64, DType::kBF16);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float q = w[i] / scale;
+    EXPECT_EQ(q, std::nearbyint(q)) << i;
+    EXPECT_GE(q, -128);
+    EXPECT_LE(q, 127);
+    distinct_from_bf16 += w[i] != b[i];
+  }
+  EXPECT_GT(distinct_from_bf16, 0);  // rounded to int8, not only to bf16
+}
+
 TEST(InferWeights, ScalesArePowersOfTwoNearOneOverSqrtIn) {
   EXPECT_EQ(WeightScale(4096), 1.0f / 64);
   EXPECT_EQ(WeightScale(14336), 1.0f / 128);  // sqrt = 119.7
