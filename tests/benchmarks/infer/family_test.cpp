@@ -100,7 +100,7 @@ TEST(InferFamily, DefaultPointsHoldTheGpuTargetsAndKeepTheCpuShort) {
   EXPECT_TRUE(has(tiny, InferPhase::kPrefill, 8, 128));
   EXPECT_TRUE(has(tiny, InferPhase::kDecode, 1, 512));
   // int8 weights beside f32 and bf16: decode alone, at the same batches.
-  const std::vector<DType> cpu = DTypesOn(false);
+  const std::vector<DType> cpu = DTypesOn(false, "onednn");
   EXPECT_NE(std::find(cpu.begin(), cpu.end(), DType::kInt8), cpu.end());
   const std::vector<Point> int8 = Points(false, Named("tiny").config, DType::kInt8);
   EXPECT_TRUE(has(int8, InferPhase::kDecode, 1, 512));
@@ -137,11 +137,14 @@ TEST(InferFamily, VerifierComparesTheLogitsOrSaysWhyNot) {
 #endif
 }
 
-TEST(InferFamily, LibTorchsGpuStepRunsBf16Alone) {
+// LibTorch's steps: bf16 alone on the GPU; f32 and bf16 on the CPU, without oneDNN's int8 weights.
+TEST(InferFamily, LibTorchsStepsRunTheirOwnDtypes) {
   EXPECT_EQ(DTypesOn(true, "torch"), std::vector<DType>{DType::kBF16});
   const std::vector<DType> native = DTypesOn(true, "native");
   EXPECT_NE(std::find(native.begin(), native.end(), DType::kBF16), native.end());
-  EXPECT_EQ(DTypesOn(false, "torch"), DTypesOn(false, "onednn"));
+  EXPECT_EQ(DTypesOn(false, "torch"), (std::vector<DType>{DType::kF32, DType::kBF16}));
+  const std::vector<DType> onednn = DTypesOn(false, "onednn");
+  EXPECT_NE(std::find(onednn.begin(), onednn.end(), DType::kInt8), onednn.end());
 }
 
 }  // namespace
