@@ -67,6 +67,9 @@ struct InferShape {
   double KvWrittenBytes(DType cache_dt) const;
   bool Valid() const { return model.Valid() && batch > 0 && ctx > 0; }
 };
+// What an op says of a shape that is not Valid().
+inline constexpr const char* kInvalidInferShape =
+    "model sizes, batch and context must be positive, heads a multiple of kv_heads, head_dim even";
 
 // The seeded state every op and the reference start from, each tensor rounded to the dtype.
 // Matrices are row-major out x in (torch.nn.Linear's layout), uniform [-1, 1) times a power of two

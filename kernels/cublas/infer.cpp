@@ -76,10 +76,7 @@ void Upload(T* dst, const std::vector<T>& src, StreamRef stream) {
 }  // namespace
 
 Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
-  if (!s.Valid())
-    return Support::No(
-        "model sizes, batch and context must be positive, heads a multiple of kv_heads, head_dim "
-        "even");
+  if (!s.Valid()) return Support::No(kInvalidInferShape);
   const bool fp8 = cfg.dtype == DType::kFP8E4M3;
   if (cfg.dtype != DType::kBF16 && !fp8)
     return Support::No("the GPU step runs bf16 or fp8 (e4m3) weights; " +

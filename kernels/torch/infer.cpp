@@ -181,10 +181,7 @@ std::unique_ptr<InferModel> BuildInferModel(const InferShape& s, uint64_t seed,
 // ---- the CPU op ---------------------------------------------------------------------------
 
 Support TorchInferCpu::Supports(const InferShape& s, const RunConfig& cfg) {
-  if (!s.Valid())
-    return Support::No(
-        "model sizes, batch and context must be positive, heads a multiple of kv_heads, head_dim "
-        "even");
+  if (!s.Valid()) return Support::No(kInvalidInferShape);
   switch (cfg.dtype) {
     case DType::kF32:
       return Support::Yes();
