@@ -1,6 +1,5 @@
 """attn: torch.nn.functional.scaled_dot_product_attention with each of PyTorch's fused GPU backends
 on the shapes of fixtures/workloads/attn_models.csv."""
-import os
 import re
 
 from . import core
@@ -145,11 +144,4 @@ def names(args):
 
 
 def run(args):
-    import torch
-    if not torch.cuda.is_available():
-        core.die(NEEDS_CUDA)
-    benchmarks = attn_benchmarks(args)
-    ctx = core.context(executable=core.EXECUTABLE, num_cpus=os.cpu_count(),
-                       gpu_name=torch.cuda.get_device_name(0),
-                       cudnn_version=core.cudnn_version_text(torch.backends.cudnn.version()))
-    core.write(args.out, ctx, benchmarks)
+    core.write_gpu_run(args.out, lambda: attn_benchmarks(args), NEEDS_CUDA)

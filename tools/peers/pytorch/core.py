@@ -250,6 +250,19 @@ def context(**extra):
     return ctx
 
 
+def write_gpu_run(out, make_benchmarks, needs_cuda):
+    """A GPU family's run: dies with needs_cuda without a CUDA device, else times
+    make_benchmarks() and writes its entries with the device and the cuDNN loaded."""
+    import torch
+    if not torch.cuda.is_available():
+        die(needs_cuda)
+    benchmarks = make_benchmarks()
+    ctx = context(executable=EXECUTABLE, num_cpus=os.cpu_count(),
+                  gpu_name=torch.cuda.get_device_name(0),
+                  cudnn_version=cudnn_version_text(torch.backends.cudnn.version()))
+    write(out, ctx, benchmarks)
+
+
 def cudnn_version_text(v):
     """torch.backends.cudnn.version()'s integer as dlbench writes a version: 91900 -> "9.19.0"
     (cuDNN 9: major*10000 + minor*100 + patch), 8907 -> "8.9.7" (cuDNN 8: major*1000 + ...);

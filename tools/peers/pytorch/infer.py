@@ -2,7 +2,6 @@
 fixtures/workloads/infer_models.csv, decode and prefill, eager, in a CUDA graph and compiled."""
 import gc
 import itertools
-import os
 import re
 import time
 
@@ -238,11 +237,4 @@ def names(args):
 
 
 def run(args):
-    import torch
-    if not torch.cuda.is_available():
-        core.die(NEEDS_CUDA)
-    benchmarks = infer_benchmarks(args)
-    ctx = core.context(executable=core.EXECUTABLE, num_cpus=os.cpu_count(),
-                       gpu_name=torch.cuda.get_device_name(0),
-                       cudnn_version=core.cudnn_version_text(torch.backends.cudnn.version()))
-    core.write(args.out, ctx, benchmarks)
+    core.write_gpu_run(args.out, lambda: infer_benchmarks(args), NEEDS_CUDA)
