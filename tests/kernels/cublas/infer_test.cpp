@@ -9,25 +9,14 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/infer_kernels.h"
 #include "kernels/reference/infer.h"
+#include "tests/kernels/infer_testing.h"
 #include "tests/kernels/testing.h"
 
 namespace dlb {
 namespace {
 
 // The tiny row of fixtures/workloads/infer_models.csv.
-LlamaConfig Tiny() {
-  LlamaConfig m;
-  m.name = "tiny";
-  m.layers = 2;
-  m.dim = 64;
-  m.heads = 4;
-  m.kv_heads = 2;
-  m.head_dim = 16;
-  m.ffn = 192;
-  m.vocab = 256;
-  m.rope_theta = 10000;
-  return m;
-}
+LlamaConfig Tiny() { return testing::TinyLlama(true); }
 
 std::string StepName(const ::testing::TestParamInfo<std::tuple<InferPhase, int, int64_t>>& info) {
   return std::string(Name(std::get<0>(info.param))) + "_bs" +
@@ -51,9 +40,7 @@ TEST_P(NativeInferTest, LogitsMatchTheFloat64Step) {
   const HostTensor first = op.Output();
   op.Run();
   const HostTensor got = op.Output();
-  RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
-  const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kBF16),
-                                SeededTokens(cfg.seed, s), &cache);
+  const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
   ASSERT_EQ(got.data.size(), want.size());
   EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2);
   EXPECT_EQ(first.data, got.data);
@@ -78,9 +65,7 @@ TEST_P(NativeInferFp8Test, LogitsMatchTheFloat64StepOfTheE4m3Weights) {
   cublas::NativeInfer op(s, cfg);
   op.Run();
   const HostTensor got = op.Output();
-  RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
-  const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kFP8E4M3, DType::kBF16),
-                                SeededTokens(cfg.seed, s), &cache);
+  const Vec want = testing::Float64Logits(s, cfg.seed, DType::kFP8E4M3, DType::kBF16);
   ASSERT_EQ(got.data.size(), want.size());
   const double err = testing::RelativeL2(got.data, want);
   EXPECT_LT(err, 1e-1);
@@ -120,9 +105,7 @@ TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
     cublas::NativeInfer contiguous(s, cfg);
     contiguous.Run();
     EXPECT_EQ(got.data, contiguous.Output().data) << batch;
-    RefCache cache = SeededRefCache(s, cfg.seed, DType::kBF16);
-    const Vec want = RefInferStep(s, SeededRefLlama(s.model, cfg.seed, DType::kBF16),
-                                  SeededTokens(cfg.seed, s), &cache);
+    const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
     EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch;
     EXPECT_NE(paged.label().find("paged bf16 KV cache"), std::string::npos) << paged.label();
   }

@@ -10,7 +10,7 @@
 #include "kernels/torch/infer.h"
 #include "kernels/torch/step.h"
 #include "tests/kernels/testing.h"
-#include "tests/kernels/torch/infer_testing.h"
+#include "tests/kernels/infer_testing.h"
 
 namespace dlb::testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tests/kernels/testing.h"
-#include "tests/kernels/torch/infer_testing.h"
+#include "tests/kernels/infer_testing.h"
 
 namespace dlb::testing {
 namespace {

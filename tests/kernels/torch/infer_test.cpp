@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/kernels/testing.h"
-#include "tests/kernels/torch/infer_testing.h"
+#include "tests/kernels/infer_testing.h"
 
 namespace dlb::testing {
 namespace {

@@ -1,5 +1,6 @@
-// What the LibTorch inference tests share: the tiny model of fixtures/workloads/infer_models.csv
-// (grouped-query, 4 heads over 2 kv heads) and its multi-head twin, and the float64 step's logits.
+// What the inference op tests share (LibTorch's and the GPU step's): the tiny model of
+// fixtures/workloads/infer_models.csv (grouped-query, 4 heads over 2 kv heads) and its multi-head
+// twin, and the float64 step's logits.
 #pragma once
 
 #include <gtest/gtest.h>
