@@ -59,8 +59,9 @@ inline constexpr bool InferHeadDimOk(int64_t head_dim) {
          ((head_dim / 16) & (head_dim / 16 - 1)) == 0;
 }
 // How GqaAttention splits the keys: `splits` blocks of `chunk` keys (a multiple of 32, the key
-// tile) per (token, kv head), chosen so that a decode step at batch 1 still fills the GPU
-// (flash-decoding); at most kInferMaxSplits.
+// tile) per (token, kv head): chunks of 512 keys where that gives the GPU enough blocks and not
+// too many, smaller ones at batch 1 (flash-decoding), none when the rows alone fill the GPU; at
+// most kInferMaxSplits.
 inline constexpr int64_t kInferMaxSplits = 256;
 struct AttnSplit {
   int64_t splits = 1, chunk = 1;
