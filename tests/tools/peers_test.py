@@ -240,6 +240,60 @@ class Infer(unittest.TestCase):
                       "compile 1.000 ms", first["label"])
         self.assertTrue(first["label"].endswith("; compile built in 1.0 s"), first["label"])
 
+    def test_modes_default_to_graph_and_compile_and_an_unknown_one_is_refused(self):
+        self.assertEqual(self.args().modes, ["graph", "compile"])
+        self.assertEqual(self.args(modes="eager,autotune").modes, ["eager", "autotune"])
+        r = peer("names", "infer", "--modes", "graph,max-autotune")
+        self.assertEqual((r.returncode, r.stdout, r.stderr.count("\n")), (1, "", 1), r.stderr)
+        self.assertIn("unknown dtype, phase or mode max-autotune", r.stderr)
+        self.assertIn("modes: eager,graph,compile,autotune", r.stderr)
+
+    def test_each_compiled_mode_compiles_afresh_with_its_arguments_then_captures(self):
+        calls = []
+
+        def compile_(fn, **kw):
+            calls.append(("compile", kw))
+            return fn
+        torch = types.SimpleNamespace(
+            compile=compile_, _dynamo=types.SimpleNamespace(reset=lambda: calls.append("reset")))
+
+        def capture(warm, body):
+            calls.append("capture")
+            return body
+        with mock.patch.dict(sys.modules, {"torch": torch}), \
+                mock.patch.object(infer, "build_step", lambda *a: "step"), \
+                mock.patch.object(core, "capture", capture), \
+                mock.patch.object(core, "time_fn", lambda fn, dev, reps: [1e-3] * reps):
+            notes = {mode: infer.time_mode(mode, None, None, "decode", 8, 2048, "bf16", 2)[1]
+                     for mode in infer.MODES}
+        static = dict(fullgraph=True, dynamic=False)
+        self.assertEqual(calls, [
+            "capture",  # graph
+            "reset", ("compile", dict(static, options={"coordinate_descent_tuning": True})),
+            "capture",
+            "reset", ("compile", dict(static, mode="max-autotune-no-cudagraphs")), "capture"])
+        self.assertEqual(notes["eager"], "")
+        for mode in ("graph", "compile", "autotune"):
+            self.assertRegex(notes[mode], rf"^; {mode} built in \d+\.\d s$")
+
+    def test_a_mode_that_does_not_compile_is_left_out_of_its_row_alone(self):
+        def time_mode(mode, w, m, phase, b, ctx, dt, reps):
+            if mode == "compile" and b == 8:
+                raise RuntimeError("BackendCompilerFailed: no kernel\ntraceback")
+            return [1e-3 if mode == "compile" else 2e-3] * reps, ""
+        args = self.args(dtypes="bf16", phases="decode,prefill", batch_sizes="1,8")
+        records = self.run_benchmarks(args, lambda m, dt: object(), time_mode)
+        self.assertEqual(len(records), 4 * 2)
+        self.assertFalse([r for r in records if r.get("error_occurred")])
+        modes = {r["name"].split("/")[4] + "/" + r["name"].split("/")[5]: r["dlbench"]["mode"]
+                 for r in records}
+        self.assertEqual(modes, {"phase:decode/bs:1": "compile", "phase:decode/bs:8": "graph",
+                                 "phase:prefill/bs:1": "compile",
+                                 "phase:prefill/bs:8": "graph"})
+        failed = [r for r in records if r["dlbench"]["mode"] == "graph"][0]
+        self.assertIn("graph the fastest of: graph 2.000 ms, compile failed (BackendCompilerFailed:"
+                      " no kernel)", failed["label"])
+
     def test_weights_that_cannot_be_made_fail_their_cases_and_the_run_goes_on(self):
         def make_weights(m, dt):
             if dt == "bf16":

@@ -38,8 +38,8 @@ FLAGS = [
       "infer": "contexts: decode's cached positions, prefill's prompt tokens (default 2048)"}),
     (("--phases",), dict(default=None), {"infer": "decode,prefill (default both)"}),
     (("--modes",), dict(default=None),
-     {"infer": "eager,graph,compile (default graph,compile): the configurations timed, the "
-               "fastest the entry"}),
+     {"infer": "eager,graph,compile,autotune (default graph,compile): the configurations "
+               "timed, the fastest the entry; autotune (max-autotune) takes minutes a shape"}),
     (("--filter",), dict(default=".*"),
      dict.fromkeys(("gemm", "conv", "attn", "infer"), "regex on the workload name")
      | {"train": "regex on the model name"}),

@@ -16,15 +16,28 @@ token for each of B sequences whose cache holds --seqs positions (capacity + 1, 
 prefill: B prompts of --seqs tokens (is_causal), the logits of each prompt's last token. The
 weights are made once per model and dtype, on the device, and every case of the run uses them;
 each case makes its own KV cache and inputs. Each --modes configuration is timed (eager; graph:
-the whole step in one CUDA graph; compile: torch.compile of the case's static shapes, then the
-graph, where it compiles); the fastest is the entry, the others in its label. Needs a CUDA
-device.
+the whole step in one CUDA graph; compile: gpt-fast's torch.compile of the case's static shapes
+(fullgraph, coordinate-descent tuning), then the graph, some 20 s a shape; autotune: the same in
+max-autotune-no-cudagraphs mode, Triton GEMMs autotuned per shape, minutes a shape); a mode that
+does not compile or run is left out with its reason. The fastest is the entry, the others in its
+label. Needs a CUDA device.
 
   pytorch-peer infer --filter '^llama3_8b$' --batch-sizes 1,8,32,128 --seqs 2048 -o pt_infer.json"""
 
 NEEDS_CUDA = "infer times the step on the GPU: needs a CUDA device"
 PHASES = ("decode", "prefill")
-MODES = ("eager", "graph", "compile")
+MODES = ("eager", "graph", "compile", "autotune")
+# torch.compile's arguments in each compiled mode (both then captured whole, as graph is).
+# compile is gpt-fast's own configuration: generate.py compiles the decode step with
+# fullgraph=True in mode "reduce-overhead" and turns inductor's coordinate_descent_tuning on for
+# the process. What reduce-overhead adds to the default mode is CUDA graphs through cudagraph
+# trees, which keep a module's parameters and buffers in place but may copy other tensors in at
+# each replay, or skip the graph for one written in place (the KV cache here is a closure's, not
+# a buffer). The default mode with the whole step captured by hand is gpt-fast's step in one
+# graph without either. autotune is max-autotune without its graphs: Triton GEMM templates
+# benchmarked against cuBLAS for every shape, minutes a shape on an H200.
+COMPILE_ARGS = {"compile": dict(options={"coordinate_descent_tuning": True}),
+                "autotune": dict(mode="max-autotune-no-cudagraphs")}
 
 
 def model_rows(args):
@@ -155,16 +168,15 @@ def time_mode(mode, w, m, phase, b, ctx, dt, reps):
     step = build_step(w, m, phase, b, ctx, dt)
     fn = step
     t0 = time.perf_counter()
-    if mode == "compile":
+    if mode in COMPILE_ARGS:
         # Each case's static shapes compiled afresh, as a user compiling that one shape would:
-        # Dynamo caches by the step's code, which every case shares, so without the reset a
-        # case would add a recompile to the earlier ones' (after eight, the default limit, it
-        # runs eager).
+        # Dynamo caches by the step's code, which every case and mode shares, so without the
+        # reset a case would add a recompile to the earlier ones' (after eight, the default
+        # limit, it runs eager).
         torch._dynamo.reset()
-        fn = torch.compile(step, mode="max-autotune-no-cudagraphs", fullgraph=True,
-                           dynamic=False)
+        fn = torch.compile(step, fullgraph=True, dynamic=False, **COMPILE_ARGS[mode])
     note = ""
-    if mode in ("graph", "compile"):
+    if mode != "eager":
         run = fn
         fn = core.capture(run, run)  # the warm-up runs compile the step
         note = f"; {mode} built in {time.perf_counter() - t0:.1f} s"
