@@ -18,15 +18,6 @@ namespace dlb::cublas {
 void HandleDeleter::operator()(cublasHandle_t h) const noexcept {
   DLB_CHECK_NOEXCEPT(cublasDestroy(h));
 }
-void LtHandleDeleter::operator()(cublasLtHandle_t h) const noexcept {
-  DLB_CHECK_NOEXCEPT(cublasLtDestroy(h));
-}
-void MatmulDescDeleter::operator()(cublasLtMatmulDesc_t d) const noexcept {
-  DLB_CHECK_NOEXCEPT(cublasLtMatmulDescDestroy(d));
-}
-void LayoutDeleter::operator()(cublasLtMatrixLayout_t l) const noexcept {
-  DLB_CHECK_NOEXCEPT(cublasLtMatrixLayoutDestroy(l));
-}
 
 namespace {
 
@@ -183,26 +174,10 @@ std::string AlgoName(const cublasLtMatmulAlgo_t& algo) {
          " swizzle " + std::to_string(swizzle) + " cluster " + std::to_string(cluster);
 }
 
-struct PreferenceDeleter {
-  void operator()(cublasLtMatmulPreference_t p) const noexcept {
-    DLB_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(p));
-  }
-};
-
 // Throws dlb::Unsupported when the case is, before any buffer is allocated.
 const GemmShape& Supported(const Support& support, const GemmShape& s) {
   RequireSupported(support);
   return s;
-}
-
-Layout MakeLayout(cudaDataType_t type, cublasOperation_t op, int64_t rows_of_op, int64_t cols_of_op,
-                  int64_t ld) {
-  cublasLtMatrixLayout_t raw = nullptr;
-  // The layout describes the matrix as stored, before op.
-  bool t = op == CUBLAS_OP_T;
-  DLB_CHECK(cublasLtMatrixLayoutCreate(&raw, type, t ? cols_of_op : rows_of_op,
-                                       t ? rows_of_op : cols_of_op, ld));
-  return Layout(raw);
 }
 
 }  // namespace
@@ -340,10 +315,8 @@ CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg, int can
   DLB_CHECK(cublasLtMatmulDescCreate(&raw_desc, ComputeType(dt),
                                      dt == DType::kInt8 ? CUDA_R_32I : CUDA_R_32F));
   desc_.reset(raw_desc);
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &cm.op_first,
-                                           sizeof cm.op_first));
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &cm.op_second,
-                                           sizeof cm.op_second));
+  SetAttr(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, cm.op_first);
+  SetAttr(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, cm.op_second);
   std::string accum;
   if (IsFp8(dt)) {
     // The attributes torch._scaled_mm sets (aten/src/ATen/cuda/CUDABlas.cpp, scaled_gemm) for a
@@ -360,40 +333,21 @@ CublasLtGemm::CublasLtGemm(const GemmShape& shape, const RunConfig& cfg, int can
     DLB_CHECK(cudaStreamSynchronize(stream()));
     const void* a_scale = scales_.get();
     const void* b_scale = scales_.get() + kApart;
-    DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                             &a_scale, sizeof a_scale));
-    DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                             &b_scale, sizeof b_scale));
-    const int8_t fast = cfg.fast_accum ? 1 : 0;
-    DLB_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
-                                             sizeof fast));
+    SetAttr(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
+    SetAttr(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
+    SetAttr(desc_.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(cfg.fast_accum ? 1 : 0));
     accum = cfg.fast_accum ? " fast accum" : " full accum";
   }
   a_layout_ = MakeLayout(DataType(types.b), cm.op_first, s.n, s.k, cm.ld_first);
   b_layout_ = MakeLayout(DataType(types.a), cm.op_second, s.k, s.m, cm.ld_second);
   c_layout_ = MakeLayout(OutputType(dt), CUBLAS_OP_N, s.n, s.m, cm.ld_c);
 
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  DLB_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
-  const uint64_t ws = workspace_.bytes();
-  DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-
   const bool search = cfg.algo == Algo::kSearch;
-  std::vector<cublasLtMatmulHeuristicResult_t> results(search ? size_t(std::max(1, candidates))
-                                                              : 1);
-  int returned = 0;
-  // NOT_SUPPORTED: cuBLASLt has no algorithm for this combination, which is not a failure.
-  const cublasStatus_t heuristic_status = cublasLtMatmulAlgoGetHeuristic(
+  const std::vector<cublasLtMatmulHeuristicResult_t> results = RequireHeuristicResults(
       handle_.get(), desc_.get(), a_layout_.get(), b_layout_.get(), c_layout_.get(),
-      c_layout_.get(), pref.get(), int(results.size()), results.data(), &returned);
-  if (heuristic_status != CUBLAS_STATUS_NOT_SUPPORTED) DLB_CHECK(heuristic_status);
-  if (heuristic_status == CUBLAS_STATUS_NOT_SUPPORTED || returned <= 0)
-    throw Unsupported("cublasLtMatmulAlgoGetHeuristic found no algorithm for " +
-                      std::string(Name(dt)) + " " + std::to_string(s.m) + "x" +
-                      std::to_string(s.n) + "x" + std::to_string(s.k));
-  results.resize(size_t(returned));
+      workspace_.bytes(), search ? std::max(1, candidates) : 1,
+      "cublasLtMatmulAlgoGetHeuristic found no algorithm for " + std::string(Name(dt)) + " " +
+          std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
 
   // search: a warm-up launch and one timed batch of 3 each: enough to rank kernels that differ by
   // more than 1%.

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "kernels/common/op.h"
+#include "kernels/cublas/lt_plan.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/handles.h"
 
@@ -34,19 +35,7 @@ namespace dlb::cublas {
 struct HandleDeleter {
   void operator()(cublasHandle_t h) const noexcept;
 };
-struct LtHandleDeleter {
-  void operator()(cublasLtHandle_t h) const noexcept;
-};
-struct MatmulDescDeleter {
-  void operator()(cublasLtMatmulDesc_t d) const noexcept;
-};
-struct LayoutDeleter {
-  void operator()(cublasLtMatrixLayout_t l) const noexcept;
-};
 using Handle = std::unique_ptr<cublasContext, HandleDeleter>;
-using LtHandle = std::unique_ptr<cublasLtContext, LtHandleDeleter>;
-using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, MatmulDescDeleter>;
-using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 
 // The workspace torch gives cuBLAS: 32 MiB on Hopper (sm_90), 4 MiB + 128 KiB elsewhere
 // (CUBLAS_WORKSPACE_CONFIG default :4096:2:16:8), so both libraries may pick the same kernels.

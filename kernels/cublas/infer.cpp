@@ -12,6 +12,7 @@
 
 #include "kernels/common/fill.h"
 #include "kernels/cublas/check.h"
+#include "kernels/cublas/lt_plan.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemv.h"
@@ -19,23 +20,6 @@
 namespace dlb::cublas {
 
 namespace {
-
-struct PreferenceDeleter {
-  void operator()(cublasLtMatmulPreference_t p) const noexcept {
-    DLB_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(p));
-  }
-};
-
-template <class T>
-void SetAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value));
-}
-
-Layout MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
-  cublasLtMatrixLayout_t raw = nullptr;
-  DLB_CHECK(cublasLtMatrixLayoutCreate(&raw, type, uint64_t(rows), uint64_t(cols), ld));
-  return Layout(raw);
-}
 
 // A seeded matrix of kernels/common/infer.h (rows x cols at dst), seeded on the device: bf16, then
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
@@ -354,26 +338,14 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
     SetAttr(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
     SetAttr(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
   }
-  g.a = MakeLayout(in_type, in, out, in);
-  g.b = MakeLayout(in_type, in, rows, in);
-  g.c = MakeLayout(CUDA_R_32F, out, rows, out);
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  DLB_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
-  const uint64_t ws = workspace_.bytes();
-  DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(handle_.get(), raw, g.a.get(), g.b.get(), g.c.get(), g.c.get(),
-                                     pref.get(), 1, &result, &returned);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned <= 0))
-    throw Unsupported(std::string("cuBLASLt has no ") + (fp8_ ? "e4m3 x e4m3" : "bf16 x bf16") +
-                      " -> f32 algorithm for " + std::to_string(rows) + " x " + std::to_string(in) +
-                      " x " + std::to_string(out) + " here");
-  DLB_CHECK(status);
-  g.algo = result.algo;
+  g.a = MakeLayout(in_type, CUBLAS_OP_T, out, in, in);
+  g.b = MakeLayout(in_type, CUBLAS_OP_N, in, rows, in);
+  g.c = MakeLayout(CUDA_R_32F, CUBLAS_OP_N, out, rows, out);
+  g.algo =
+      FirstHeuristicAlgo(handle_.get(), raw, g.a.get(), g.b.get(), g.c.get(), workspace_.bytes(),
+                         std::string("cuBLASLt has no ") + (fp8_ ? "e4m3 x e4m3" : "bf16 x bf16") +
+                             " -> f32 algorithm for " + std::to_string(rows) + " x " +
+                             std::to_string(in) + " x " + std::to_string(out) + " here");
   return g;
 }
 

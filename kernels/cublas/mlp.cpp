@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <memory>
 
 #include "kernels/cublas/check.h"
+#include "kernels/cublas/lt_plan.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/train_kernels.h"
 
@@ -14,23 +14,6 @@ namespace dlb::cublas {
 namespace {
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-struct PreferenceDeleter {
-  void operator()(cublasLtMatmulPreference_t p) const noexcept {
-    DLB_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(p));
-  }
-};
-
-template <class T>
-void SetAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
-  DLB_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value));
-}
-
-Layout MakeLayout(uint64_t rows, uint64_t cols, int64_t ld) {
-  cublasLtMatrixLayout_t raw = nullptr;
-  DLB_CHECK(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, rows, cols, ld));
-  return Layout(raw);
-}
 
 // Against a float64 step from the same f32 parameters.
 //   f32 (CUBLAS_COMPUTE_32F): dot products of at most 1000 terms give relative errors of
@@ -111,30 +94,18 @@ bool NativeMlpStep::Plan(const GemmSpec& s, Gemm* g) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(s.aux));
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, s.aux_ld);
   }
-  const bool at = s.ta == CUBLAS_OP_T, bt = s.tb == CUBLAS_OP_T;
-  g->a = MakeLayout(uint64_t(at ? s.k : s.m), uint64_t(at ? s.m : s.k), s.lda);
-  g->b = MakeLayout(uint64_t(bt ? s.n : s.k), uint64_t(bt ? s.k : s.n), s.ldb);
-  g->c = MakeLayout(uint64_t(s.m), uint64_t(s.n), s.ldc);
+  g->a = MakeLayout(CUDA_R_32F, s.ta, s.m, s.k, s.lda);
+  g->b = MakeLayout(CUDA_R_32F, s.tb, s.k, s.n, s.ldb);
+  g->c = MakeLayout(CUDA_R_32F, CUBLAS_OP_N, s.m, s.n, s.ldc);
   g->a_ptr = s.a;
   g->b_ptr = s.b;
   g->c_ptr = s.c;
 
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  DLB_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter> pref(raw_pref);
-  const uint64_t ws = workspace_.bytes();
-  DLB_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  // NOT_SUPPORTED (or no result): no algorithm for this epilogue here; the caller falls back.
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle_.get(), raw, g->a.get(), g->b.get(), g->c.get(),
-                                     g->c.get(), pref.get(), 1, &result, &returned);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
-  DLB_CHECK(st);
-  if (returned <= 0) return false;
-  g->algo = result.algo;
+  // No algorithm for this epilogue here: the caller falls back.
+  const std::vector<cublasLtMatmulHeuristicResult_t> results = HeuristicResults(
+      handle_.get(), raw, g->a.get(), g->b.get(), g->c.get(), workspace_.bytes(), 1);
+  if (results.empty()) return false;
+  g->algo = results.front().algo;
   return true;
 }
 
