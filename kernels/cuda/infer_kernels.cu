@@ -543,7 +543,10 @@ AttnSplit ChooseSplit(const InferAttnDims& a) {
     want = std::min((kMinBlocks + rows - 1) / rows, (keys + kMinChunk - 1) / kMinChunk);
   want = std::clamp<int64_t>(want, 1, kInferMaxSplits);
   AttnSplit out;
-  out.chunk = ((keys + want - 1) / want + kKeyTile - 1) / kKeyTile * kKeyTile;
+  // Whole tiles; past a tile a warp, whole tiles for every warp (13 tiles on 4 warps wait on the
+  // one with 4).
+  const int64_t unit = want * kMinChunk < keys ? kMinChunk : kKeyTile;
+  out.chunk = ((keys + want - 1) / want + unit - 1) / unit * unit;
   out.splits = (keys + out.chunk - 1) / out.chunk;  // no chunk left empty for every row
   return out;
 }

@@ -170,11 +170,11 @@ TEST(NativeInfer, AttentionSplitCoversEveryKey) {
   }
   EXPECT_GT(cuda::ChooseSplit({1, 1, 2048, 32, 8, 128, 2049}).splits, 16);
   EXPECT_EQ(cuda::ChooseSplit({1, 2048, 0, 32, 8, 128, 2048}).splits, 1);
-  // Batch 8 and 32: chunks of 512 keys or a little less; batch 128: the rows fill the GPU.
+  // Batch 8 and 32: chunks of 512 keys; batch 128: the rows fill the GPU.
   for (int64_t b : {8, 32}) {
     const cuda::AttnSplit sp = cuda::ChooseSplit({b, 1, 2048, 32, 8, 128, 2049});
     EXPECT_EQ(sp.splits, 5) << b;
-    EXPECT_LE(sp.chunk, 512) << b;
+    EXPECT_EQ(sp.chunk, 512) << b;  // four tiles for each of the block's warps
   }
   EXPECT_EQ(cuda::ChooseSplit({128, 1, 2048, 32, 8, 128, 2049}).splits, 1);
 }
