@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include "fixtures/schema/schema.h"
 #include "tools/report/analyses/common.h"
@@ -22,9 +24,21 @@ constexpr std::string_view kDecode = "decode";
 
 double Positive(double v) { return std::isfinite(v) && v > 0 ? v : kNaN; }
 
-// Why a case of `device` carries no energy per token, from the context of the file it came from:
-// the CPU's RAPL status, the GPU's monitor status.
+// The harness's reason in a case's label (" | no energy: <why>", up to the label's next part);
+// empty when the label has none.
+std::string LabelEnergyWhy(const std::string& label) {
+  constexpr std::string_view kMark = "| no energy: ";
+  const size_t at = label.find(kMark);
+  if (at == std::string::npos) return "";
+  const size_t from = at + kMark.size();
+  return label.substr(from, label.find(" | ", from) - from);
+}
+
+// Why a case of `device` carries no energy per token: the case's own reason where its label has
+// one (a window too short for the counter, on a machine whose counters work), else the context of
+// the file it came from: the CPU's RAPL status, the GPU's monitor status.
 std::string EnergyWhy(const MergedRuns& runs, const Bench& b) {
+  if (std::string why = LabelEnergyWhy(b.label); !why.empty()) return why;
   const std::map<std::string, std::string>* ctx = &runs.context;
   if (!b.files.empty())
     if (auto it = runs.file_contexts.find(b.files.front()); it != runs.file_contexts.end())

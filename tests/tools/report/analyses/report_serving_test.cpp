@@ -256,6 +256,34 @@ TEST(ReportServing, ThePeerStandsBesideEachRowAndEnergyPerTokenWhereCounted) {
   EXPECT_NE(Notes(sections[0]).find("PyTorch: the peer's decode"), std::string::npos);
 }
 
+TEST(ReportServing, AReasonInTheLabelIsTheRowsReasonOverTheContexts) {
+  const std::string why =
+      "the energy counter updated 1 time in the 0.080 s window, too few to measure it within 5%";
+  Case short_window = Decode("gpu", "native", 1, 4);
+  short_window.label = "decode step | verified | sm 1980 MHz | no energy: " + why +
+                       " | stalled: slowest sample 1.3x the fastest";
+  // The CPU's label has no reason: its context's status stands.
+  Case cpu = Decode("cpu", "onednn", 1, 40);
+  cpu.label = "decode step | verified";
+  const MergedRuns runs =
+      Runs({short_window, Decode("gpu", "native", 8, 5), cpu},
+           R"j("monitor": "nvml 580.95.05", "cpu_energy": "rapl package-0 (powercap)")j");
+  const Serving s = ComputeServing(runs);
+  EXPECT_EQ(CurveOf(s, "gpu", "bf16")->energy_why, why);
+  EXPECT_EQ(CurveOf(s, "cpu", "bf16")->energy_why, "rapl package-0 (powercap)");
+  // The report's serving section says it once, without the label's parts after it.
+  for (const Section& sec : FullReport(runs, {"serving.json"}).sections) {
+    if (sec.id != "serving") continue;
+    const std::string notes = Notes(sec);
+    EXPECT_NE(notes.find("GPU: " + why + "."), std::string::npos) << notes;
+    EXPECT_NE(notes.find("CPU: rapl package-0 (powercap)"), std::string::npos) << notes;
+    EXPECT_EQ(notes.find("device monitor"), std::string::npos) << notes;
+    EXPECT_EQ(notes.find("stalled"), std::string::npos) << notes;
+    return;
+  }
+  ADD_FAILURE() << "no serving section";
+}
+
 TEST(ReportServing, TwoSetupsOfOneCaseAreTwoCurvesNeverOnePooled) {
   const std::vector<Case> cases = {Decode("cpu", "onednn", 1, 40), Decode("cpu", "onednn", 8, 60)};
   const MergedRuns runs = Merge(
