@@ -20,6 +20,26 @@ std::string Where(const char* file, int line) {
 }
 }  // namespace
 
+std::string OneLine(const std::string& message) {
+  std::string out, line;
+  const auto flush = [&] {
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos) {
+      if (!out.empty()) out += "; ";
+      out += line.substr(first, line.find_last_not_of(' ') - first + 1);
+    }
+    line.clear();
+  };
+  for (char c : message) {
+    if (c == '\n' || c == '\r')
+      flush();
+    else
+      line += c;
+  }
+  flush();
+  return out;
+}
+
 void Fail(const char* file, int line, const char* expr, const std::string& message) {
   throw Error(Where(file, line) + ": " + expr + " -> " + message);
 }

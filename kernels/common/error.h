@@ -22,6 +22,10 @@ class Unsupported : public Error {
   using Error::Error;
 };
 
+// A message on one line, as a label or a one-line error wants it: each run of line breaks (and the
+// spaces around them) becomes "; " (cuDNN's and CUPTI's reasons come as several lines).
+std::string OneLine(const std::string& message);
+
 // "file:line: expr -> message"
 [[noreturn]] void Fail(const char* file, int line, const char* expr, const std::string& message);
 [[noreturn]] void FailNoexcept(const char* file, int line, const char* expr,
