@@ -88,20 +88,24 @@ struct AttnShape {
   int64_t batch = 1, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   bool causal = false;
   AttnPass pass = AttnPass::kFwd;  // which pass one Run() is
+  // Keys each query sees where they are not the queries' own tokens (an inference step's decode:
+  // one query over a cache of kv_seq positions); 0: seq, self-attention.
+  int64_t kv_seq = 0;
+  int64_t KvSeq() const { return kv_seq > 0 ? kv_seq : seq; }
   double Scale() const { return 1.0 / std::sqrt(double(head_dim)); }
-  // FlashAttention's convention: 4 B H S^2 D for the two matmuls of the forward, halved when
+  // FlashAttention's convention: 4 B H S S_kv D for the two matmuls of the forward, halved when
   // causal; the backward counts 2.5x the forward (five matmuls to the forward's two).
   double FwdFlops() const {
     const double f =
-        4.0 * double(batch) * double(heads) * double(seq) * double(seq) * double(head_dim);
+        4.0 * double(batch) * double(heads) * double(seq) * double(KvSeq()) * double(head_dim);
     return causal ? f / 2 : f;
   }
   double BwdFlops() const { return 2.5 * FwdFlops(); }
   int64_t QElems() const { return batch * heads * seq * head_dim; }
-  int64_t KvElems() const { return batch * kv_heads * seq * head_dim; }
+  int64_t KvElems() const { return batch * kv_heads * KvSeq() * head_dim; }
   // Positive sizes, heads a multiple of kv_heads.
   bool Valid() const {
-    return batch > 0 && heads > 0 && kv_heads > 0 && seq > 0 && head_dim > 0 &&
+    return batch > 0 && heads > 0 && kv_heads > 0 && seq > 0 && head_dim > 0 && kv_seq >= 0 &&
            heads % kv_heads == 0;
   }
 };

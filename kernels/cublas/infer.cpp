@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
 #include "kernels/cublas/check.h"
 #include "kernels/cublas/lt_plan.h"
@@ -20,6 +21,12 @@
 namespace dlb::cublas {
 
 namespace {
+
+// The label's words on the split-key decode attention kernel.
+std::string KernelAttentionWords(const cuda::AttnSplit& split) {
+  return "a split-key tensor-core kernel, all query heads of a kv head a block (" +
+         std::to_string(split.splits) + " chunks of " + std::to_string(split.chunk) + " keys)";
+}
 
 // A seeded matrix of kernels/common/infer.h (rows x cols at dst), seeded on the device: bf16, then
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
@@ -81,7 +88,9 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
   return Support::Yes();
 }
 
-NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) : shape_(s) {
+NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
+                         DecodeAttention attention_choice)
+    : shape_(s) {
   RequireSupported(Supports(s, cfg));
   fp8_ = cfg.dtype == DType::kFP8E4M3;
   const LlamaConfig& m = s.model;
@@ -185,14 +194,15 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) 
   logits_ = cuda::DeviceBuffer<float>(size_t(B * V));
   cuda::Sync(st);  // the staged host values may go
 
-  // Prefill: cuDNN's fused SDPA over the step's q rows (token x head x head_dim: the logical
-  // (B, H, P, D) strided) and each layer's cache (capacity P), where cuDNN has an engine.
-  std::string attention = "a split-key tensor-core kernel, all query heads of a kv head a block (" +
-                          std::to_string(split_.splits) + " chunks of " +
-                          std::to_string(split_.chunk) + " keys)";
-  if (s.phase == InferPhase::kPrefill && paged) {
+  const std::string gemm_choice = TuneGemms();
+  // The attention: prefill's cuDNN's fused SDPA where it has an engine, decode's the faster of it
+  // and the kernel, the paged cache's the kernel.
+  std::string attention = KernelAttentionWords(split_);
+  if (paged) {
     attention += " (cuDNN's fused SDPA is bound to a contiguous cache here)";
-  } else if (s.phase == InferPhase::kPrefill) {
+  } else if (s.phase == InferPhase::kDecode) {
+    attention = PlanDecodeAttention(attention_choice);
+  } else {
     AttnShape as;
     as.batch = B;
     as.heads = m.heads;
@@ -200,22 +210,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) 
     as.seq = n;
     as.head_dim = D;
     as.causal = true;
-    const Support sdpa_ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
-    try {
-      if (sdpa_ok.ok) {
-        const cudnn::SdpaForward::Strides strides{{n * QD, D, QD, 1}, {G * cap * D, cap * D, D, 1}};
-        sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, st);
-        for (int64_t l = 0; l < m.layers; ++l) {
-          uint16_t* k = cache_.get() + 2 * l * per;
-          sdpa_->Bind(q_.get(), k, k + per, attn_out_.get());
-        }
-        attention = sdpa_->label();
-      } else {
-        attention += " (cuDNN's fused SDPA: " + sdpa_ok.why + ")";
-      }
-    } catch (const Unsupported& e) {
-      sdpa_.reset();
-      attention += std::string(" (cuDNN's fused SDPA: ") + e.what() + ")";
+    const std::string why = PlanSdpa(as, true);
+    if (why.empty()) {
+      attention = sdpa_->label();
+      attn_sdpa_ = true;
+    } else {
+      attention += " (cuDNN's fused SDPA: " + why + ")";
     }
   }
 
@@ -232,9 +232,8 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged) 
       : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step, the "
                       "norms and SwiGLU fused into them"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
-  label_ = std::string(gemms) +
-           "; f32 accumulation and output; qkv and gate/up fused), attention " + attention +
-           ", f32 softmax; " +
+  label_ = std::string(gemms) + "; f32 accumulation and output; qkv and gate/up fused" +
+           gemm_choice + "), attention " + attention + ", f32 softmax; " +
            (paged ? "paged bf16 KV cache (pages of " + std::to_string(NativePagedInfer::kPage) +
                         " positions, each sequence's a shuffled set of the pool's)"
                   : std::string("contiguous bf16 KV cache")) +
@@ -288,6 +287,142 @@ void NativeInfer::SeedWeights(uint64_t seed) {
   SeedMatrix(lm_head_.get(), wdt, seed, kLmHeadIndex, V, d, st);
   final_norm_ = norm(kFinalNormIndex);
   cuda::Sync(st);  // the staged norms may go
+}
+
+void NativeInfer::Attention(size_t l) {
+  if (attn_sdpa_) return sdpa_->Run(int(l));
+  uint16_t* k = cache_.get() + 2 * int64_t(l) * layer_kv_;
+  cuda::GqaAttention(q_.get(), k, k + layer_kv_, attn_, split_, partial_.get(), attn_out_.get(),
+                     stream_.get());
+}
+
+std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats) {
+  const Support ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
+  if (!ok.ok) return ok.why;
+  const LlamaConfig& m = shape_.model;
+  const int64_t n = shape_.NewTokens(), QD = m.QDim(), D = m.head_dim, G = m.kv_heads,
+                cap = shape_.CacheLen();
+  try {
+    // q rows of token x head x head_dim (the logical (B, H, n, D) strided); the cache's
+    // capacity-strided positions.
+    const cudnn::SdpaForward::Strides strides{{n * QD, D, QD, 1}, {G * cap * D, cap * D, D, 1}};
+    sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, stream_.get(), stats);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      uint16_t* k = cache_.get() + 2 * int64_t(l) * layer_kv_;
+      sdpa_->Bind(q_.get(), k, k + layer_kv_, attn_out_.get());
+    }
+  } catch (const Unsupported& e) {
+    sdpa_.reset();
+    return OneLine(e.what());
+  }
+  return "";
+}
+
+std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
+  const LlamaConfig& m = shape_.model;
+  const int64_t n = shape_.NewTokens();
+  const std::string kernel = KernelAttentionWords(split_);
+  if (choice == DecodeAttention::kKernel) return kernel;
+  // The step's one query a sequence over every cached position (its own included): no mask.
+  AttnShape as;
+  as.batch = shape_.batch;
+  as.heads = m.heads;
+  as.kv_heads = m.kv_heads;
+  as.seq = n;
+  as.kv_seq = shape_.FirstPos() + n;
+  as.head_dim = m.head_dim;
+  as.causal = n > 1;
+  const std::string why = PlanSdpa(as, false);
+  if (!why.empty()) return kernel + " (cuDNN's fused SDPA: " + why + ")";
+  StreamRef st = stream_.get();
+  const std::string cudnn = sdpa_->label();
+  attn_sdpa_ = true;
+  if (choice == DecodeAttention::kCudnn) return cudnn;
+
+  // Both over every layer's cache in turn (the whole cache, as a step reads it: no layer's is
+  // still in L2 when its turn comes again), in interleaved rounds; a query of zeros (q_ is
+  // written by each step's rotary append, not yet here).
+  DLB_CHECK(cudaMemsetAsync(q_.get(), 0, q_.bytes(), st));
+  cuda::EventTimer events;
+  double best[2] = {1e300, 1e300};  // the kernel's, cuDNN's: ms a pass over the layers
+  for (int round = 0; round < 4; ++round)
+    for (int c = 0; c < 2; ++c) {
+      attn_sdpa_ = c == 1;
+      const autotune::Sample t = events.TimeLaunches(st, round == 0 ? 1 : 3, [&] {
+        for (size_t l = 0; l < layers_.size(); ++l) Attention(l);
+      });
+      if (round > 0) best[c] = std::min(best[c], t.ms);
+    }
+  const double layers = double(layers_.size());
+  const auto us = [&](double ms) { return std::to_string(int(std::lround(1e3 * ms / layers))); };
+  const bool use_cudnn = best[1] < best[0];
+  attn_sdpa_ = use_cudnn;
+  if (!use_cudnn) sdpa_.reset();
+  const std::string times = "timed over every layer's cache when built: " + us(best[1]) +
+                            " us a layer for cuDNN's, " + us(best[0]) + " us for the kernel's";
+  return use_cudnn ? cudnn + " (the faster, " + times + ")"
+                   : kernel + " (the faster, " + times + ")";
+}
+
+std::string NativeInfer::TuneGemms() {
+  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
+  if (std::all_of(gemms, gemms + kGemms, [](const Gemm* g) { return g->gemv; })) return "";
+  StreamRef st = stream_.get();
+  // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
+  // first step writes them.
+  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(attn_out_.get(), 0, attn_out_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(act_.get(), 0, act_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(last_.get(), 0, last_.bytes(), st));
+  // One GEMM over every layer's weights in turn, as a step reads them (no layer's still in L2).
+  const auto pass = [&](const Gemm& g) {
+    if (g.slot == 4) return Launch(g, lm_head_.get(), last_.get(), logits_.get(), false);
+    for (const Layer& y : layers_) {
+      if (g.slot == 0) Launch(g, y.wqkv.get(), h_.get(), qkv_.get(), false);
+      if (g.slot == 1) Launch(g, y.wo.get(), attn_out_.get(), x_.get(), true);
+      if (g.slot == 2) Launch(g, y.w13.get(), h_.get(), gu_.get(), false);
+      if (g.slot == 3) Launch(g, y.w2.get(), act_.get(), x_.get(), true);
+    }
+  };
+  cuda::EventTimer events;
+  int offered = 0, moved = 0;
+  for (Gemm* g : gemms) {
+    if (g->gemv) continue;
+    const std::vector<cublasLtMatmulHeuristicResult_t> found =
+        HeuristicResults(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
+                         workspace_.bytes(), kGemmCandidates);
+    offered = std::max(offered, int(found.size()));
+    // A warm-up pass, then the best of two; an algorithm that fails to launch is passed over.
+    double best = 1e300;
+    size_t chosen = 0;
+    for (size_t i = 0; i < found.size(); ++i) {
+      g->algo = found[i].algo;
+      double t = 1e300;
+      try {
+        for (int r = 0; r < 3; ++r) {
+          const double ms = events.TimeLaunches(st, 1, [&] { pass(*g); }).ms;
+          if (r > 0) t = std::min(t, ms);
+        }
+      } catch (const Error&) {
+        cudaGetLastError();
+        continue;
+      }
+      if (t < best) {
+        best = t;
+        chosen = i;
+      }
+    }
+    if (found.empty() || best == 1e300) {
+      g->algo = FirstHeuristicAlgo(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
+                                   workspace_.bytes(), "no cuBLASLt algorithm here");
+      continue;
+    }
+    g->algo = found[chosen].algo;
+    moved += chosen != 0;
+  }
+  return "; each GEMM's algorithm the fastest of cuBLASLt's first " + std::to_string(offered) +
+         ", timed over every layer's weights when built (" + std::to_string(moved) +
+         " not the heuristic's first)";
 }
 
 void NativeInfer::Capture() {
@@ -390,7 +525,7 @@ void NativeInfer::FusedStep() {
     qkv.eps = eps;
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
     cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, k + per, st);
-    cuda::GqaAttention(q_.get(), k, k + per, attn_, split_, partial_.get(), attn_out_.get(), st);
+    Attention(l);
     cuda::GemvFusion o;
     o.gamma = y.ffn_norm.get();
     o.next_in = h_.get();
@@ -430,10 +565,7 @@ void NativeInfer::Step() {
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.attn_norm.get(), eps, h_.get(), st);
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false);
     cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, v, st);
-    if (sdpa_)
-      sdpa_->Run(int(l));
-    else
-      cuda::GqaAttention(q_.get(), k, v, attn_, split_, partial_.get(), attn_out_.get(), st);
+    Attention(l);
     Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true);
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.ffn_norm.get(), eps, h_.get(), st);
     Launch(g_13_, y.w13.get(), h_.get(), gu_.get(), false);

@@ -21,10 +21,13 @@
 //            head_dim per layer for K and V, or (NativePagedInfer) paged: pages of kPage positions
 //            from one pool a layer, each sequence's pages a shuffled set of the pool's, as an
 //            allocator leaves them once sequences have come and gone;
-//   attention: decode, a split-key CUDA kernel (flash-decoding) whose block takes all the query
-//            heads of one kv head, reading each cached K and V row once for them; prefill,
-//            cuDNN's fused SDPA forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the
-//            step's q rows and the cache, or the same kernel where cuDNN has no engine for it.
+//   attention: decode, the faster of two, timed over every layer's cache when the op is built
+//            (the label gives both times): a split-key CUDA kernel (flash-decoding) whose block
+//            takes all the query heads of one kv head, reading each cached K and V row once for
+//            them, and cuDNN's fused SDPA forward of the one query over the cache's positions
+//            (grouped-query, no statistics: PyTorch's cuDNN decode); prefill, cuDNN's fused SDPA
+//            forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the step's q rows and the
+//            cache; the kernel alone where cuDNN has no engine for the shape (the label says why).
 // Output(): the logits of each sequence's last token, B x vocab, f32.
 #pragma once
 
@@ -49,12 +52,19 @@ class NativeInfer {
  public:
   static constexpr bool kGpu = true;
   static constexpr const char* kBackend = "native";
+  // Decode's attention: the faster of the two when built, or one of them (tests compare each
+  // with the float64 step; kCudnn falls back to the kernel, saying why, where cuDNN has no
+  // engine).
+  enum class DecodeAttention { kFastest, kKernel, kCudnn };
   // No for an invalid shape, weights other than bf16 and fp8, a head_dim the attention kernel
   // does not take, no CUDA device, fp8 without FP8 tensor cores or sizes off its alignment.
   static Support Supports(const InferShape& s, const RunConfig& cfg);
   // Seeds the weights, cache and tokens on the device, plans the GEMMs and prefill's attention,
   // runs one eager step and captures the step in a CUDA graph; the logits are poisoned after.
-  NativeInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, false) {}
+  NativeInfer(const InferShape& s, const RunConfig& cfg)
+      : NativeInfer(s, cfg, false, DecodeAttention::kFastest) {}
+  NativeInfer(const InferShape& s, const RunConfig& cfg, DecodeAttention attention)
+      : NativeInfer(s, cfg, false, attention) {}
   void Run();
   HostTensor Output() const;
   Cost cost() const;
@@ -65,7 +75,7 @@ class NativeInfer {
   StreamRef stream() const { return stream_.get(); }
 
  protected:
-  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged);
+  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged, DecodeAttention attention);
 
  private:
   // One planned GEMM y (rows x out, f32) = x (rows x in) W^T (W out x in), bf16 or e4m3 operands;
@@ -93,6 +103,18 @@ class NativeInfer {
   void FusedStep();
   void SeedWeights(uint64_t seed);
   void Capture();
+  // Layer l's attention, the kernel's or (sdpa_ set) cuDNN's.
+  void Attention(size_t l);
+  // The GEMMs cuBLASLt runs (not the weight-streaming ones): each one's algorithm the fastest of
+  // the heuristic's first kGemmCandidates, timed over every layer's weights. The label's words.
+  std::string TuneGemms();
+  static constexpr int kGemmCandidates = 8;
+  // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
+  std::string PlanSdpa(const AttnShape& as, bool stats);
+  // Decode: plans cuDNN's SDPA over the cache (sdpa_) where it has an engine and `attention`
+  // allows it; kFastest times it and the kernel over every layer's cache and keeps the faster.
+  // Returns the label's words on the attention.
+  std::string PlanDecodeAttention(DecodeAttention attention);
 
   struct Layer {
     cuda::DeviceBuffer<uint8_t> wqkv, wo, w13, w2;  // bf16 or e4m3 storage
@@ -121,8 +143,10 @@ class NativeInfer {
   cuda::DeviceBuffer<float> scales_;
   cuda::DeviceBuffer<uint32_t> amax_;
   cuda::DeviceBuffer<uint8_t> x8_;
-  // Prefill's attention where cuDNN has an engine for it: one bound set of tensors a layer.
+  // The attention where cuDNN's SDPA runs it (prefill where it has an engine, decode where it
+  // was chosen): one bound set of tensors a layer.
   std::unique_ptr<cudnn::SdpaForward> sdpa_;
+  bool attn_sdpa_ = false;  // Attention() runs sdpa_
   cuda::DeviceBuffer<int32_t> tokens_;
   cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
   cuda::DeviceBuffer<float> ss_;  // FusedStep: the norms' sums of squares, two sets in turn
@@ -143,7 +167,8 @@ class NativePagedInfer : public NativeInfer {
   static Support Supports(const InferShape& s, const RunConfig& cfg) {
     return NativeInfer::Supports(s, cfg);
   }
-  NativePagedInfer(const InferShape& s, const RunConfig& cfg) : NativeInfer(s, cfg, true) {}
+  NativePagedInfer(const InferShape& s, const RunConfig& cfg)
+      : NativeInfer(s, cfg, true, DecodeAttention::kKernel) {}
 };
 
 }  // namespace dlb::cublas

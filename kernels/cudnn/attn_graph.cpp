@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/common/error.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cudnn/backend.h"
 #include "kernels/cudnn/engines.h"
@@ -16,7 +17,7 @@ Dims Contiguous(const Dims& d) { return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 
 
 Storage ContiguousStorage(const AttnShape& s) {
   return {Contiguous({s.batch, s.heads, s.seq, s.head_dim}),
-          Contiguous({s.batch, s.kv_heads, s.seq, s.head_dim})};
+          Contiguous({s.batch, s.kv_heads, s.KvSeq(), s.head_dim})};
 }
 
 Support FusedSupport(const AttnShape& s, DType dt) {
@@ -27,6 +28,11 @@ Support FusedSupport(const AttnShape& s, DType dt) {
   if (s.head_dim % 8 != 0)
     return Support::No("cuDNN's fused attention needs head_dim a multiple of 8, not " +
                        std::to_string(s.head_dim));
+  if (s.KvSeq() != s.seq && (s.causal || s.pass != AttnPass::kFwd))
+    return Support::No("queries over a different number of keys (" + std::to_string(s.seq) +
+                       " over " + std::to_string(s.KvSeq()) +
+                       ") only in a forward without a causal mask (the graphs' mask is "
+                       "top-left)");
   if (cuda::DeviceCount() == 0) return Support::No(cuda::NoDeviceReason());
   const DeviceProps d = CurrentDevice();
   if (d.major < 8)
@@ -128,6 +134,25 @@ class Builder {
     AddOp(std::move(op));
   }
 
+#if CUDNN_VERSION >= 91301
+  // O = softmax(scale Q K^T) V as one operation (cuDNN 9.13.1's unified SDPA forward): Q and O
+  // (B, H, S, D), K and V (B, G, S_kv, D) as stored; stats nullptr for none.
+  void Sdpa(void* q, void* k, void* v, void* o, void* stats, void* scale) {
+    Descriptor op = MakeDescriptor(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
+    Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &q);
+    Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k);
+    Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v);
+    Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &o);
+    if (stats)
+      Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+          &stats);
+    Set(op.get(), CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+        &scale);
+    DLB_CHECK(cudnnBackendFinalize(op.get()));
+    AddOp(std::move(op));
+  }
+#endif
+
   // y = reduce(x) over the dims where y has extent 1.
   void Reduction(cudnnReduceTensorOp_t how, void* x, void* y) {
     Descriptor red = MakeDescriptor(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
@@ -189,15 +214,16 @@ struct Inputs {
 
 Inputs MakeInputs(Builder& g, const AttnShape& s, DType dt, const Storage& storage) {
   Inputs in;
-  const int64_t b = s.batch, h = s.heads, kvh = s.kv_heads, n = s.seq, d = s.head_dim;
+  const int64_t b = s.batch, h = s.heads, kvh = s.kv_heads, n = s.seq, nk = s.KvSeq(),
+                d = s.head_dim;
   in.q = {b, h, n, d};
-  in.kv = {b, kvh, n, d};
-  in.scores = {b, h, n, n};
+  in.kv = {b, kvh, nk, d};
+  in.scores = {b, h, n, nk};
   in.scores_strides = Contiguous(in.scores);
   in.row = {b, h, n, 1};
   in.row_strides = {h * n, n, 1, 1};
   const Dims kv_strides = storage.kv;
-  in.kt = {b, kvh, d, n};
+  in.kt = {b, kvh, d, nk};
   in.kt_strides = {kv_strides[0], kv_strides[1], kv_strides[3], kv_strides[2]};
   in.Q = g.Tensor(kUidQ, in.q, storage.q, IoType(dt));
   in.KT = g.Tensor(kUidK, in.kt, in.kt_strides, IoType(dt));
@@ -240,11 +266,11 @@ void* PaddingMask(Builder& g, const Inputs& in, void* scores, void* seq_q, void*
 }  // namespace
 
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low) {
-  return BuildForward(handle, s, dt, low, ContiguousStorage(s));
+  return BuildForward(handle, s, dt, low, ContiguousStorage(s), true);
 }
 
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low,
-                     const Storage& storage) {
+                     const Storage& storage, bool stats) {
   (void)low;
   Builder g(handle);
   Inputs in = MakeInputs(g, s, dt, storage);
@@ -270,10 +296,12 @@ OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const L
   g.Pointwise(CUDNN_POINTWISE_EXP, centered, nullptr, nullptr, e);
   void* sum = g.Virtual(in.row, in.row_strides);
   g.Reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
-  void* log_sum = g.Virtual(in.row, in.row_strides);
-  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, nullptr, log_sum);
-  void* stats = g.Tensor(kUidStats, in.row, in.row_strides, CUDNN_DATA_FLOAT);
-  g.Pointwise(CUDNN_POINTWISE_ADD, max, log_sum, nullptr, stats);
+  if (stats) {
+    void* log_sum = g.Virtual(in.row, in.row_strides);
+    g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, nullptr, log_sum);
+    void* lse = g.Tensor(kUidStats, in.row, in.row_strides, CUDNN_DATA_FLOAT);
+    g.Pointwise(CUDNN_POINTWISE_ADD, max, log_sum, nullptr, lse);
+  }
   // P is handed to the second matmul in the inputs' type, as the backend requires.
   void* p = g.Virtual(in.scores, in.scores_strides, IoType(dt));
   g.Pointwise(CUDNN_POINTWISE_DIV, e, sum, nullptr, p);
@@ -283,7 +311,37 @@ OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const L
   return g.Finish();
 }
 
+bool UnifiedForwardBuilt() {
+#if CUDNN_VERSION >= 91301
+  return true;
+#else
+  return false;
+#endif
+}
+
+OpGraph BuildUnifiedForward(cudnnHandle_t handle, const AttnShape& s, DType dt,
+                            const Storage& storage, bool stats) {
+  DLB_REQUIRE(!s.causal, "the unified SDPA operation is built here without a mask");
+#if CUDNN_VERSION >= 91301
+  Builder g(handle);
+  const int64_t b = s.batch, h = s.heads, n = s.seq;
+  const Dims q = {b, h, n, s.head_dim}, kv = {b, s.kv_heads, s.KvSeq(), s.head_dim};
+  void* Q = g.Tensor(kUidQ, q, storage.q, IoType(dt));
+  void* K = g.Tensor(kUidK, kv, storage.kv, IoType(dt));
+  void* V = g.Tensor(kUidV, kv, storage.kv, IoType(dt));
+  void* O = g.Tensor(kUidO, q, storage.q, IoType(dt));
+  void* lse =
+      stats ? g.Tensor(kUidStats, {b, h, n, 1}, {h * n, n, 1, 1}, CUDNN_DATA_FLOAT) : nullptr;
+  g.Sdpa(Q, K, V, O, lse, g.Scalar(kUidScale));
+  return g.Finish();
+#else
+  (void)handle, (void)s, (void)dt, (void)storage, (void)stats;
+  throw Unsupported("the unified SDPA operation needs cuDNN 9.13.1 or newer at build time");
+#endif
+}
+
 OpGraph BuildBackward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low) {
+  DLB_REQUIRE(s.KvSeq() == s.seq, "the attention backward graph is self-attention only");
   Builder g(handle);
   Inputs in = MakeInputs(g, s, dt, ContiguousStorage(s));
   const int64_t b = s.batch, h = s.heads, n = s.seq, d = s.head_dim;

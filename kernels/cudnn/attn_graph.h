@@ -82,10 +82,18 @@ struct Storage {
 };
 Storage ContiguousStorage(const AttnShape& s);
 
-// Forward: Q, K, V -> O, Stats.
+// Forward: Q, K, V -> O, Stats; without stats, Q, K, V -> O (what PyTorch's cuDNN backend builds
+// where no backward will read the statistics: inference).
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);
 OpGraph BuildForward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low,
-                     const Storage& storage);
+                     const Storage& storage, bool stats);
+// Forward as cuDNN 9.13.1's single SDPA operation (what cudnn-frontend builds where the graph needs
+// no mask: its UNIFIED implementation), Q, K, V -> O[, Stats]; no causal mask. Throws Unsupported
+// where the cuDNN built against predates it (UnifiedForwardBuilt() false).
+bool UnifiedForwardBuilt();
+OpGraph BuildUnifiedForward(cudnnHandle_t handle, const AttnShape& s, DType dt,
+                            const Storage& storage, bool stats);
+
 // Backward: Q, K, V, O, dO, Stats -> dQ, dK, dV (with the SoftmaxSum and DQAccum scratch tensors,
 // and SeqQ/SeqKv when low.padding_workaround).
 OpGraph BuildBackward(cudnnHandle_t handle, const AttnShape& s, DType dt, const Lowering& low);

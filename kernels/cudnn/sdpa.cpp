@@ -31,7 +31,7 @@ struct SdpaState {
 Support SdpaForward::Supports(const AttnShape& s, DType dt) { return attn::FusedSupport(s, dt); }
 
 SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& strides,
-                         cudaStream_t stream)
+                         cudaStream_t stream, bool stats)
     : state_(std::make_unique<SdpaState>()) {
   RequireSupported(Supports(shape, dt));
   SdpaState& st = *state_;
@@ -43,8 +43,7 @@ SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& stride
   st.neg_inf = low.neg_inf;
   st.handle = MakeHandle();
   DLB_CHECK(cudnnSetStream(st.handle.get(), stream));
-  st.stats = cuda::DeviceBuffer<float>(size_t(shape.batch * shape.heads * shape.seq));
-  st.graph = attn::BuildForward(st.handle.get(), st.shape, dt, low, {strides.q, strides.kv});
+  if (stats) st.stats = cuda::DeviceBuffer<float>(size_t(shape.batch * shape.heads * shape.seq));
 
   size_t free_b = 0, total_b = 0;
   cuda::MemInfo(&free_b, &total_b);
@@ -52,13 +51,35 @@ SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& stride
       static_cast<int64_t>(std::min(engines::kWorkspaceCapBytes, 0.5 * double(free_b)));
   // The heuristics' first usable engine, the inputs' precision kept as the attention family's
   // (kernels/cudnn/attn.cpp).
-  st.chosen = std::move(engines::Usable(st.graph.graph.get(), st.handle.get(), false, ws_limit,
-                                        engines::KeepsInputPrecision,
-                                        "fused attention engine for this forward graph")
-                            .front());
+  const auto plan = [&](const char* what) {
+    st.chosen = std::move(engines::Usable(st.graph.graph.get(), st.handle.get(), false, ws_limit,
+                                          engines::KeepsInputPrecision, what)
+                              .front());
+  };
+  // As cudnn-frontend's automatic choice: the unified SDPA operation where the graph has no mask
+  // and the loaded cuDNN has it (9.13.1), else the operation graph its composite node lowers to.
+  std::string form;
+  bool unified = false;
+  if (!shape.causal && attn::UnifiedForwardBuilt() && version >= 91301) {
+    try {
+      st.graph =
+          attn::BuildUnifiedForward(st.handle.get(), st.shape, dt, {strides.q, strides.kv}, stats);
+      plan("engine for the unified SDPA forward operation");
+      unified = true;
+      form = " (unified SDPA operation)";
+    } catch (const Error& e) {
+      form = std::string(" (not the unified SDPA operation: ") + OneLine(e.what()) + ")";
+    }
+  }
+  if (!unified) {
+    st.graph =
+        attn::BuildForward(st.handle.get(), st.shape, dt, low, {strides.q, strides.kv}, stats);
+    plan("fused attention engine for this forward graph");
+  }
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
-  st.label = "cuDNN " + VersionText(version) + " fused SDPA fwd, " +
-             engines::EngineName(st.chosen) + (shape.causal ? ", causal" : "");
+  st.label = "cuDNN " + VersionText(version) + " fused SDPA fwd" + form + ", " +
+             engines::EngineName(st.chosen) + (shape.causal ? ", causal" : "") +
+             (stats ? "" : ", no softmax statistics");
 }
 
 SdpaForward::~SdpaForward() = default;
@@ -68,8 +89,12 @@ SdpaForward& SdpaForward::operator=(SdpaForward&&) noexcept = default;
 int SdpaForward::Bind(void* q, void* k, void* v, void* o) {
   using namespace attn;  // NOLINT: the uids
   SdpaState& st = *state_;
-  std::vector<int64_t> uids = {kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale};
-  std::vector<void*> ptrs = {q, k, v, o, st.stats.get(), &st.scale};
+  std::vector<int64_t> uids = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
+  std::vector<void*> ptrs = {q, k, v, o, &st.scale};
+  if (st.stats.size() > 0) {
+    uids.push_back(kUidStats);
+    ptrs.push_back(st.stats.get());
+  }
   if (st.shape.causal) {
     uids.push_back(kUidNegInf);
     ptrs.push_back(&st.neg_inf);

@@ -32,8 +32,11 @@ class SdpaForward {
   // 8 within the device's limit, sm_80 or newer; the bare reason otherwise.
   static Support Supports(const AttnShape& shape, DType dt);
   // Builds the graph and the plan on `stream` (throws Unsupported when no engine configuration
-  // builds); allocates the workspace and the softmax statistics the graph writes.
-  SdpaForward(const AttnShape& shape, DType dt, const Strides& strides, cudaStream_t stream);
+  // builds); allocates the workspace and, with `stats`, the softmax statistics the graph writes
+  // (without: the inference graph, O alone, as PyTorch builds it under no_grad). shape.kv_seq
+  // sets the keys' length apart from the queries' (decode over a cache; no causal mask then).
+  SdpaForward(const AttnShape& shape, DType dt, const Strides& strides, cudaStream_t stream,
+              bool stats = true);
   ~SdpaForward();
   SdpaForward(SdpaForward&&) noexcept;
   SdpaForward& operator=(SdpaForward&&) noexcept;

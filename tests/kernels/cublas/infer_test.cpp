@@ -102,13 +102,59 @@ TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
     cublas::NativePagedInfer paged(s, cfg);
     paged.Run();
     const HostTensor got = paged.Output();
-    cublas::NativeInfer contiguous(s, cfg);
+    cublas::NativeInfer contiguous(s, cfg, cublas::NativeInfer::DecodeAttention::kKernel);
     contiguous.Run();
     EXPECT_EQ(got.data, contiguous.Output().data) << batch;
     const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
     EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch;
     EXPECT_NE(paged.label().find("paged bf16 KV cache"), std::string::npos) << paged.label();
   }
+}
+
+// Decode's two attentions, each forced, against the float64 step: the split-key kernel, and
+// cuDNN's fused SDPA of the one query over the cache (its label says so); at batch 1 (the fused
+// weight-streaming step) and 3 over several chunks of keys. Built free to choose, the label names
+// the faster and both times.
+TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  using Attention = cublas::NativeInfer::DecodeAttention;
+  for (int batch : {1, 3}) {
+    const InferShape s{Tiny(), InferPhase::kDecode, batch, 300};
+    RunConfig cfg;
+    cfg.dtype = DType::kBF16;
+    cfg.seed = 17;
+    const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
+    for (Attention a : {Attention::kKernel, Attention::kCudnn}) {
+      cublas::NativeInfer op(s, cfg, a);
+      op.Run();
+      const HostTensor got = op.Output();
+      EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch << " " << op.label();
+      const bool cudnn = op.label().find("fused SDPA fwd") != std::string::npos;
+      EXPECT_EQ(cudnn, a == Attention::kCudnn) << op.label();
+      if (cudnn)
+        EXPECT_NE(op.label().find("no softmax statistics"), std::string::npos) << op.label();
+    }
+    cublas::NativeInfer fastest(s, cfg);
+    EXPECT_NE(fastest.label().find("(the faster, timed over every layer's cache"),
+              std::string::npos)
+        << fastest.label();
+  }
+}
+
+// cuDNN's graphs mask top-left, so a causal query block over more keys than queries is refused;
+// the backward is self-attention only. Answered before the device is asked.
+TEST(NativeInfer, SdpaOverACacheRefusesWhatItsGraphCannotSay) {
+  AttnShape a;
+  a.batch = 2, a.heads = 8, a.kv_heads = 2, a.seq = 4, a.kv_seq = 40, a.head_dim = 64;
+  a.causal = true;
+  Support sup = cudnn::SdpaForward::Supports(a, DType::kBF16);
+  EXPECT_FALSE(sup.ok);
+  EXPECT_NE(sup.why.find("4 over 40"), std::string::npos) << sup.why;
+  a.causal = false;
+  a.pass = AttnPass::kBwd;
+  EXPECT_FALSE(cudnn::SdpaForward::Supports(a, DType::kBF16).ok);
+  EXPECT_EQ(a.KvElems(), 2 * 2 * 40 * 64);
+  EXPECT_DOUBLE_EQ(a.FwdFlops(), 4.0 * 2 * 8 * 4 * 40 * 64);
 }
 
 TEST(NativeInfer, CountsTokensFlopsAndBf16Bytes) {
