@@ -103,6 +103,10 @@ int Threads() {
 #endif
 }
 
+ThreadScope::ThreadScope(int n) : before_(Threads()) { SetThreads(n); }
+
+ThreadScope::~ThreadScope() { SetThreads(before_); }
+
 void Poison(const dnnl::memory& m, DType dt) {
   const size_t bytes = m.get_desc().get_size();
   void* p = m.get_data_handle();

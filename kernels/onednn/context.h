@@ -37,6 +37,21 @@ bool HasF16();
 // Threads oneDNN runs with (OpenMP runtime); n <= 0 leaves the default.
 void SetThreads(int n);
 int Threads();
+// n threads (n <= 0: as before) for what this thread creates and runs until the scope ends, then
+// the count before: a primitive created and executed in it is planned for n and forks no more.
+// What work too small to split takes (its threads would wait on their fork and join longer than
+// it computes), as PyTorch's grain size keeps small work on one thread.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int n);
+  ~ThreadScope();
+  int before() const { return before_; }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int before_;
+};
 
 // Fills the memory with NaN of the dtype's storage, padding included, on all cores: an output an
 // op never writes then fails verification. int8: the int32 output of an int8 op, filled with

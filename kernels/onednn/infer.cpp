@@ -84,6 +84,11 @@ void AddWeightScales(std::unordered_map<int, memory>*, const memory&) {}
 // Elements below which a loop runs on the calling thread: waking the OpenMP team costs more than
 // a decode step's few thousand elements (kernels/onednn/mlp.cpp says the same of its loops).
 constexpr int64_t kMinParallel = 32768;
+// A step whose every product is below this many multiply-adds (and whose scores are below
+// kMinParallel) runs on one thread, its primitives planned for one: split over threads, each of
+// its primitives waits on their fork and join longer than it computes. All or nothing: a step
+// that leaves threads idle between primitives wakes them from sleep at its next parallel one.
+constexpr double kMinParallelMacs = 65536;
 
 memory::data_type TypeOf(DType dt) {
   switch (dt) {
@@ -189,6 +194,14 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   const int64_t B = s.batch, n = s.NewTokens(), T = B * n, d = m.dim, G = m.kv_heads,
                 D = m.head_dim, R = m.heads / G, F = m.ffn, V = m.vocab, cap = s.CacheLen(),
                 QKV = m.QDim() + 2 * m.KvDim();
+  // Multiply-adds of the step's largest product: qkv, gate/up, o, down, LM head, attention's two.
+  const double rows = double(T);
+  const double largest =
+      std::max({rows * double(d) * double(std::max(QKV, 2 * F)),
+                rows * double(std::max(F, m.QDim())) * double(d), double(B) * double(d) * double(V),
+                double(B * G * R * n) * double(D) * double(cap)});
+  serial_ = Threads() > 1 && largest < kMinParallelMacs && B * m.heads * n * cap < kMinParallel;
+  const ThreadScope plan(serial_ ? 1 : 0);
   rows_ = T;
   group_ = R;
   keys_ = cap;
@@ -404,7 +417,9 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
              "activations and KV cache"
            : std::string(Name(dt_)) + " weights and KV cache";
   label_ = impl + " matmuls, attention " + attn_impl + "; " + held + ", f32 residual; threads " +
-           std::to_string(Threads());
+           (serial_ ? "1 of the run's " + std::to_string(plan.before()) +
+                          " (every product below 2^16 multiply-adds: too small to split)"
+                    : std::to_string(Threads()));
 }
 
 void OneDnnInfer::Norm(const float* x, const std::vector<float>& w, int64_t rows, int64_t stride,
@@ -484,6 +499,7 @@ void OneDnnInfer::SwiGlu() {
 }
 
 void OneDnnInfer::Run() {
+  const ThreadScope threads(serial_ ? 1 : 0);
   const LlamaConfig& m = shape_.model;
   const int64_t d = m.dim, n = shape_.NewTokens();
   auto* x = static_cast<float*>(x_.get_data_handle());

@@ -70,6 +70,7 @@ class OneDnnInfer {
   dnnl::primitive mm_qkv_, mm_o_, mm_13_, mm_2_, mm_lm_, mm_qk_, mm_pv_, mask_add_, softmax_;
   Args softmax_args_, mask_args_, lm_args_;
   bool masked_ = false;
+  bool serial_ = false;  // the step planned for and run on one thread (kMinParallelMacs)
   std::string label_;
 };
 

@@ -113,6 +113,27 @@ TEST(OneDnnInfer, Int8WeightsAreRunOrRefusedWithTheReason) {
   EXPECT_DOUBLE_EQ(op->KvBytes(), s.KvReadBytes(DType::kBF16) + s.KvWrittenBytes(DType::kBF16));
 }
 
+// A step whose every product is below 2^16 multiply-adds is planned for and run on one thread
+// (the label says so), and the run's thread count is back after it; a larger step keeps them.
+TEST(OneDnnInfer, AStepTooSmallToSplitRunsOnOneThreadAndSaysSo) {
+  const int run_threads = onednn::Threads();
+  if (run_threads < 2) GTEST_SKIP() << "one thread here: nothing to keep small work off";
+  RunConfig cfg;
+  onednn::OneDnnInfer small({Small(), InferPhase::kDecode, 1, 9}, cfg);
+  EXPECT_NE(small.label().find("threads 1 of the run's " + std::to_string(run_threads) +
+                               " (every product below 2^16 multiply-adds"),
+            std::string::npos)
+      << small.label();
+  EXPECT_EQ(onednn::Threads(), run_threads);
+  small.Run();
+  EXPECT_EQ(onednn::Threads(), run_threads);
+  // 8 x 4 tokens x 64 x 192 multiply-adds in gate/up: split.
+  onednn::OneDnnInfer large({Small(), InferPhase::kPrefill, 8, 4}, cfg);
+  EXPECT_NE(large.label().find("threads " + std::to_string(run_threads)), std::string::npos)
+      << large.label();
+  EXPECT_EQ(large.label().find("threads 1 of"), std::string::npos) << large.label();
+}
+
 TEST(OneDnnInfer, CountsTokensFlopsAndBytesOfTheShape) {
   const InferShape s{Small(), InferPhase::kDecode, 4, 32};
   RunConfig cfg;
