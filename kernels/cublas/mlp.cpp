@@ -310,27 +310,7 @@ void NativeMlpStep::WarmUpAndCapture() {
   // happen inside a capture.
   EagerStep();
   cuda::Sync(stream_.get());
-  if (shape_.graph) {
-    cudaStream_t st = stream_.get();
-    DLB_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    try {
-      EagerStep();
-    } catch (...) {
-      // End the broken capture so the stream is usable again; the original error is the news,
-      // so the status of ending it is only cleared.
-      cudaGraph_t broken = nullptr;
-      if (cudaStreamEndCapture(st, &broken) != cudaSuccess) cudaGetLastError();
-      cuda::Graph discard(broken);
-      throw;
-    }
-    cudaGraph_t raw_graph = nullptr;
-    DLB_CHECK(cudaStreamEndCapture(st, &raw_graph));
-    graph_.reset(raw_graph);
-    cudaGraphExec_t raw_exec = nullptr;
-    DLB_CHECK(cudaGraphInstantiate(&raw_exec, raw_graph, 0));
-    exec_.reset(raw_exec);
-    DLB_CHECK(cudaGraphUpload(raw_exec, st));
-  }
+  if (shape_.graph) exec_ = cuda::Capture(stream_.get(), [&] { EagerStep(); });
 }
 
 std::string NativeMlpStep::Label(const std::vector<std::string>& fwd_names,

@@ -108,7 +108,6 @@ class NativeMlpStep {
   std::vector<int64_t> mask_ld_;
   cuda::DeviceBuffer<unsigned char> workspace_;
   std::vector<Layer> layers_;
-  cuda::Graph graph_;
   cuda::GraphExec exec_;
   cuda::Event phase_[4];
   std::string label_;
