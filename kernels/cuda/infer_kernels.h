@@ -50,6 +50,9 @@ void CopyToPages(const uint16_t* src, int64_t positions, const InferAttnDims& a,
 // copied into the caches at each token's position. cos and sin: new_tokens x head_dim / 2.
 void RopeAppend(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
                 uint16_t* q, uint16_t* k_cache, uint16_t* v_cache, cudaStream_t stream);
+// The same from bf16 q, k and v (a GEMM that writes bf16); v is copied as it is.
+void RopeAppend(const uint16_t* qkv, const float* cos, const float* sin, const InferAttnDims& a,
+                uint16_t* q, uint16_t* k_cache, uint16_t* v_cache, cudaStream_t stream);
 
 // The head_dims GqaAttention takes: 16 x a power of two up to 256 (the tensor cores' steps of 16
 // along the head dimension, and ldmatrix's 16-wide blocks of V).
@@ -90,6 +93,8 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
 // and up side by side (the fused gate/up weight's rows interleaved, as GemvFusion's SwiGLU reads
 // them).
 void SwiGluBf16(const float* gu, int64_t rows, int64_t ffn, uint16_t* act, cudaStream_t stream);
+// The same from bf16 gate and up (a GEMM that writes bf16: half the bytes written and read back).
+void SwiGluBf16(const uint16_t* gu, int64_t rows, int64_t ffn, uint16_t* act, cudaStream_t stream);
 
 // fp8 e4m3 activations with a per-tensor scale of this call's data: amax = max |x| (an absmax
 // reduction into *amax_bits, zeroed first), *scale = amax / 448 (1 when every x is 0), and
