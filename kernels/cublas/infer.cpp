@@ -117,9 +117,9 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
     amax_ = cuda::DeviceBuffer<uint32_t>(size_t(kGemms));
     x8_ = cuda::DeviceBuffer<uint8_t>(size_t(T * std::max({d, QD, F})));
   }
-  g_qkv_ = Plan(T, d, QKV, 0);
+  g_qkv_ = Plan(T, d, QKV, 0, true);
   g_o_ = Plan(T, QD, d, 1);
-  g_13_ = Plan(T, d, 2 * F, 2);
+  g_13_ = Plan(T, d, 2 * F, 2, true);
   g_2_ = Plan(T, F, d, 3);
   g_lm_ = Plan(B, d, V, 4);
   fused_ = g_qkv_.gemv && g_o_.gemv && g_13_.gemv && g_2_.gemv && g_lm_.gemv;
@@ -182,13 +182,13 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   split_ = cuda::ChooseSplit(attn_);
   x_ = cuda::DeviceBuffer<float>(size_t(T * d));
   h_ = cuda::DeviceBuffer<uint16_t>(size_t(T * d));
-  qkv_ = cuda::DeviceBuffer<float>(size_t(T * QKV));
+  qkv_ = cuda::DeviceBuffer<uint8_t>(size_t(T * QKV) * (g_qkv_.bf16_out ? 2 : 4));
   q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
   cuda::ClearAttnScratch(partial_.get(), attn_, split_, st);
   if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T * cuda::GemvParts(d)));
   attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
-  gu_ = cuda::DeviceBuffer<float>(size_t(T * 2 * F));
+  gu_ = cuda::DeviceBuffer<uint8_t>(size_t(T * 2 * F) * (g_13_.bf16_out ? 2 : 4));
   act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
   last_ = cuda::DeviceBuffer<uint16_t>(size_t(B * d));
   logits_ = cuda::DeviceBuffer<float>(size_t(B * V));
@@ -232,8 +232,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
       : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step, the "
                       "norms and SwiGLU fused into them"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
-  label_ = std::string(gemms) + "; f32 accumulation and output; qkv and gate/up fused" +
-           gemm_choice + "), attention " + attention + ", f32 softmax; " +
+  label_ = std::string(gemms) +
+           (g_13_.bf16_out ? "; f32 accumulation; qkv and gate/up written in bf16, o and down "
+                             "added into the f32 residual"
+                           : "; f32 accumulation and output") +
+           "; qkv and gate/up fused" + gemm_choice + "), attention " + attention +
+           ", f32 softmax; " +
            (paged ? "paged bf16 KV cache (pages of " + std::to_string(NativePagedInfer::kPage) +
                         " positions, each sequence's a shuffled set of the pool's)"
                   : std::string("contiguous bf16 KV cache")) +
@@ -340,17 +344,26 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   if (choice == DecodeAttention::kCudnn) return cudnn;
 
   // Both over every layer's cache in turn (the whole cache, as a step reads it: no layer's is
-  // still in L2 when its turn comes again), in interleaved rounds; a query of zeros (q_ is
-  // written by each step's rotary append, not yet here).
+  // still in L2 when its turn comes again), each pass captured in a CUDA graph as the step runs
+  // it (cuDNN's execute call costs host time that a graph's replay does not), in interleaved
+  // rounds; a query of zeros (q_ is written by each step's rotary append, not yet here).
   DLB_CHECK(cudaMemsetAsync(q_.get(), 0, q_.bytes(), st));
+  cuda::GraphExec passes[2];
+  for (int c = 0; c < 2; ++c) {
+    attn_sdpa_ = c == 1;
+    const auto pass = [&] {
+      for (size_t l = 0; l < layers_.size(); ++l) Attention(l);
+    };
+    pass();  // eager first: the libraries load their code outside the capture
+    cuda::Sync(st);
+    passes[c] = cuda::Capture(st, pass);
+  }
   cuda::EventTimer events;
   double best[2] = {1e300, 1e300};  // the kernel's, cuDNN's: ms a pass over the layers
   for (int round = 0; round < 4; ++round)
     for (int c = 0; c < 2; ++c) {
-      attn_sdpa_ = c == 1;
-      const autotune::Sample t = events.TimeLaunches(st, round == 0 ? 1 : 3, [&] {
-        for (size_t l = 0; l < layers_.size(); ++l) Attention(l);
-      });
+      const autotune::Sample t = events.TimeLaunches(
+          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[c].get(), st)); });
       if (round > 0) best[c] = std::min(best[c], t.ms);
     }
   const double layers = double(layers_.size());
@@ -358,8 +371,9 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   const bool use_cudnn = best[1] < best[0];
   attn_sdpa_ = use_cudnn;
   if (!use_cudnn) sdpa_.reset();
-  const std::string times = "timed over every layer's cache when built: " + us(best[1]) +
-                            " us a layer for cuDNN's, " + us(best[0]) + " us for the kernel's";
+  const std::string times =
+      "timed over every layer's cache in a CUDA graph when built: " + us(best[1]) +
+      " us a layer for cuDNN's, " + us(best[0]) + " us for the kernel's";
   return use_cudnn ? cudnn + " (the faster, " + times + ")"
                    : kernel + " (the faster, " + times + ")";
 }
@@ -431,26 +445,11 @@ void NativeInfer::Capture() {
   StreamRef st = stream_.get();
   Step();
   cuda::Sync(st);
-  DLB_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  try {
-    Step();
-  } catch (...) {
-    // End the broken capture so the stream is usable again; the original error is the news.
-    cudaGraph_t broken = nullptr;
-    if (cudaStreamEndCapture(st, &broken) != cudaSuccess) cudaGetLastError();
-    cuda::Graph discard(broken);
-    throw;
-  }
-  cudaGraph_t raw_graph = nullptr;
-  DLB_CHECK(cudaStreamEndCapture(st, &raw_graph));
-  graph_.reset(raw_graph);
-  cudaGraphExec_t raw_exec = nullptr;
-  DLB_CHECK(cudaGraphInstantiate(&raw_exec, raw_graph, 0));
-  exec_.reset(raw_exec);
-  DLB_CHECK(cudaGraphUpload(raw_exec, st));
+  exec_ = cuda::Capture(st, [&] { Step(); });
 }
 
-NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int slot) {
+NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int slot,
+                                    bool bf16_out) {
   // Column-major, y^T (out x rows) = W (read transposed: stored in x out) . x^T (in x rows).
   Gemm g;
   g.rows = rows;
@@ -458,6 +457,7 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   g.out = out;
   g.slot = slot;
   g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0;
+  g.bf16_out = bf16_out && !g.gemv;  // the weight-streaming product writes f32 (or fuses on)
   g.w_scale = fp8_ ? GemmAScale(in) : 1.0f;
   cublasLtMatmulDesc_t raw = nullptr;
   DLB_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -475,20 +475,20 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   }
   g.a = MakeLayout(in_type, CUBLAS_OP_T, out, in, in);
   g.b = MakeLayout(in_type, CUBLAS_OP_N, in, rows, in);
-  g.c = MakeLayout(CUDA_R_32F, CUBLAS_OP_N, out, rows, out);
-  g.algo =
-      FirstHeuristicAlgo(handle_.get(), raw, g.a.get(), g.b.get(), g.c.get(), workspace_.bytes(),
-                         std::string("cuBLASLt has no ") + (fp8_ ? "e4m3 x e4m3" : "bf16 x bf16") +
-                             " -> f32 algorithm for " + std::to_string(rows) + " x " +
-                             std::to_string(in) + " x " + std::to_string(out) + " here");
+  g.c = MakeLayout(g.bf16_out ? CUDA_R_16BF : CUDA_R_32F, CUBLAS_OP_N, out, rows, out);
+  g.algo = FirstHeuristicAlgo(
+      handle_.get(), raw, g.a.get(), g.b.get(), g.c.get(), workspace_.bytes(),
+      std::string("cuBLASLt has no ") + (fp8_ ? "e4m3 x e4m3" : "bf16 x bf16") +
+          (g.bf16_out ? " -> bf16" : " -> f32") + " algorithm for " + std::to_string(rows) + " x " +
+          std::to_string(in) + " x " + std::to_string(out) + " here");
   return g;
 }
 
-void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y,
+void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, void* y,
                          bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
-    cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale, y,
-               g.rows, g.out, g.in, accumulate, fusion, stream_.get());
+    cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale,
+               static_cast<float*>(y), g.rows, g.out, g.in, accumulate, fusion, stream_.get());
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -524,7 +524,8 @@ void NativeInfer::FusedStep() {
     qkv.norm_part_count = attn_parts;
     qkv.eps = eps;
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
-    cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, k + per, st);
+    cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
+                     q_.get(), k, k + per, st);
     Attention(l);
     cuda::GemvFusion o;
     o.gamma = y.ffn_norm.get();
@@ -564,12 +565,20 @@ void NativeInfer::Step() {
     uint16_t* v = k + per;
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.attn_norm.get(), eps, h_.get(), st);
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false);
-    cuda::RopeAppend(qkv_.get(), cos_.get(), sin_.get(), attn_, q_.get(), k, v, st);
+    if (g_qkv_.bf16_out)
+      cuda::RopeAppend(reinterpret_cast<const uint16_t*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
+                       q_.get(), k, v, st);
+    else
+      cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
+                       q_.get(), k, v, st);
     Attention(l);
     Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true);
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.ffn_norm.get(), eps, h_.get(), st);
     Launch(g_13_, y.w13.get(), h_.get(), gu_.get(), false);
-    cuda::SwiGluBf16(gu_.get(), rows_, m.ffn, act_.get(), st);
+    if (g_13_.bf16_out)
+      cuda::SwiGluBf16(reinterpret_cast<const uint16_t*>(gu_.get()), rows_, m.ffn, act_.get(), st);
+    else
+      cuda::SwiGluBf16(reinterpret_cast<const float*>(gu_.get()), rows_, m.ffn, act_.get(), st);
     Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true);
   }
   // Each sequence's last token: rows n - 1, 2n - 1, ... of the residual.

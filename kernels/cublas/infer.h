@@ -7,27 +7,31 @@
 //            dtype): q, k and v in one matrix, gate and up in another (their rows interleaved, a
 //            unit's gate and up side by side), so a step is 4 GEMMs a layer
 //            and reads every weight once; each GEMM is the TN weight-streaming y = x W^T (M = the
-//            step's tokens: the batch at decode) with f32 accumulation and f32 output, the o and
-//            down projections adding into the f32 residual (beta 1). bf16: bf16 x bf16. fp8:
+//            step's tokens: the batch at decode) with f32 accumulation; the fused qkv and gate/up
+//            write bf16 (what the rotary append and SwiGLU alone read: half the bytes of f32
+//            written and read back, as PyTorch's bf16 Linear writes), the o and down projections
+//            add into the f32 residual (beta 1). bf16: bf16 x bf16. fp8:
 //            cuBLASLt's fp8 GEMMs take fp8 on both sides, so each GEMM's input is quantised to
 //            e4m3 on the device first, with a per-tensor scale from its absolute maximum of this
 //            step (amax / 448, an absmax reduction kernel, no calibration); the weights are e4m3
 //            with a per-tensor scale (a power of two: the seeded storage scale times the matrix's
 //            weight scale), both scales passed to cuBLASLt as its A and B scales;
 //   activations: the residual stream f32, what a GEMM reads bf16 (RMSNorm, SwiGLU and attention
-//            write it; fp8 quantises that), the fused projections' outputs f32;
+//            write it; fp8 quantises that), the fused projections' outputs bf16 (f32 from the
+//            one-token weight-streaming products, which fuse SwiGLU into theirs);
 //   KV cache: bf16 in both dtypes, appended in place (decode: position ctx, capacity ctx + 1, so
 //            every step is the same step; prefill: 0..P-1); contiguous, B x kv_heads x capacity x
 //            head_dim per layer for K and V, or (NativePagedInfer) paged: pages of kPage positions
 //            from one pool a layer, each sequence's pages a shuffled set of the pool's, as an
 //            allocator leaves them once sequences have come and gone;
-//   attention: decode, the faster of two, timed over every layer's cache when the op is built
-//            (the label gives both times): a split-key CUDA kernel (flash-decoding) whose block
-//            takes all the query heads of one kv head, reading each cached K and V row once for
-//            them, and cuDNN's fused SDPA forward of the one query over the cache's positions
-//            (grouped-query, no statistics: PyTorch's cuDNN decode); prefill, cuDNN's fused SDPA
-//            forward (causal, grouped-query, kernels/cudnn/sdpa.h) over the step's q rows and the
-//            cache; the kernel alone where cuDNN has no engine for the shape (the label says why).
+//   attention: decode, the faster of two, timed over every layer's cache in a CUDA graph when
+//            the op is built (the label gives both times): a split-key CUDA kernel
+//            (flash-decoding) whose block takes all the query heads of one kv head, reading each
+//            cached K and V row once for them, and cuDNN's fused SDPA forward of the one query
+//            over the cache's positions (grouped-query, no statistics: PyTorch's cuDNN decode);
+//            prefill, cuDNN's fused SDPA forward (causal, grouped-query, kernels/cudnn/sdpa.h) over
+//            the step's q rows and the cache; the kernel alone where cuDNN has no engine for the
+//            shape (the label says why).
 // Output(): the logits of each sequence's last token, B x vocab, f32.
 #pragma once
 
@@ -91,10 +95,15 @@ class NativeInfer {
     // meet bf16 activations (weight-only fp8), times w_scale.
     bool gemv = false;
     float w_scale = 1.0f;
+    // cuBLASLt writes y in bf16 (qkv and gate/up, which only the rotary append and SwiGLU read:
+    // half the bytes of f32 written and read back, as PyTorch's bf16 Linear writes); f32
+    // otherwise.
+    bool bf16_out = false;
   };
-  Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot);
-  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first. A fusion only with g.gemv.
-  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, float* y, bool accumulate,
+  Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot, bool bf16_out = false);
+  // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first. y is f32, or bf16 where g.bf16_out. A
+  // fusion only with g.gemv.
+  void Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, void* y, bool accumulate,
               const cuda::GemvFusion& fusion = {});
   void Step();
   // One token a step: the norms folded into the products, SwiGLU into gate/up's
@@ -148,10 +157,11 @@ class NativeInfer {
   std::unique_ptr<cudnn::SdpaForward> sdpa_;
   bool attn_sdpa_ = false;  // Attention() runs sdpa_
   cuda::DeviceBuffer<int32_t> tokens_;
-  cuda::DeviceBuffer<float> x_, qkv_, partial_, gu_, logits_;
+  cuda::DeviceBuffer<float> x_, partial_, logits_;
+  // qkv and gate/up: f32, or bf16 where the GEMM's bf16_out
+  cuda::DeviceBuffer<uint8_t> qkv_, gu_;
   cuda::DeviceBuffer<float> ss_;  // FusedStep: the norms' sums of squares, two sets in turn
   cuda::DeviceBuffer<uint16_t> h_, q_, attn_out_, act_, last_;
-  cuda::Graph graph_;
   cuda::GraphExec exec_;
   std::string label_;
 };
