@@ -4,8 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
+#include "kernels/common/autotune.h"
+#include "kernels/common/cpu.h"
 #include "kernels/common/fill.h"
 #include "kernels/common/memory.h"
 #include "kernels/onednn/context.h"
@@ -27,6 +32,14 @@ dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::des
                                       const memory::desc& dst, const dnnl::primitive_attr& attr) {
   return dnnl::matmul::primitive_desc(Engine(), src, wei, dst, attr);
 }
+// Hands each implementation oneDNN offers for the matmul, in its order, to `take`.
+template <class F>
+void ForEachMatmulImpl(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
+                       const dnnl::primitive_attr& attr, F&& take) {
+  dnnl::matmul::primitive_desc pd(Engine(), src, wei, dst, attr);
+  do take(pd);
+  while (pd.next_impl());
+}
 void AppendScale(dnnl::post_ops* po, float scale) {
   po->append_eltwise(dnnl::algorithm::eltwise_linear, scale, 0.f);
 }
@@ -45,6 +58,15 @@ using Softmax = dnnl::softmax_v2_forward;
 dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::desc& wei,
                                       const memory::desc& dst, const dnnl::primitive_attr& attr) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, Engine());
+}
+template <class F>
+void ForEachMatmulImpl(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
+                       const dnnl::primitive_attr& attr, F&& take) {
+  // The implementation iterator keeps a pointer to the operation descriptor: alive throughout.
+  const dnnl::matmul::desc op(src, wei, dst);
+  dnnl::matmul::primitive_desc pd(op, attr, Engine());
+  do take(pd);
+  while (pd.next_impl());
 }
 void AppendScale(dnnl::post_ops* po, float scale) {
   po->append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
@@ -158,6 +180,96 @@ memory ScalesMemory(const std::vector<float>& scales) {
   return m;
 }
 
+// One of oneDNN's implementations of a matmul, built, with the layouts it asks for.
+struct MatmulImpl {
+  std::string name;
+  dnnl::matmul prim;
+  memory::desc src, weights, dst;
+  size_t scratch = 0;
+};
+
+MatmulImpl Built(const dnnl::matmul::primitive_desc& pd) {
+  return {pd.impl_info_str(), dnnl::matmul(pd), pd.src_desc(),
+          pd.weights_desc(),  pd.dst_desc(),    pd.scratchpad_desc().get_size()};
+}
+
+// A candidate being timed: zero-filled operands in its layouts, its weights in copies enough to
+// span twice the last-level cache (at most 64), used in turn, so that a matrix larger than the
+// caches streams from memory as a step's does, and one that fits them stays there as a small
+// model's whole step does.
+struct TimedImpl {
+  MatmulImpl impl;
+  std::vector<memory> weights;
+  memory src, dst, scratch;
+  std::vector<std::unordered_map<int, memory>> args;  // one set a copy
+  size_t next = 0;
+};
+
+TimedImpl ToTime(MatmulImpl impl) {
+  TimedImpl t;
+  const auto zeroed = [](const memory::desc& md) {
+    memory m(md, Engine());
+    std::memset(m.get_data_handle(), 0, md.get_size());
+    return m;
+  };
+  const size_t bytes = std::max<size_t>(impl.weights.get_size(), 1);
+  const size_t copies =
+      std::clamp<size_t>((2 * LastLevelCacheBytes() + bytes - 1) / bytes, size_t{1}, size_t{64});
+  t.src = zeroed(impl.src);
+  t.dst = zeroed(impl.dst);
+  t.scratch =
+      memory(Plain({int64_t(std::max<size_t>(impl.scratch, 1))}, memory::data_type::u8), Engine());
+  for (size_t i = 0; i < copies; ++i) {
+    t.weights.push_back(zeroed(impl.weights));
+    t.args.push_back({{DNNL_ARG_SRC, t.src},
+                      {DNNL_ARG_WEIGHTS, t.weights.back()},
+                      {DNNL_ARG_DST, t.dst},
+                      {DNNL_ARG_SCRATCHPAD, t.scratch}});
+  }
+  t.impl = std::move(impl);
+  return t;
+}
+
+// The fastest of every implementation oneDNN offers for a matmul (reference ones aside, unless
+// they are all it offers), each timed on single products after a warm-up (the fastest of at least
+// 3 runs and 5 ms, the two best timed again), under the caller's thread count: at one token a
+// step its first choice is not always its fastest (AMX brgemm streamed a 1B-class model's weights
+// at 16-17 GB/s where AVX-512 bf16's read 21-22 on one Sapphire Rapids host with oneDNN 2.6, and
+// its tile set-up costs a tiny model's products microseconds). `offered` gets how many there were.
+MatmulImpl FastestMatmul(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
+                         const dnnl::primitive_attr& attr, int* offered) {
+  std::vector<MatmulImpl> all;
+  ForEachMatmulImpl(src, wei, dst, attr,
+                    [&](const dnnl::matmul::primitive_desc& pd) { all.push_back(Built(pd)); });
+  std::vector<MatmulImpl> impls;
+  for (MatmulImpl& m : all)
+    if (m.name.rfind("ref", 0) != 0) impls.push_back(std::move(m));
+  if (impls.empty()) impls.push_back(std::move(all.front()));
+  *offered = int(impls.size());
+  if (impls.size() == 1) return std::move(impls.front());
+  autotune::Policy policy;
+  policy.warmup_runs = 1;
+  policy.score = autotune::Policy::Score::kMinOfRuns;
+  policy.budget_ms = 5;
+  policy.min_runs = 3;
+  policy.max_runs = 200;
+  policy.retime_top = 2;
+  policy.retime_budget_ms = 5;
+  policy.retime_min_runs = 3;
+  policy.retime_max_runs = 200;
+  autotune::Tuner<TimedImpl> tuner(policy, [](TimedImpl& c, int runs) {
+    return autotune::TimeOnHost(runs, [&] {
+      c.impl.prim.execute(Stream(), c.args[c.next++ % c.args.size()]);
+      Stream().wait();
+    });
+  });
+  for (MatmulImpl& m : impls) {
+    std::string name = m.name;
+    tuner.Offer(std::move(name), ToTime(std::move(m)));
+  }
+  return std::move(tuner.Finish().impl);
+}
+
 std::string VersionNumber() {
   return std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR);
 }
@@ -239,41 +351,50 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
     scaled.set_post_ops(po);
   }
   size_t scratch = 0;
-  std::string impl;
-  const auto linear = [&](int64_t rows, int64_t in, int64_t out, memory::data_type dst,
+  // Each product the fastest of oneDNN's implementations for it (FastestMatmul); int8's the one
+  // decompressing matmul oneDNN offers.
+  std::vector<std::pair<const char*, std::string>> chosen;  // product, implementation
+  int most_offered = 1;
+  const auto fastest = [&](const char* what, const memory::desc& src, const memory::desc& wei,
+                           const memory::desc& dst, const dnnl::primitive_attr& attr) {
+    int offered = 1;
+    MatmulImpl m = FastestMatmul(src, wei, dst, attr, &offered);
+    most_offered = std::max(most_offered, offered);
+    chosen.emplace_back(what, m.name);
+    scratch = std::max(scratch, m.scratch);
+    return m;
+  };
+  const auto linear = [&](const char* what, int64_t rows, int64_t in, int64_t out,
                           const dnnl::primitive_attr& attr) {
-    const memory::desc src = Plain({rows, in}, t), wei({in, out}, wt, memory::format_tag::any);
-    if (!int8) return MatmulPd(src, wei, Plain({rows, out}, dst), attr);
+    const memory::desc src = Plain({rows, in}, t), wei({in, out}, wt, memory::format_tag::any),
+                       dst = Plain({rows, out}, f32);
+    if (!int8) return fastest(what, src, wei, dst, attr);
     // No silent fallback: a decompressing matmul oneDNN lacks, or offers only as its reference
     // implementation (3.4's only one, slower than f32 weights), is a case it cannot run.
-    const std::string what = "int8 weights: oneDNN " + Version() + " has no bf16 x s8 matmul " +
-                             std::to_string(rows) + "x" + std::to_string(in) + "x" +
-                             std::to_string(out) + " decompressing its weights";
+    const std::string why = "int8 weights: oneDNN " + Version() + " has no bf16 x s8 matmul " +
+                            std::to_string(rows) + "x" + std::to_string(in) + "x" +
+                            std::to_string(out) + " decompressing its weights";
     try {
-      auto pd = MatmulPd(src, wei, Plain({rows, out}, dst), attr);
-      const std::string name = pd.impl_info_str();
-      if (name.rfind("ref", 0) == 0) throw Unsupported(what + " but its reference (" + name + ")");
-      return pd;
+      MatmulImpl m = Built(MatmulPd(src, wei, dst, attr));
+      if (m.name.rfind("ref", 0) == 0)
+        throw Unsupported(why + " but its reference (" + m.name + ")");
+      chosen.emplace_back(what, m.name);
+      scratch = std::max(scratch, m.scratch);
+      return m;
     } catch (const dnnl::error& e) {
-      throw Unsupported(what + " (" + e.what() + ")");
+      throw Unsupported(why + " (" + e.what() + ")");
     }
   };
-  const auto pd_of = [&](int64_t rows, int64_t in, int64_t out, const dnnl::primitive_attr& attr) {
-    auto pd = linear(rows, in, out, f32, attr);
-    scratch = std::max(scratch, pd.scratchpad_desc().get_size());
-    if (impl.empty()) impl = pd.impl_info_str();
-    return pd;
-  };
-  const auto pd_qkv = pd_of(T, d, QKV, project);
-  const auto pd_o = pd_of(T, m.QDim(), d, add);
-  const auto pd_13 = pd_of(T, d, 2 * F, project);
-  const auto pd_2 = pd_of(T, F, d, add);
-  const auto pd_lm = pd_of(B, d, V, project);
-  mm_qkv_ = dnnl::matmul(pd_qkv);
-  mm_o_ = dnnl::matmul(pd_o);
-  mm_13_ = dnnl::matmul(pd_13);
-  mm_2_ = dnnl::matmul(pd_2);
-  mm_lm_ = dnnl::matmul(pd_lm);
+  const MatmulImpl pd_qkv = linear("qkv", T, d, QKV, project);
+  const MatmulImpl pd_o = linear("o", T, m.QDim(), d, add);
+  const MatmulImpl pd_13 = linear("gate/up", T, d, 2 * F, project);
+  const MatmulImpl pd_2 = linear("down", T, F, d, add);
+  const MatmulImpl pd_lm = linear("LM head", B, d, V, project);
+  mm_qkv_ = pd_qkv.prim;
+  mm_o_ = pd_o.prim;
+  mm_13_ = pd_13.prim;
+  mm_2_ = pd_2.prim;
+  mm_lm_ = pd_lm.prim;
 
   // Attention over (batch, kv head): the kv head's R query heads x n tokens as rows.
   const int64_t M = R * n;
@@ -285,17 +406,12 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
   const memory::desc p_md = Plain({B, G, M, cap}, t);
   const memory::desc p2_md = Plain({B * G * M, cap}, t);
-  const auto pd_qk = MatmulPd(q_md, kt_md, sc_md, scaled);
-  const auto pd_pv = MatmulPd(p_md, v_md, q_md, plain);
+  mm_qk_ = fastest("scores", q_md, kt_md, sc_md, scaled).prim;
+  mm_pv_ = fastest("P V", p_md, v_md, q_md, plain).prim;
   // The softmax writes P in the activations' dtype itself (bf16: no copy of the scores after it).
   const auto pd_sm = SoftmaxPd(sc2_md, p2_md, plain);
-  mm_qk_ = dnnl::matmul(pd_qk);
-  mm_pv_ = dnnl::matmul(pd_pv);
   softmax_ = Softmax(pd_sm);
-  for (size_t sz : {pd_qk.scratchpad_desc().get_size(), pd_pv.scratchpad_desc().get_size(),
-                    pd_sm.scratchpad_desc().get_size()})
-    scratch = std::max(scratch, sz);
-  const std::string attn_impl = pd_qk.impl_info_str();
+  scratch = std::max(scratch, pd_sm.scratchpad_desc().get_size());
   masked_ = n > 1;
   if (masked_) {
     // Row (r, i) of a kv head's block is token i: it sees the keys up to FirstPos() + i.
@@ -346,11 +462,11 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
     y.wqkv =
         pack(Concat(Concat(mat(LlamaTensor::kWq, m.QDim(), d), mat(LlamaTensor::kWk, m.KvDim(), d)),
                     mat(LlamaTensor::kWv, m.KvDim(), d)),
-             QKV, d, pd_qkv.weights_desc(), &y.sqkv);
-    y.wo = pack(mat(LlamaTensor::kWo, d, m.QDim()), d, m.QDim(), pd_o.weights_desc(), &y.so);
+             QKV, d, pd_qkv.weights, &y.sqkv);
+    y.wo = pack(mat(LlamaTensor::kWo, d, m.QDim()), d, m.QDim(), pd_o.weights, &y.so);
     y.w13 = pack(Concat(mat(LlamaTensor::kW1, F, d), mat(LlamaTensor::kW3, F, d)), 2 * F, d,
-                 pd_13.weights_desc(), &y.s13);
-    y.w2 = pack(mat(LlamaTensor::kW2, d, F), d, F, pd_2.weights_desc(), &y.s2);
+                 pd_13.weights, &y.s13);
+    y.w2 = pack(mat(LlamaTensor::kW2, d, F), d, F, pd_2.weights, &y.s2);
     for (bool value : {false, true}) {
       memory c(Plain({B * G * cap * D}, t), Engine());
       std::memset(c.get_data_handle(), 0, size_t(B * G * cap * D) * StorageBytes(act_dt_));
@@ -368,8 +484,7 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   }
   embed_ = SeededValues(TensorSeed(seed, kEmbedIndex), size_t(V * d), act_dt_);
   final_norm_ = SeededNorm(seed, kFinalNormIndex, d, act_dt_);
-  lm_head_ =
-      pack(SeededMatrix(seed, kLmHeadIndex, V, d, dt_), V, d, pd_lm.weights_desc(), &lm_scales_);
+  lm_head_ = pack(SeededMatrix(seed, kLmHeadIndex, V, d, dt_), V, d, pd_lm.weights, &lm_scales_);
   tokens_ = SeededTokens(seed, s);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < D / 2; ++j) {
@@ -416,7 +531,20 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
       int8 ? "int8 weights with per-channel f32 scales decompressed to bf16 in the matmul, bf16 "
              "activations and KV cache"
            : std::string(Name(dt_)) + " weights and KV cache";
-  label_ = impl + " matmuls, attention " + attn_impl + "; " + held + ", f32 residual; threads " +
+  // The products' implementations, "brg:avx512_core_bf16 matmuls" where one won them all.
+  std::string impls;
+  for (const auto& [what, name] : chosen)
+    if (impls.find(name) == std::string::npos) impls += (impls.empty() ? "" : ", ") + name;
+  if (impls.find(", ") != std::string::npos) {
+    impls.clear();
+    for (const auto& [what, name] : chosen)
+      impls += std::string(impls.empty() ? "" : ", ") + what + " " + name;
+  }
+  label_ = impls + " matmuls" +
+           (int8 ? std::string()
+                 : " (each product the fastest of oneDNN's implementations, " +
+                       std::to_string(most_offered) + " at most, timed when built)") +
+           "; " + held + ", f32 residual; threads " +
            (serial_ ? "1 of the run's " + std::to_string(plan.before()) +
                           " (every product below 2^16 multiply-adds: too small to split)"
                     : std::to_string(Threads()));

@@ -134,6 +134,24 @@ TEST(OneDnnInfer, AStepTooSmallToSplitRunsOnOneThreadAndSaysSo) {
   EXPECT_EQ(large.label().find("threads 1 of"), std::string::npos) << large.label();
 }
 
+TEST(OneDnnInfer, EachMatmulIsOneOfOneDnnsOwnImplementationsAndTheLabelSaysWhich) {
+  // Every product of both dtypes the CPU has: timed among oneDNN's implementations, a
+  // non-reference one chosen (the float64 step tests check what it computes).
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    RunConfig cfg;
+    cfg.dtype = dt;
+    if (!onednn::OneDnnInfer::Supports({Small(), InferPhase::kDecode, 2, 9}, cfg).ok) continue;
+    onednn::OneDnnInfer op({Small(), InferPhase::kDecode, 2, 9}, cfg);
+    const std::string label = op.label();
+    EXPECT_NE(label.find("matmuls (each product the fastest of oneDNN's implementations, "),
+              std::string::npos)
+        << label;
+    const std::string impls = label.substr(0, label.find(" matmuls"));
+    EXPECT_FALSE(impls.empty()) << label;
+    EXPECT_EQ(impls.find("ref"), std::string::npos) << label;
+  }
+}
+
 TEST(OneDnnInfer, CountsTokensFlopsAndBytesOfTheShape) {
   const InferShape s{Small(), InferPhase::kDecode, 4, 32};
   RunConfig cfg;
