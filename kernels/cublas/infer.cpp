@@ -182,13 +182,13 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   split_ = cuda::ChooseSplit(attn_);
   x_ = cuda::DeviceBuffer<float>(size_t(T * d));
   h_ = cuda::DeviceBuffer<uint16_t>(size_t(T * d));
-  qkv_ = cuda::DeviceBuffer<uint8_t>(size_t(T * QKV) * (g_qkv_.bf16_out ? 2 : 4));
+  qkv_ = cuda::DeviceBuffer<uint8_t>(size_t(T * QKV) * g_qkv_.OutBytes());
   q_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
   partial_ = cuda::DeviceBuffer<float>(cuda::AttnPartialFloats(attn_, split_));
   cuda::ClearAttnScratch(partial_.get(), attn_, split_, st);
   if (fused_) ss_ = cuda::DeviceBuffer<float>(size_t(2 * T * cuda::GemvParts(d)));
   attn_out_ = cuda::DeviceBuffer<uint16_t>(size_t(T * QD));
-  gu_ = cuda::DeviceBuffer<uint8_t>(size_t(T * 2 * F) * (g_13_.bf16_out ? 2 : 4));
+  gu_ = cuda::DeviceBuffer<uint8_t>(size_t(T * 2 * F) * g_13_.OutBytes());
   act_ = cuda::DeviceBuffer<uint16_t>(size_t(T * F));
   last_ = cuda::DeviceBuffer<uint16_t>(size_t(B * d));
   logits_ = cuda::DeviceBuffer<float>(size_t(B * V));

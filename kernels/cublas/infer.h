@@ -99,6 +99,7 @@ class NativeInfer {
     // half the bytes of f32 written and read back, as PyTorch's bf16 Linear writes); f32
     // otherwise.
     bool bf16_out = false;
+    size_t OutBytes() const { return bf16_out ? 2 : 4; }  // a y element's
   };
   Gemm Plan(int64_t rows, int64_t in, int64_t out, int slot, bool bf16_out = false);
   // y (+)= x W^T; fp8 quantises x (bf16, rows x in) first. y is f32, or bf16 where g.bf16_out. A
