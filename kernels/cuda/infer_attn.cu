@@ -10,7 +10,7 @@
 #include <initializer_list>
 
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/infer_common.cuh"
+#include "kernels/cuda/infer_kernels.cuh"
 #include "kernels/cuda/infer_kernels.h"
 
 namespace dlb::cuda {

@@ -9,7 +9,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/infer_common.cuh"
+#include "kernels/cuda/infer_kernels.cuh"
 #include "kernels/cuda/infer_kernels.h"
 
 namespace dlb::cuda {
