@@ -53,6 +53,23 @@ class ThreadScope {
   int before_;
 };
 
+// Hands each implementation oneDNN offers for the matmul (src x wei -> dst under attr), in its
+// order of preference, to `take` (const dnnl::matmul::primitive_desc&) until `take` returns
+// false or none is left. oneDNN 2's iterator reads its operation descriptor at each step, so the
+// descriptor lives here for the whole walk.
+template <class F>
+void ForEachMatmulImpl(const dnnl::memory::desc& src, const dnnl::memory::desc& wei,
+                       const dnnl::memory::desc& dst, const dnnl::primitive_attr& attr, F&& take) {
+#if DNNL_VERSION_MAJOR >= 3
+  dnnl::matmul::primitive_desc pd(Engine(), src, wei, dst, attr);
+#else
+  const dnnl::matmul::desc op(src, wei, dst);
+  dnnl::matmul::primitive_desc pd(op, attr, Engine());
+#endif
+  while (take(static_cast<const dnnl::matmul::primitive_desc&>(pd)) && pd.next_impl()) {
+  }
+}
+
 // Fills the memory with NaN of the dtype's storage, padding included, on all cores: an output an
 // op never writes then fails verification. int8: the int32 output of an int8 op, filled with
 // kInt32Poison (dtype.h).

@@ -32,14 +32,6 @@ dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::des
                                       const memory::desc& dst, const dnnl::primitive_attr& attr) {
   return dnnl::matmul::primitive_desc(Engine(), src, wei, dst, attr);
 }
-// Hands each implementation oneDNN offers for the matmul, in its order, to `take`.
-template <class F>
-void ForEachMatmulImpl(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-                       const dnnl::primitive_attr& attr, F&& take) {
-  dnnl::matmul::primitive_desc pd(Engine(), src, wei, dst, attr);
-  do take(pd);
-  while (pd.next_impl());
-}
 void AppendScale(dnnl::post_ops* po, float scale) {
   po->append_eltwise(dnnl::algorithm::eltwise_linear, scale, 0.f);
 }
@@ -58,15 +50,6 @@ using Softmax = dnnl::softmax_v2_forward;
 dnnl::matmul::primitive_desc MatmulPd(const memory::desc& src, const memory::desc& wei,
                                       const memory::desc& dst, const dnnl::primitive_attr& attr) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, Engine());
-}
-template <class F>
-void ForEachMatmulImpl(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-                       const dnnl::primitive_attr& attr, F&& take) {
-  // The implementation iterator keeps a pointer to the operation descriptor: alive throughout.
-  const dnnl::matmul::desc op(src, wei, dst);
-  dnnl::matmul::primitive_desc pd(op, attr, Engine());
-  do take(pd);
-  while (pd.next_impl());
 }
 void AppendScale(dnnl::post_ops* po, float scale) {
   po->append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
@@ -239,8 +222,10 @@ TimedImpl ToTime(MatmulImpl impl) {
 MatmulImpl FastestMatmul(const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
                          const dnnl::primitive_attr& attr, int* offered) {
   std::vector<MatmulImpl> all;
-  ForEachMatmulImpl(src, wei, dst, attr,
-                    [&](const dnnl::matmul::primitive_desc& pd) { all.push_back(Built(pd)); });
+  ForEachMatmulImpl(src, wei, dst, attr, [&](const dnnl::matmul::primitive_desc& pd) {
+    all.push_back(Built(pd));
+    return true;
+  });
   std::vector<MatmulImpl> impls;
   for (MatmulImpl& m : all)
     if (m.name.rfind("ref", 0) != 0) impls.push_back(std::move(m));

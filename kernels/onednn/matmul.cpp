@@ -107,23 +107,9 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   dnnl::primitive_attr attr;
   // A user scratchpad is allocated here once; the library's would be sized on first execute.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-#if DNNL_VERSION_MAJOR >= 3
-  dnnl::matmul::primitive_desc pd(Engine(), a_md, b_md, c_md, attr);
-#else
-  // oneDNN 2's implementation iterator keeps a pointer to the operation descriptor, and
-  // next_impl() reads it: it must outlive the search, not be a temporary.
-  const dnnl::matmul::desc op(a_md, b_md, c_md);
-  dnnl::matmul::primitive_desc pd(op, attr, Engine());
-#endif
-  a_ = memory(pd.src_desc(), Engine());
-  b_ = memory(pd.weights_desc(), Engine());
-  c_ = memory(pd.dst_desc(), Engine());
-  // Plain (possibly transposed) layouts: storage order is the seeded stream's order.
-  SeedStorage(a_.get_data_handle(), TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_);
-  SeedStorage(b_.get_data_handle(), TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_);
   // The search times every implementation oneDNN offers for these exact (strided) layouts,
   // reference ones aside: oneDNN's first choice is not always its fastest (brgemm vs gemm:jit
-  // f32).
+  // f32). The layouts are plain, so every implementation has the same memory descriptors.
   struct Impl {
     dnnl::matmul prim;
     memory scratchpad;
@@ -132,16 +118,25 @@ OneDnnMatmul::OneDnnMatmul(const GemmShape& s, const RunConfig& cfg)
   autotune::Tuner<Impl> tuner(SearchPolicy(),
                               [](Impl& c, int runs) { return TimeRuns(c.prim, c.args, runs); });
   const bool search = cfg.algo == Algo::kSearch;
-  do {
+  ForEachMatmulImpl(a_md, b_md, c_md, attr, [&](const dnnl::matmul::primitive_desc& pd) {
+    if (!a_) {
+      a_ = memory(pd.src_desc(), Engine());
+      b_ = memory(pd.weights_desc(), Engine());
+      c_ = memory(pd.dst_desc(), Engine());
+      // Plain (possibly transposed) layouts: storage order is the seeded stream's order.
+      SeedStorage(a_.get_data_handle(), TensorSeed(cfg.seed, 0), size_t(s.m * s.k), dtype_);
+      SeedStorage(b_.get_data_handle(), TensorSeed(cfg.seed, 1), size_t(s.k * s.n), dtype_);
+    }
     std::string impl = pd.impl_info_str();
-    if (search && impl.find("ref") != std::string::npos) continue;
+    if (search && impl.find("ref") != std::string::npos) return true;
     Impl c{dnnl::matmul(pd), memory(pd.scratchpad_desc(), Engine()), {}};
     c.args = {{DNNL_ARG_SRC, a_},
               {DNNL_ARG_WEIGHTS, b_},
               {DNNL_ARG_DST, c_},
               {DNNL_ARG_SCRATCHPAD, c.scratchpad}};
     tuner.Offer(std::move(impl), std::move(c));
-  } while (search && pd.next_impl());
+    return search;
+  });
   if (tuner.offered() == 0)
     throw Unsupported("oneDNN offers only reference matmul implementations here");
   Impl chosen = tuner.Finish();
