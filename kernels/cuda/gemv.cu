@@ -12,7 +12,7 @@ namespace dlb::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps a block, a row of w each
+constexpr int kThreads = 256;  // 8 warps a block at a row a warp
 constexpr int kWarps = kThreads / 32;
 // 16-byte loads of w in flight per lane, by weight format. Measured on an H200 at Llama-3-8B's
 // shapes, one token: 4 beat 8 by 6% in bf16 and 11% in e4m3 (a row's fewer, longer rounds leave
@@ -64,61 +64,92 @@ __device__ __forceinline__ float DotWord<true>(const uint4& w, const uint4* __re
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-// The pieces of a fused norm's sums a thread loads before streaming its row, so that their latency
-// hides behind the weights'; a row of more pieces than kThreads x kPrefetchParts loads the rest
-// after.
+// The pieces of a fused norm's sums a thread loads before streaming its rows, so that their
+// latency hides behind the weights'; a row of more pieces than the block's threads x
+// kPrefetchParts loads the rest after.
 constexpr int kPrefetchParts = 4;
 
-// Block of 8 warps, warp w taking weight row blockIdx.x * 8 + w: kw 16-byte words a row, x's rows
-// k / 8 words apart. The fused epilogues (GemvFusion) run after the warps' sums.
+// Weight rows a warp, by format. A warp's row costs a fixed start and end (the norm's pieces, the
+// shuffles, the epilogue) besides its loads; an e4m3 row at k 4096 is two rounds of loads, so
+// two rows a warp (four warps a block) halve that share. Measured on an H200, Llama-3-8B's
+// decode products chained as in a step, one token, in a CUDA graph: e4m3 2299 us against 2373
+// at one row a warp; bf16 3894 us at two rows against 3787 at one.
+template <bool kFp8>
+struct RowsPerWarp {
+  static constexpr int value = kFp8 ? 2 : 1;
+};
+
+// Block of kRowsPerBlock (8) rows: 8 / R warps, warp w taking rows blockIdx.x * 8 + w R + r
+// (r < R), each row read in rounds of 16-byte loads, kw words a row, x's rows k / 8 words apart.
+// The fused epilogues (GemvFusion) run after the warps' sums.
+constexpr int kRowsPerBlock = kWarps;
 template <bool kFp8, int M>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
-  __shared__ float red[kWarps][M];
+  constexpr int R = RowsPerWarp<kFp8>::value, kBlockThreads = kThreads / R,
+                kBlockWarps = kWarps / R;
+  __shared__ float red[kRowsPerBlock][M];
   __shared__ float inv[M];
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  const int row = int(blockIdx.x) * kWarps + warp;
+  const int row0 = int(blockIdx.x) * kRowsPerBlock + warp * R;  // the warp's first row
   const int xw = k / 8;
   constexpr int kUnroll = kFp8 ? kUnrollFp8 : kUnrollBf16;
-  const uint4* wr = w + size_t(row) * size_t(kw);
-  int c = lane;
+  // Rows past n read row n - 1; their sums are never written.
+  const uint4* wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + size_t(min(row0 + r, n - 1)) * size_t(kw);
   float part[M][kPrefetchParts];
   if (f.norm_parts != nullptr)
 #pragma unroll
     for (int i = 0; i < M; ++i)
 #pragma unroll
       for (int u = 0; u < kPrefetchParts; ++u) {
-        const int p = int(threadIdx.x) + u * kThreads;
+        const int p = int(threadIdx.x) + u * kBlockThreads;
         part[i][u] = p < f.norm_part_count ? f.norm_parts[i * f.norm_part_count + p] : 0.f;
       }
-  float acc[M];
+  float acc[R][M];
 #pragma unroll
-  for (int i = 0; i < M; ++i) acc[i] = 0.f;
-  if (row < n) {
-    // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
-    // the caches.
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) acc[r][i] = 0.f;
+  // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
+  // the caches.
+  // One row a warp: a warp wholly past n reads nothing. Two: every warp reads (with that branch
+  // the e4m3 product measured no faster than at one row a warp, 2371 us).
+  if (R > 1 || row0 < n) {
+    int c = lane;
     for (; c + 32 * (kUnroll - 1) < kw; c += 32 * kUnroll) {
-      uint4 wv[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+      uint4 wv[R][kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
-        for (int i = 0; i < M; ++i) acc[i] += DotWord<kFp8>(wv[u], x + size_t(i) * xw, c + 32 * u);
-    }
-    for (; c < kw; c += 32) {
-      const uint4 last = __ldcs(wr + c);
+        for (int r = 0; r < R; ++r) wv[r][u] = __ldcs(wr[r] + c + 32 * u);
 #pragma unroll
-      for (int i = 0; i < M; ++i) acc[i] += DotWord<kFp8>(last, x + size_t(i) * xw, c);
+      for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int i = 0; i < M; ++i)
+            acc[r][i] += DotWord<kFp8>(wv[r][u], x + size_t(i) * xw, c + 32 * u);
     }
+    for (; c < kw; c += 32)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint4 last = __ldcs(wr[r] + c);
+#pragma unroll
+        for (int i = 0; i < M; ++i) acc[r][i] += DotWord<kFp8>(last, x + size_t(i) * xw, c);
+      }
   }
 #pragma unroll
-  for (int i = 0; i < M; ++i) {
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], off);
-    acc[i] *= w_scale;
-  }
+    for (int i = 0; i < M; ++i) {
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2)
+        acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], off);
+      acc[r][i] *= w_scale;
+    }
   if (f.norm_parts != nullptr) {
     // The norm's sum of squares, its pieces added in the same order every time.
 #pragma unroll
@@ -126,8 +157,8 @@ __global__ void __launch_bounds__(kThreads)
       float s = 0.f;
 #pragma unroll
       for (int u = 0; u < kPrefetchParts; ++u) s += part[i][u];
-      for (int p = int(threadIdx.x) + kPrefetchParts * kThreads; p < f.norm_part_count;
-           p += kThreads)
+      for (int p = int(threadIdx.x) + kPrefetchParts * kBlockThreads; p < f.norm_part_count;
+           p += kBlockThreads)
         s += f.norm_parts[i * f.norm_part_count + p];
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
@@ -137,22 +168,27 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x < M) {
       float s = 0.f;
 #pragma unroll
-      for (int w8 = 0; w8 < kWarps; ++w8) s += red[w8][threadIdx.x];
+      for (int w8 = 0; w8 < kBlockWarps; ++w8) s += red[w8][threadIdx.x];
       inv[threadIdx.x] = rsqrtf(s / float(k) + f.eps);
     }
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < M; ++i) acc[i] *= inv[i];
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < M; ++i) acc[r][i] *= inv[i];
   }
 
   if (f.act != nullptr) {
-    // Rows 2p and 2p + 1 of the block (warps 2p, 2p + 1) are one SwiGLU unit's gate and up.
+    // Rows 2p and 2p + 1 of the block are one SwiGLU unit's gate and up.
     if (lane == 0)
 #pragma unroll
-      for (int i = 0; i < M; ++i) red[warp][i] = acc[i];
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < M; ++i) red[warp * R + r][i] = acc[r][i];
     __syncthreads();
-    const int p = int(threadIdx.x) % (kWarps / 2), i = int(threadIdx.x) / (kWarps / 2);
-    const int unit = int(blockIdx.x) * (kWarps / 2) + p, units = n / 2;
+    const int p = int(threadIdx.x) % (kRowsPerBlock / 2),
+              i = int(threadIdx.x) / (kRowsPerBlock / 2);
+    const int unit = int(blockIdx.x) * (kRowsPerBlock / 2) + p, units = n / 2;
     if (i < M && unit < units) {
       const float g = red[2 * p][i], u = red[2 * p + 1][i];
       reinterpret_cast<__nv_bfloat16*>(f.act)[size_t(i) * units + unit] =
@@ -161,34 +197,41 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   if (f.out_parts == nullptr) {
-    if (lane == 0 && row < n)
+    if (lane == 0)
 #pragma unroll
-      for (int i = 0; i < M; ++i) {
-        float* out = y + size_t(i) * size_t(n) + row;
-        *out = accumulate ? *out + acc[i] : acc[i];
-      }
+      for (int r = 0; r < R; ++r)
+        if (row0 + r < n)
+#pragma unroll
+          for (int i = 0; i < M; ++i) {
+            float* out = y + size_t(i) * size_t(n) + row0 + r;
+            *out = accumulate ? *out + acc[r][i] : acc[r][i];
+          }
     return;
   }
   // Residual output: y += product, the next norm's input y x gamma and y's squares, a block's
   // squares summed into its piece.
   if (lane == 0)
 #pragma unroll
-    for (int i = 0; i < M; ++i) {
-      float v = 0.f;
-      if (row < n) {
-        float* out = y + size_t(i) * size_t(n) + row;
-        v = accumulate ? *out + acc[i] : acc[i];
-        *out = v;
-        reinterpret_cast<__nv_bfloat16*>(f.next_in)[size_t(i) * n + row] =
-            __float2bfloat16(v * f.gamma[row]);
+    for (int r = 0; r < R; ++r) {
+      const int row = row0 + r;
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        float v = 0.f;
+        if (row < n) {
+          float* out = y + size_t(i) * size_t(n) + row;
+          v = accumulate ? *out + acc[r][i] : acc[r][i];
+          *out = v;
+          reinterpret_cast<__nv_bfloat16*>(f.next_in)[size_t(i) * n + row] =
+              __float2bfloat16(v * f.gamma[row]);
+        }
+        red[warp * R + r][i] = v * v;
       }
-      red[warp][i] = v * v;
     }
   __syncthreads();
   if (threadIdx.x < M) {
     float s = 0.f;
 #pragma unroll
-    for (int w8 = 0; w8 < kWarps; ++w8) s += red[w8][threadIdx.x];
+    for (int q = 0; q < kRowsPerBlock; ++q) s += red[q][threadIdx.x];
     f.out_parts[threadIdx.x * gridDim.x + blockIdx.x] = s;
   }
 }
@@ -196,8 +239,8 @@ __global__ void __launch_bounds__(kThreads)
 template <bool kFp8, int M>
 void LaunchM(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  const int blocks = (n + kWarps - 1) / kWarps;
-  GemvKernel<kFp8, M><<<blocks, kThreads, 0, stream>>>(
+  const int blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
+  GemvKernel<kFp8, M><<<blocks, kThreads / RowsPerWarp<kFp8>::value, 0, stream>>>(
       reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
       kFp8 ? k / 16 : k / 8, accumulate, f);
 }
