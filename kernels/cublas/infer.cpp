@@ -398,6 +398,13 @@ std::string NativeInfer::TuneGemms() {
       if (g.slot == 3) Launch(g, y.w2.get(), act_.get(), x_.get(), true);
     }
   };
+  // Each of the heuristic's first algorithms over one pass: a warm-up pass, then the best of
+  // two; one that fails to launch is passed over.
+  autotune::Policy policy;
+  policy.warmup_runs = 1;
+  policy.score = autotune::Policy::Score::kMinOfRuns;
+  policy.min_runs = 2;
+  policy.max_runs = 2;
   cuda::EventTimer events;
   int offered = 0, moved = 0;
   for (Gemm* g : gemms) {
@@ -406,30 +413,25 @@ std::string NativeInfer::TuneGemms() {
         HeuristicResults(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
                          workspace_.bytes(), kGemmCandidates);
     offered = std::max(offered, int(found.size()));
-    // A warm-up pass, then the best of two; an algorithm that fails to launch is passed over.
-    double best = 1e300;
-    size_t chosen = 0;
-    for (size_t i = 0; i < found.size(); ++i) {
-      g->algo = found[i].algo;
-      double t = 1e300;
-      try {
-        for (int r = 0; r < 3; ++r) {
-          const double ms = events.TimeLaunches(st, 1, [&] { pass(*g); }).ms;
-          if (r > 0) t = std::min(t, ms);
-        }
-      } catch (const Error&) {
-        cudaGetLastError();
-        continue;
-      }
-      if (t < best) {
-        best = t;
-        chosen = i;
-      }
-    }
-    if (found.empty() || best == 1e300) {
+    if (found.empty()) {
       g->algo = FirstHeuristicAlgo(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
                                    workspace_.bytes(), "no cuBLASLt algorithm here");
       continue;
+    }
+    autotune::Tuner<size_t> tuner(policy, [&](size_t& i, int runs) {
+      g->algo = found[i].algo;
+      try {
+        return events.TimeLaunches(st, runs, [&] { pass(*g); });
+      } catch (const Error&) {
+        cudaGetLastError();  // the failed launch's error, not the next call's
+        throw;
+      }
+    });
+    for (size_t i = 0; i < found.size(); ++i) tuner.Offer(std::to_string(i), i);
+    size_t chosen = 0;
+    try {
+      chosen = tuner.Finish();
+    } catch (const Error&) {  // every algorithm failed to launch: the heuristic's first
     }
     g->algo = found[chosen].algo;
     moved += chosen != 0;
