@@ -225,8 +225,8 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
 
   const char* gemms =
       fp8_ && g_qkv_.gemv
-          ? "fp8 weight-streaming products, a warp a weight row (one token a step, the norms and "
-            "SwiGLU fused into them: e4m3 weights with per-tensor scales, bf16 activations"
+          ? "fp8 weight-streaming products, two weight rows a warp (one token a step, the norms "
+            "and SwiGLU fused into them: e4m3 weights with per-tensor scales, bf16 activations"
       : fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
                "e4m3 by their absmax each step"
       : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row (one token a step, the "
