@@ -300,7 +300,7 @@ void NativeInfer::Attention(size_t l) {
                      stream_.get());
 }
 
-std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats) {
+std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats, bool candidates) {
   const Support ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
   if (!ok.ok) return ok.why;
   const LlamaConfig& m = shape_.model;
@@ -310,7 +310,8 @@ std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats) {
     // q rows of token x head x head_dim (the logical (B, H, n, D) strided); the cache's
     // capacity-strided positions.
     const cudnn::SdpaForward::Strides strides{{n * QD, D, QD, 1}, {G * cap * D, cap * D, D, 1}};
-    sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, stream_.get(), stats);
+    sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, stream_.get(), stats,
+                                                 candidates);
     for (size_t l = 0; l < layers_.size(); ++l) {
       uint16_t* k = cache_.get() + 2 * int64_t(l) * layer_kv_;
       sdpa_->Bind(q_.get(), k, k + layer_kv_, attn_out_.get());
@@ -336,44 +337,68 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   as.kv_seq = shape_.FirstPos() + n;
   as.head_dim = m.head_dim;
   as.causal = n > 1;
-  const std::string why = PlanSdpa(as, false);
+  const bool fastest = choice == DecodeAttention::kFastest;
+  const std::string why = PlanSdpa(as, false, fastest);
   if (!why.empty()) return kernel + " (cuDNN's fused SDPA: " + why + ")";
   StreamRef st = stream_.get();
-  const std::string cudnn = sdpa_->label();
   attn_sdpa_ = true;
-  if (choice == DecodeAttention::kCudnn) return cudnn;
+  if (!fastest) return sdpa_->label();
 
-  // Both over every layer's cache in turn (the whole cache, as a step reads it: no layer's is
-  // still in L2 when its turn comes again), each pass captured in a CUDA graph as the step runs
-  // it (cuDNN's execute call costs host time that a graph's replay does not), in interleaved
-  // rounds; a query of zeros (q_ is written by each step's rotary append, not yet here).
+  // The kernel (option 0) and each of cuDNN's usable engine configurations (option 1 + i), each
+  // over every layer's cache in turn (the whole cache, as a step reads it: no layer's is still in
+  // L2 when its turn comes again), each pass captured in a CUDA graph as the step runs it
+  // (cuDNN's execute call costs host time that a graph's replay does not), timed in interleaved
+  // rounds rather than one after another (autotune::Tuner), so that a drift of the card's clock
+  // does not decide between close options; a query of zeros (q_ is written by each step's
+  // rotary append, not yet here). A configuration that fails to run is passed over.
   DLB_CHECK(cudaMemsetAsync(q_.get(), 0, q_.bytes(), st));
-  cuda::GraphExec passes[2];
-  for (int c = 0; c < 2; ++c) {
-    attn_sdpa_ = c == 1;
+  const int configs = sdpa_->Candidates(), options = 1 + configs;
+  std::vector<cuda::GraphExec> passes(static_cast<size_t>(options));
+  for (int c = 0; c < options; ++c) {
+    attn_sdpa_ = c > 0;
+    if (c > 0) sdpa_->Choose(c - 1);
     const auto pass = [&] {
       for (size_t l = 0; l < layers_.size(); ++l) Attention(l);
     };
-    pass();  // eager first: the libraries load their code outside the capture
-    cuda::Sync(st);
-    passes[c] = cuda::Capture(st, pass);
+    try {
+      pass();  // eager first: the libraries load their code outside the capture
+      cuda::Sync(st);
+      passes[size_t(c)] = cuda::Capture(st, pass);
+    } catch (const Error&) {
+      if (c == 0) throw;  // the suite's own kernel must run
+      cudaGetLastError();
+    }
   }
   cuda::EventTimer events;
-  double best[2] = {1e300, 1e300};  // the kernel's, cuDNN's: ms a pass over the layers
+  std::vector<double> best(static_cast<size_t>(options), 1e300);  // ms a pass over the layers
   for (int round = 0; round < 4; ++round)
-    for (int c = 0; c < 2; ++c) {
+    for (int c = 0; c < options; ++c) {
+      if (!passes[size_t(c)]) continue;
       const autotune::Sample t = events.TimeLaunches(
-          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[c].get(), st)); });
-      if (round > 0) best[c] = std::min(best[c], t.ms);
+          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[size_t(c)].get(), st)); });
+      if (round > 0) best[size_t(c)] = std::min(best[size_t(c)], t.ms);
     }
+  const int cudnn_best =
+      1 + int(std::min_element(best.begin() + 1, best.end()) - (best.begin() + 1));
+  const int usable = int(std::count_if(passes.begin() + 1, passes.end(),
+                                       [](const cuda::GraphExec& g) { return bool(g); }));
   const double layers = double(layers_.size());
   const auto us = [&](double ms) { return std::to_string(int(std::lround(1e3 * ms / layers))); };
-  const bool use_cudnn = best[1] < best[0];
+  const bool use_cudnn = usable > 0 && best[size_t(cudnn_best)] < best[0];
   attn_sdpa_ = use_cudnn;
+  if (usable > 0) sdpa_->Choose(cudnn_best - 1);
+  const std::string cudnn = sdpa_->label();
   if (!use_cudnn) sdpa_.reset();
-  const std::string times =
-      "timed over every layer's cache in a CUDA graph when built: " + us(best[1]) +
-      " us a layer for cuDNN's, " + us(best[0]) + " us for the kernel's";
+  // Where the search moved off the heuristics' first configuration (option 1), its time too.
+  const std::string of =
+      configs == 1 ? "cuDNN's"
+      : cudnn_best == 1 || !passes[1]
+          ? "the fastest of cuDNN's " + std::to_string(usable) + " engine configurations"
+          : "the fastest of cuDNN's " + std::to_string(usable) +
+                " engine configurations (its heuristics' first " + us(best[1]) + " us)";
+  const std::string times = "timed over every layer's cache in a CUDA graph when built: " +
+                            (usable > 0 ? us(best[size_t(cudnn_best)]) : std::string("-")) +
+                            " us a layer for " + of + ", " + us(best[0]) + " us for the kernel's";
   return use_cudnn ? cudnn + " (the faster, " + times + ")"
                    : kernel + " (the faster, " + times + ")";
 }

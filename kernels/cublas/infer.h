@@ -120,7 +120,8 @@ class NativeInfer {
   std::string TuneGemms();
   static constexpr int kGemmCandidates = 8;
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
-  std::string PlanSdpa(const AttnShape& as, bool stats);
+  // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).
+  std::string PlanSdpa(const AttnShape& as, bool stats, bool candidates = false);
   // Decode: plans cuDNN's SDPA over the cache (sdpa_) where it has an engine and `attention`
   // allows it; kFastest times it and the kernel over every layer's cache and keeps the faster.
   // Returns the label's words on the attention.

@@ -20,7 +20,12 @@ struct SdpaState {
   AttnShape shape;
   Handle handle;
   attn::OpGraph graph;
-  engines::Candidate chosen;
+  // The usable configurations (the heuristics' first alone unless the caller asked for all) and
+  // the one that runs.
+  std::vector<engines::Candidate> candidates;
+  size_t chosen = 0;
+  std::string form;  // "" or " (unified SDPA operation)"
+  const engines::Candidate& Chosen() const { return candidates[chosen]; }
   cuda::DeviceBuffer<uint8_t> workspace;
   cuda::DeviceBuffer<float> stats;
   float scale = 0, neg_inf = 0;
@@ -30,8 +35,18 @@ struct SdpaState {
 
 Support SdpaForward::Supports(const AttnShape& s, DType dt) { return attn::FusedSupport(s, dt); }
 
+namespace {
+
+void Label(SdpaState& st, bool stats) {
+  st.label = "cuDNN " + VersionText(cudnnGetVersion()) + " fused SDPA fwd" + st.form + ", " +
+             engines::EngineName(st.Chosen()) + (st.shape.causal ? ", causal" : "") +
+             (stats ? "" : ", no softmax statistics");
+}
+
+}  // namespace
+
 SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& strides,
-                         cudaStream_t stream, bool stats)
+                         cudaStream_t stream, bool stats, bool candidates)
     : state_(std::make_unique<SdpaState>()) {
   RequireSupported(Supports(shape, dt));
   SdpaState& st = *state_;
@@ -50,11 +65,11 @@ SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& stride
   const int64_t ws_limit =
       static_cast<int64_t>(std::min(engines::kWorkspaceCapBytes, 0.5 * double(free_b)));
   // The heuristics' first usable engine, the inputs' precision kept as the attention family's
-  // (kernels/cudnn/attn.cpp).
+  // (kernels/cudnn/attn.cpp); with `candidates`, all of them.
   const auto plan = [&](const char* what) {
-    st.chosen = std::move(engines::Usable(st.graph.graph.get(), st.handle.get(), false, ws_limit,
-                                          engines::KeepsInputPrecision, what)
-                              .front());
+    st.candidates = engines::Usable(st.graph.graph.get(), st.handle.get(), candidates, ws_limit,
+                                    engines::KeepsInputPrecision, what);
+    st.chosen = 0;
   };
   // As cudnn-frontend's automatic choice: the unified SDPA operation where the graph has no mask
   // and the loaded cuDNN has it (9.13.1), else the operation graph its composite node lowers to.
@@ -76,10 +91,11 @@ SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& stride
         attn::BuildForward(st.handle.get(), st.shape, dt, low, {strides.q, strides.kv}, stats);
     plan("fused attention engine for this forward graph");
   }
-  st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(st.chosen.workspace));
-  st.label = "cuDNN " + VersionText(version) + " fused SDPA fwd" + form + ", " +
-             engines::EngineName(st.chosen) + (shape.causal ? ", causal" : "") +
-             (stats ? "" : ", no softmax statistics");
+  int64_t workspace = 0;
+  for (const engines::Candidate& c : st.candidates) workspace = std::max(workspace, c.workspace);
+  st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(workspace));
+  st.form = form;
+  Label(st, stats);
 }
 
 SdpaForward::~SdpaForward() = default;
@@ -109,9 +125,19 @@ void SdpaForward::Run(int bound) {
   DLB_REQUIRE(bound >= 0 && size_t(bound) < st.packs.size(),
               "SdpaForward::Run: no tensors bound as " + std::to_string(bound));
   DLB_CHECK(
-      cudnnBackendExecute(st.handle.get(), st.chosen.plan.get(), st.packs[size_t(bound)].get()));
+      cudnnBackendExecute(st.handle.get(), st.Chosen().plan.get(), st.packs[size_t(bound)].get()));
 }
 
 std::string SdpaForward::label() const { return state_->label; }
+
+int SdpaForward::Candidates() const { return int(state_->candidates.size()); }
+
+void SdpaForward::Choose(int i) {
+  SdpaState& st = *state_;
+  DLB_REQUIRE(i >= 0 && i < Candidates(),
+              "SdpaForward::Choose: no configuration " + std::to_string(i));
+  st.chosen = size_t(i);
+  Label(st, st.stats.size() > 0);
+}
 
 }  // namespace dlb::cudnn

@@ -35,8 +35,12 @@ class SdpaForward {
   // builds); allocates the workspace and, with `stats`, the softmax statistics the graph writes
   // (without: the inference graph, O alone, as PyTorch builds it under no_grad). shape.kv_seq
   // sets the keys' length apart from the queries' (decode over a cache; no causal mask then).
+  // With `candidates`, every engine configuration that builds and keeps the inputs' precision is
+  // kept (heuristics A, B and the fallback list, and every engine with its default knobs), the
+  // heuristics' first chosen, and the workspace sized for the largest: Choose() switches among
+  // them, for a caller that times them where they run.
   SdpaForward(const AttnShape& shape, DType dt, const Strides& strides, cudaStream_t stream,
-              bool stats = true);
+              bool stats = true, bool candidates = false);
   ~SdpaForward();
   SdpaForward(SdpaForward&&) noexcept;
   SdpaForward& operator=(SdpaForward&&) noexcept;
@@ -48,8 +52,13 @@ class SdpaForward {
   int Bind(void* q, void* k, void* v, void* o);
   // Enqueues the attention of a bound set on the stream; no sync, no allocation.
   void Run(int bound);
-  // "cuDNN 9.19.0 fused SDPA fwd, engine 8 ... from heur_a#0".
+  // "cuDNN 9.19.0 fused SDPA fwd, engine 8 ... from heur_a#0": the chosen configuration's.
   std::string label() const;
+  // The configurations kept (one without `candidates`), the chosen one first until Choose().
+  int Candidates() const;
+  // Runs configuration i (< Candidates()) from now on; a CUDA graph captured before keeps the one
+  // it captured.
+  void Choose(int i);
 
  private:
   std::unique_ptr<SdpaState> state_;

@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "kernels/common/dtype.h"
+#include "kernels/cuda/buffer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/infer_kernels.h"
 #include "kernels/reference/infer.h"
@@ -138,6 +143,76 @@ TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
     EXPECT_NE(fastest.label().find("(the faster, timed over every layer's cache"),
               std::string::npos)
         << fastest.label();
+    fastest.Run();
+    EXPECT_LT(testing::RelativeL2(fastest.Output().data, want), 3e-2) << fastest.label();
+  }
+}
+
+// Every engine configuration cuDNN offers for decode's attention (one query a sequence over a
+// cache of more positions than it holds, grouped-query heads), each run through Choose(), against
+// the float64 attention of the same bf16 values on the host: what the step's choice times.
+TEST(NativeInfer, EverySdpaConfigurationOfADecodeMatchesTheFloat64Attention) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  AttnShape a;
+  a.batch = 2, a.heads = 8, a.kv_heads = 2, a.seq = 1, a.kv_seq = 300, a.head_dim = 64;
+  const Support sup = cudnn::SdpaForward::Supports(a, DType::kBF16);
+  if (!sup.ok) GTEST_SKIP() << sup.why;
+  const int64_t B = a.batch, H = a.heads, G = a.kv_heads, L = a.kv_seq, D = a.head_dim,
+                cap = L + 20;  // the cache's capacity, as the step's, past what is read
+  std::mt19937 gen(23);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const auto seeded = [&](size_t n) {
+    std::vector<uint16_t> v(n);
+    for (auto& x : v) x = FloatToBf16(u(gen));
+    return v;
+  };
+  const std::vector<uint16_t> q = seeded(size_t(B * H * D)), k = seeded(size_t(B * G * cap * D)),
+                              v = seeded(size_t(B * G * cap * D));
+  cuda::DeviceBuffer<uint16_t> dq(q.size()), dk(k.size()), dv(v.size()), dout(q.size());
+  DLB_CHECK(cudaMemcpy(dq.get(), q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dk.get(), k.data(), k.size() * 2, cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dv.get(), v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+  // softmax(q k^T / sqrt(D)) v of each (sequence, head), its kv head h / (H / G).
+  std::vector<double> want(q.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      std::vector<double> p(static_cast<size_t>(L));
+      double top = -1e300, sum = 0;
+      for (int64_t j = 0; j < L; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d)
+          dot += double(Bf16ToFloat(q[size_t((b * H + h) * D + d)])) *
+                 Bf16ToFloat(k[size_t(((b * G + g) * cap + j) * D + d)]);
+        p[size_t(j)] = dot / std::sqrt(double(D));
+        top = std::max(top, p[size_t(j)]);
+      }
+      for (double& x : p) sum += x = std::exp(x - top);
+      for (int64_t d = 0; d < D; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j < L; ++j)
+          o += p[size_t(j)] * Bf16ToFloat(v[size_t(((b * G + g) * cap + j) * D + d)]);
+        want[size_t((b * H + h) * D + d)] = o / sum;
+      }
+    }
+  const cudnn::SdpaForward::Strides strides{{H * D, D, H * D, 1}, {G * cap * D, cap * D, D, 1}};
+  cudnn::SdpaForward op(a, DType::kBF16, strides, nullptr, false, true);
+  op.Bind(dq.get(), dk.get(), dv.get(), dout.get());
+  ASSERT_GE(op.Candidates(), 1);
+  for (int i = 0; i < op.Candidates(); ++i) {
+    op.Choose(i);
+    DLB_CHECK(cudaMemset(dout.get(), 0xff, dout.bytes()));  // NaN until written
+    op.Run(0);
+    DLB_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> got(q.size());
+    DLB_CHECK(cudaMemcpy(got.data(), dout.get(), got.size() * 2, cudaMemcpyDeviceToHost));
+    double err = 0, norm = 0;
+    for (size_t e = 0; e < got.size(); ++e) {
+      const double d = double(Bf16ToFloat(got[e])) - want[e];
+      err += d * d;
+      norm += want[e] * want[e];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 1e-2) << op.label();  // bf16 output's rounding, and NaN
   }
 }
 
