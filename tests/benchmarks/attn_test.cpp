@@ -8,15 +8,6 @@
 namespace dlb::testing {
 namespace {
 
-// The name's own keys, after bs, dt and pass.
-std::map<std::string, std::string> KeysOf(const std::string& name) {
-  std::map<std::string, std::string> out;
-  const auto parsed = ParseName(name);
-  if (!parsed) return out;
-  for (const auto& [k, v] : parsed->keys) out[k] = v;
-  return out;
-}
-
 TEST(BenchAttn, SmokeTierWritesValidJson) {
   Result r = RunBinary(DLB_BENCH_ATTN, "--dlb_tier=smoke --benchmark_min_time=0.02");
   ASSERT_EQ(r.exit_code, 0) << r.output;

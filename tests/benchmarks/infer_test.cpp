@@ -7,14 +7,6 @@
 namespace dlb::testing {
 namespace {
 
-std::map<std::string, std::string> KeysOf(const std::string& name) {
-  std::map<std::string, std::string> out;
-  const auto parsed = ParseName(name);
-  if (!parsed) return out;
-  for (const auto& [k, v] : parsed->keys) out[k] = v;
-  return out;
-}
-
 TEST(BenchInfer, SmokeTierWritesValidJson) {
   Result r = RunBinary(DLB_BENCH_INFER, "--dlb_tier=smoke --benchmark_min_time=0.02");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -89,6 +90,15 @@ inline void CheckSchemaNames(const nlohmann::json& json) {
     EXPECT_TRUE(schema::In(schema::kDispositions, v.value(std::string(schema::kDisposition), "")))
         << v;
   }
+}
+
+// A case name's own keys (after bs, dt and pass) as a map; empty when the name does not parse.
+inline std::map<std::string, std::string> KeysOf(const std::string& name) {
+  std::map<std::string, std::string> out;
+  const auto parsed = ParseName(name);
+  if (!parsed) return out;
+  for (const auto& [k, v] : parsed->keys) out[k] = v;
+  return out;
 }
 
 // Checks every entry; returns how many were measured.
