@@ -37,10 +37,12 @@ Support SdpaForward::Supports(const AttnShape& s, DType dt) { return attn::Fused
 
 namespace {
 
-void Label(SdpaState& st, bool stats) {
+// The label of the chosen configuration; the graph writes softmax statistics where it has their
+// buffer.
+void Label(SdpaState& st) {
   st.label = "cuDNN " + VersionText(cudnnGetVersion()) + " fused SDPA fwd" + st.form + ", " +
              engines::EngineName(st.Chosen()) + (st.shape.causal ? ", causal" : "") +
-             (stats ? "" : ", no softmax statistics");
+             (st.stats.size() > 0 ? "" : ", no softmax statistics");
 }
 
 }  // namespace
@@ -95,7 +97,7 @@ SdpaForward::SdpaForward(const AttnShape& shape, DType dt, const Strides& stride
   for (const engines::Candidate& c : st.candidates) workspace = std::max(workspace, c.workspace);
   st.workspace = cuda::DeviceBuffer<uint8_t>(static_cast<size_t>(workspace));
   st.form = form;
-  Label(st, stats);
+  Label(st);
 }
 
 SdpaForward::~SdpaForward() = default;
@@ -137,7 +139,7 @@ void SdpaForward::Choose(int i) {
   DLB_REQUIRE(i >= 0 && i < Candidates(),
               "SdpaForward::Choose: no configuration " + std::to_string(i));
   st.chosen = size_t(i);
-  Label(st, st.stats.size() > 0);
+  Label(st);
 }
 
 }  // namespace dlb::cudnn
