@@ -100,6 +100,23 @@ __global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
   const uint4* wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + size_t(min(row0 + r, n - 1)) * size_t(kw);
+  const bool live = R > 1 || row0 < n;
+  int c = lane;
+  // Launched as a programmatic dependent (LaunchM): the first round of weights, which no kernel
+  // writes, is loaded before waiting for the previous kernel to finish; what it wrote (x, the
+  // norm's pieces, y) is read and written only after. The next product may launch at once: its
+  // blocks load their first weights while this one's last run.
+  uint4 early[R][kUnroll];
+  const bool has_early = live && c + 32 * (kUnroll - 1) < kw;
+  if (has_early)
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) early[r][u] = __ldcs(wr[r] + c + 32 * u);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   float part[M][kPrefetchParts];
   if (f.norm_parts != nullptr)
 #pragma unroll
@@ -114,12 +131,21 @@ __global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int i = 0; i < M; ++i) acc[r][i] = 0.f;
+  if (has_early) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+          acc[r][i] += DotWord<kFp8>(early[r][u], x + size_t(i) * xw, c + 32 * u);
+    c += 32 * kUnroll;
+  }
   // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
   // the caches.
   // One row a warp: a warp wholly past n reads nothing. Two: every warp reads (with that branch
   // the e4m3 product measured no faster than at one row a warp, 2371 us).
-  if (R > 1 || row0 < n) {
-    int c = lane;
+  if (live) {
     for (; c + 32 * (kUnroll - 1) < kw; c += 32 * kUnroll) {
       uint4 wv[R][kUnroll];
 #pragma unroll
@@ -237,13 +263,35 @@ __global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
   }
 }
 
+// Programmatic dependent launch: compute capability 9.0 on (the current device's).
+bool DependentLaunch() {
+  int device = 0, major = 0;
+  DLB_CHECK(cudaGetDevice(&device));
+  DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+}
+
+// Each product launched as a programmatic dependent of the kernel before it (GemvKernel says what
+// may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in three interleaved
+// rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against 2.711-2.713.
+// Triggering the next launch after a block's loads rather than at its start: bf16 4.101 ms.
 template <bool kFp8, int M>
 void LaunchM(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  const int blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
-  GemvKernel<kFp8, M><<<blocks, kThreads / RowsPerWarp<kFp8>::value, 0, stream>>>(
-      reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
-      kFp8 ? k / 16 : k / 8, accumulate, f);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned((n + kRowsPerBlock - 1) / kRowsPerBlock));
+  cfg.blockDim = dim3(unsigned(kThreads / RowsPerWarp<kFp8>::value));
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (DependentLaunch()) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  DLB_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kFp8, M>, reinterpret_cast<const uint4*>(x),
+                               reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
+                               kFp8 ? k / 16 : k / 8, accumulate, f));
 }
 
 template <bool kFp8>

@@ -22,6 +22,11 @@ bool GemvFits(const void* x, const void* w, const void* y, int64_t m, int64_t n,
 // (m x n). One warp a row of w, reading it with 16-byte streaming loads, several in flight per
 // lane. Checks its launch; does not synchronize (it can be captured in a CUDA graph). Throws
 // dlb::Error when !GemvFits.
+// On compute capability 9.0 on, each product is a programmatic dependent launch: it may start
+// while the kernel before it on the stream ends, reading its first weights before waiting for
+// that kernel (x, y and the fusion's inputs only after), and lets the next kernel start as it
+// does. So w must not be written by the kernel just before it, which every step's constant
+// weights are not.
 void GemvBf16(const uint16_t* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
               bool accumulate, cudaStream_t stream);
 
