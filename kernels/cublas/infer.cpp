@@ -64,6 +64,23 @@ void Upload(T* dst, const std::vector<T>& src, StreamRef stream) {
       cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
 }
 
+// Each option's pass, captured in a CUDA graph (null: passed over), timed in interleaved rounds
+// rather than one option after another, so that a drift of the card's clock does not decide
+// between close options: a warm-up round of one launch each, then three of three, each option's
+// best. Milliseconds a pass; 1e300 for a null.
+std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::GraphExec>& passes) {
+  cuda::EventTimer events;
+  std::vector<double> best(passes.size(), 1e300);
+  for (int round = 0; round < 4; ++round)
+    for (size_t c = 0; c < passes.size(); ++c) {
+      if (!passes[c]) continue;
+      const autotune::Sample t = events.TimeLaunches(
+          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[c].get(), st)); });
+      if (round > 0) best[c] = std::min(best[c], t.ms);
+    }
+  return best;
+}
+
 }  // namespace
 
 Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
@@ -194,7 +211,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   logits_ = cuda::DeviceBuffer<float>(size_t(B * V));
   cuda::Sync(st);  // the staged host values may go
 
-  const std::string gemm_choice = TuneGemms();
+  const std::string gemm_choice = TuneGemms() + TuneGemv();
   // The attention: prefill's cuDNN's fused SDPA where it has an engine, decode's the faster of it
   // and the kernel, the paged cache's the kernel.
   std::string attention = KernelAttentionWords(split_);
@@ -349,9 +366,8 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   // over every layer's cache in turn (the whole cache, as a step reads it: no layer's is still in
   // L2 when its turn comes again), each pass captured in a CUDA graph as the step runs it
   // (cuDNN's execute call costs host time that a graph's replay does not), timed in interleaved
-  // rounds rather than one after another (autotune::Tuner), so that a drift of the card's clock
-  // does not decide between close options; a query of zeros (q_ is written by each step's
-  // rotary append, not yet here). A configuration that fails to run is passed over.
+  // rounds (TimeInterleaved); a query of zeros (q_ is written by each step's rotary append, not
+  // yet here). A configuration that fails to run is passed over.
   DLB_CHECK(cudaMemsetAsync(q_.get(), 0, q_.bytes(), st));
   const int configs = sdpa_->Candidates(), options = 1 + configs;
   std::vector<cuda::GraphExec> passes(static_cast<size_t>(options));
@@ -370,15 +386,7 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
       cudaGetLastError();
     }
   }
-  cuda::EventTimer events;
-  std::vector<double> best(static_cast<size_t>(options), 1e300);  // ms a pass over the layers
-  for (int round = 0; round < 4; ++round)
-    for (int c = 0; c < options; ++c) {
-      if (!passes[size_t(c)]) continue;
-      const autotune::Sample t = events.TimeLaunches(
-          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[size_t(c)].get(), st)); });
-      if (round > 0) best[size_t(c)] = std::min(best[size_t(c)], t.ms);
-    }
+  const std::vector<double> best = TimeInterleaved(st, passes);  // ms a pass over the layers
   const int cudnn_best =
       1 + int(std::min_element(best.begin() + 1, best.end()) - (best.begin() + 1));
   const int usable = int(std::count_if(passes.begin() + 1, passes.end(),
@@ -485,6 +493,7 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   g.out = out;
   g.slot = slot;
   g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0;
+  g.layout = cuda::GemvDefaultLayout(fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16);
   g.bf16_out = bf16_out && !g.gemv;  // the weight-streaming product writes f32 (or fuses on)
   g.w_scale = fp8_ ? GemmAScale(in) : 1.0f;
   cublasLtMatmulDesc_t raw = nullptr;
@@ -516,7 +525,8 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, voi
                          bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
     cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale,
-               static_cast<float*>(y), g.rows, g.out, g.in, accumulate, fusion, stream_.get());
+               static_cast<float*>(y), g.rows, g.out, g.in, accumulate, fusion, stream_.get(),
+               g.layout);
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -531,53 +541,100 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, voi
                            workspace_.bytes(), stream_.get()));
 }
 
+void NativeInfer::FusedProduct(int slot, size_t l) {
+  const int64_t d = shape_.model.dim, parts = cuda::GemvParts(d);
+  const float eps = float(shape_.model.norm_eps);
+  // ss_ holds the norms' sums of squares in pieces (GemvFusion): the embedding's one a row, then
+  // each residual output's one a block of its product (GemvParts at its layout), used in turn by
+  // the next product.
+  float* ss_attn = ss_.get();
+  float* ss_ffn = ss_.get() + rows_ * parts;
+  const int attn_parts = l == 0 && slot == 0 ? 1 : int(cuda::GemvParts(d, g_2_.layout));
+  cuda::GemvFusion f;
+  if (slot == 0 || slot == 2 || slot == 4) {  // the norm before them folded in
+    f.norm_parts = slot == 2 ? ss_ffn : ss_attn;
+    f.norm_part_count = slot == 2 ? int(cuda::GemvParts(d, g_o_.layout)) : attn_parts;
+    f.eps = eps;
+  }
+  if (slot == 4) return Launch(g_lm_, lm_head_.get(), h_.get(), logits_.get(), false, f);
+  const Layer& y = layers_[l];
+  switch (slot) {
+    case 0:
+      return Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, f);
+    case 1:
+      f.gamma = y.ffn_norm.get();
+      f.next_in = h_.get();
+      f.out_parts = ss_ffn;
+      return Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true, f);
+    case 2:
+      f.act = act_.get();
+      return Launch(g_13_, y.w13.get(), h_.get(), nullptr, false, f);
+    default:
+      f.gamma = l + 1 < layers_.size() ? layers_[l + 1].attn_norm.get() : final_norm_.get();
+      f.next_in = h_.get();
+      f.out_parts = ss_attn;
+      return Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true, f);
+  }
+}
+
 void NativeInfer::FusedStep() {
   const LlamaConfig& m = shape_.model;
   const int64_t per = layer_kv_;
-  const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
-  // ss_ holds the norms' sums of squares in pieces (GemvFusion): the embedding's one a row, then
-  // each residual output's one a block of its product, used in turn by the next product.
-  const int parts = int(cuda::GemvParts(m.dim));
-  float* ss_attn = ss_.get();
-  float* ss_ffn = ss_.get() + rows_ * parts;
   cuda::EmbedNormInput(tokens_.get(), embed_.get(), rows_, m.dim, layers_[0].attn_norm.get(),
-                       x_.get(), h_.get(), ss_attn, st);
-  int attn_parts = 1;
+                       x_.get(), h_.get(), ss_.get(), st);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& y = layers_[l];
     uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
-    cuda::GemvFusion qkv;
-    qkv.norm_parts = ss_attn;
-    qkv.norm_part_count = attn_parts;
-    qkv.eps = eps;
-    Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false, qkv);
+    FusedProduct(0, l);
     cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
                      q_.get(), k, k + per, st);
     Attention(l);
-    cuda::GemvFusion o;
-    o.gamma = y.ffn_norm.get();
-    o.next_in = h_.get();
-    o.out_parts = ss_ffn;
-    Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true, o);
-    cuda::GemvFusion gate_up;
-    gate_up.norm_parts = ss_ffn;
-    gate_up.norm_part_count = parts;
-    gate_up.eps = eps;
-    gate_up.act = act_.get();
-    Launch(g_13_, y.w13.get(), h_.get(), nullptr, false, gate_up);
-    cuda::GemvFusion down;
-    down.gamma = l + 1 < layers_.size() ? layers_[l + 1].attn_norm.get() : final_norm_.get();
-    down.next_in = h_.get();
-    down.out_parts = ss_attn;
-    Launch(g_2_, y.w2.get(), act_.get(), x_.get(), true, down);
-    attn_parts = parts;
+    for (int slot = 1; slot <= 3; ++slot) FusedProduct(slot, l);
   }
-  cuda::GemvFusion head;
-  head.norm_parts = ss_attn;
-  head.norm_part_count = attn_parts;
-  head.eps = eps;
-  Launch(g_lm_, lm_head_.get(), h_.get(), logits_.get(), false, head);
+  FusedProduct(4, layers_.size());
+}
+
+std::string NativeInfer::TuneGemv() {
+  if (!fused_) return "";
+  StreamRef st = stream_.get();
+  // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
+  // first step writes them.
+  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(attn_out_.get(), 0, attn_out_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(act_.get(), 0, act_.bytes(), st));
+  DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
+  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
+  const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
+  const int fallback = g_qkv_.layout;
+  std::string chosen;
+  for (int slot = 0; slot < kGemms; ++slot) {
+    Gemm& g = *gemms[slot];
+    // Each layout over every layer's weights in turn (the LM head's once), as a step reads them,
+    // with the step's fusion, each pass in a CUDA graph.
+    std::vector<cuda::GraphExec> passes(static_cast<size_t>(cuda::kGemvLayoutCount));
+    for (int c = 0; c < cuda::kGemvLayoutCount; ++c) {
+      g.layout = c;
+      const auto pass = [&] {
+        if (slot == 4) return FusedProduct(slot, layers_.size());
+        for (size_t l = 0; l < layers_.size(); ++l) FusedProduct(slot, l);
+      };
+      pass();  // eager first: the kernel loads outside the capture
+      cuda::Sync(st);
+      passes[size_t(c)] = cuda::Capture(st, pass);
+    }
+    const std::vector<double> best = TimeInterleaved(st, passes);
+    g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
+    const cuda::GemvLayout& l = cuda::kGemvLayouts[g.layout];
+    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " +
+              std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
+              std::to_string(l.loads);
+  }
+  const cuda::GemvLayout& d = cuda::kGemvLayouts[fallback];
+  return "; each product's layout (weight rows a warp / a block / loads in flight a lane) the "
+         "fastest of " +
+         std::to_string(cuda::kGemvLayoutCount) + ", timed over every layer's weights when built: " +
+         chosen + " (the format's default " + std::to_string(d.rows_per_warp) + "/" +
+         std::to_string(d.rows_per_block) + "/" + std::to_string(d.loads) + ")";
 }
 
 void NativeInfer::Step() {

@@ -95,6 +95,7 @@ class NativeInfer {
     // meet bf16 activations (weight-only fp8), times w_scale.
     bool gemv = false;
     float w_scale = 1.0f;
+    int layout = 0;  // the weight-streaming product's (kernels/cuda/gemv.h's kGemvLayouts)
     // cuBLASLt writes y in bf16 (qkv and gate/up, which only the rotary append and SwiGLU read:
     // half the bytes of f32 written and read back, as PyTorch's bf16 Linear writes); f32
     // otherwise.
@@ -111,6 +112,9 @@ class NativeInfer {
   // (kernels/cuda/gemv.h's GemvFusion): a layer is four products, the rotary append and the
   // attention.
   void FusedStep();
+  // Product `slot` (0 qkv, 1 o, 2 gate/up, 3 down, 4 the LM head) of layer l with FusedStep's
+  // fusion, at its Gemm's layout.
+  void FusedProduct(int slot, size_t l);
   void SeedWeights(uint64_t seed);
   void Capture();
   // Layer l's attention, the kernel's or (sdpa_ set) cuDNN's.
@@ -118,6 +122,10 @@ class NativeInfer {
   // The GEMMs cuBLASLt runs (not the weight-streaming ones): each one's algorithm the fastest of
   // the heuristic's first kGemmCandidates, timed over every layer's weights. The label's words.
   std::string TuneGemms();
+  // One token a step: each weight-streaming product's layout (kernels/cuda/gemv.h's
+  // kGemvLayouts) the fastest, each timed over every layer's weights in a CUDA graph. The label's
+  // words.
+  std::string TuneGemv();
   static constexpr int kGemmCandidates = 8;
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
   // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).

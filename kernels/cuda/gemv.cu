@@ -12,14 +12,6 @@ namespace dlb::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps a block at a row a warp
-constexpr int kWarps = kThreads / 32;
-// 16-byte loads of w in flight per lane and row, by weight format. Measured on an H200 at
-// Llama-3-8B's shapes, one token: 4 beat 8 by 6% in bf16 and 11% in e4m3 at a row a warp (a row's
-// fewer, longer rounds leave fewer warps resident); at e4m3's two rows a warp, 4 (2296 us for the
-// step's products) beat 3 (2370), 5 (2299), 6 (2381) and 8 (2374).
-constexpr int kUnrollBf16 = 4, kUnrollFp8 = 4;
-
 __device__ __forceinline__ float Lo(unsigned v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float Hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
 
@@ -70,32 +62,20 @@ __device__ __forceinline__ float DotWord<true>(const uint4& w, const uint4* __re
 // kPrefetchParts loads the rest after.
 constexpr int kPrefetchParts = 4;
 
-// Weight rows a warp, by format. A warp's row costs a fixed start and end (the norm's pieces, the
-// shuffles, the epilogue) besides its loads; an e4m3 row at k 4096 is two rounds of loads, so
-// two rows a warp (four warps a block) halve that share. Measured on an H200, Llama-3-8B's
-// decode products chained as in a step, one token, in a CUDA graph: e4m3 2299 us against 2373
-// at one row a warp; bf16 3894 us at two rows against 3787 at one.
-template <bool kFp8>
-struct RowsPerWarp {
-  static constexpr int value = kFp8 ? 2 : 1;
-};
-
-// Block of kRowsPerBlock (8) rows: 8 / R warps, warp w taking rows blockIdx.x * 8 + w R + r
-// (r < R), each row read in rounds of 16-byte loads, kw words a row, x's rows k / 8 words apart.
-// The fused epilogues (GemvFusion) run after the warps' sums.
-constexpr int kRowsPerBlock = kWarps;
-template <bool kFp8, int M>
-__global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
+// A block of RB rows (GemvLayout): RB / R warps, warp w taking rows blockIdx.x * RB + w R + r
+// (r < R), each row read in rounds of U 16-byte loads a lane, kw words a row, x's rows k / 8 words
+// apart. The fused epilogues (GemvFusion) run after the warps' sums.
+template <bool kFp8, int M, int R, int RB, int U>
+__global__ void __launch_bounds__(32 * RB / R)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
-  constexpr int R = RowsPerWarp<kFp8>::value, kBlockThreads = kThreads / R,
-                kBlockWarps = kWarps / R;
-  __shared__ float red[kRowsPerBlock][M];
+  constexpr int kBlockWarps = RB / R, kBlockThreads = 32 * kBlockWarps, kUnroll = U;
+  static_assert(RB % R == 0 && RB % 2 == 0 && M * RB / 2 <= kBlockThreads, "a block's rows");
+  __shared__ float red[RB][M];
   __shared__ float inv[M];
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  const int row0 = int(blockIdx.x) * kRowsPerBlock + warp * R;  // the warp's first row
+  const int row0 = int(blockIdx.x) * RB + warp * R;  // the warp's first row
   const int xw = k / 8;
-  constexpr int kUnroll = kFp8 ? kUnrollFp8 : kUnrollBf16;
   // Rows past n read row n - 1; their sums are never written.
   const uint4* wr[R];
 #pragma unroll
@@ -213,9 +193,8 @@ __global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
 #pragma unroll
         for (int i = 0; i < M; ++i) red[warp * R + r][i] = acc[r][i];
     __syncthreads();
-    const int p = int(threadIdx.x) % (kRowsPerBlock / 2),
-              i = int(threadIdx.x) / (kRowsPerBlock / 2);
-    const int unit = int(blockIdx.x) * (kRowsPerBlock / 2) + p, units = n / 2;
+    const int p = int(threadIdx.x) % (RB / 2), i = int(threadIdx.x) / (RB / 2);
+    const int unit = int(blockIdx.x) * (RB / 2) + p, units = n / 2;
     if (i < M && unit < units) {
       const float g = red[2 * p][i], u = red[2 * p + 1][i];
       reinterpret_cast<__nv_bfloat16*>(f.act)[size_t(i) * units + unit] =
@@ -258,7 +237,7 @@ __global__ void __launch_bounds__(kThreads / RowsPerWarp<kFp8>::value)
   if (threadIdx.x < M) {
     float s = 0.f;
 #pragma unroll
-    for (int q = 0; q < kRowsPerBlock; ++q) s += red[q][threadIdx.x];
+    for (int q = 0; q < RB; ++q) s += red[q][threadIdx.x];
     f.out_parts[threadIdx.x * gridDim.x + blockIdx.x] = s;
   }
 }
@@ -275,12 +254,12 @@ bool DependentLaunch() {
 // may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in three interleaved
 // rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against 2.711-2.713.
 // Triggering the next launch after a block's loads rather than at its start: bf16 4.101 ms.
-template <bool kFp8, int M>
-void LaunchM(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
+template <bool kFp8, int M, int R, int RB, int U>
+void LaunchL(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((n + kRowsPerBlock - 1) / kRowsPerBlock));
-  cfg.blockDim = dim3(unsigned(kThreads / RowsPerWarp<kFp8>::value));
+  cfg.gridDim = dim3(unsigned((n + RB - 1) / RB));
+  cfg.blockDim = dim3(unsigned(32 * RB / R));
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   if (DependentLaunch()) {
@@ -289,33 +268,69 @@ void LaunchM(const uint16_t* x, const void* w, float w_scale, float* y, int n, i
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  DLB_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kFp8, M>, reinterpret_cast<const uint4*>(x),
+  DLB_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kFp8, M, R, RB, U>,
+                               reinterpret_cast<const uint4*>(x),
                                reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
                                kFp8 ? k / 16 : k / 8, accumulate, f));
 }
 
-template <bool kFp8>
-void Launch(const uint16_t* x, const void* w, float w_scale, float* y, int m, int n, int k,
-            bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  switch (m) {
-    case 1:
-      return LaunchM<kFp8, 1>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 2:
-      return LaunchM<kFp8, 2>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 3:
-      return LaunchM<kFp8, 3>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 4:
-      return LaunchM<kFp8, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 5:
-      return LaunchM<kFp8, 5>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 6:
-      return LaunchM<kFp8, 6>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    case 7:
-      return LaunchM<kFp8, 7>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    default:
-      return LaunchM<kFp8, 8>(x, w, w_scale, y, n, k, accumulate, f, stream);
+// kGemvLayouts[layout], compiled in: every layout at one row of x, the format's default at more.
+template <bool kFp8, int M>
+void LaunchM(int layout, const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
+             bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+  static_assert(kGemvLayoutCount == 5, "a layout without its kernel");
+  if constexpr (M == 1) {
+    switch (layout) {
+      case 0:
+        return LaunchL<kFp8, M, 1, 8, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
+      case 1:
+        return LaunchL<kFp8, M, 2, 8, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
+      case 2:
+        return LaunchL<kFp8, M, 2, 16, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
+      case 3:
+        return LaunchL<kFp8, M, 4, 32, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
+      default:
+        return LaunchL<kFp8, M, 1, 16, 8>(x, w, w_scale, y, n, k, accumulate, f, stream);
+    }
+  } else {
+    (void)layout;  // Gemv allows only the default at M > 1
+    constexpr GemvLayout l = kGemvLayouts[GemvDefaultLayout(
+        kFp8 ? GemvWeights::kFp8E4m3 : GemvWeights::kBf16)];
+    LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads>(x, w, w_scale, y, n, k,
+                                                                  accumulate, f, stream);
   }
 }
+
+template <bool kFp8>
+void Launch(int layout, const uint16_t* x, const void* w, float w_scale, float* y, int m, int n,
+            int k, bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+  switch (m) {
+    case 1:
+      return LaunchM<kFp8, 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 2:
+      return LaunchM<kFp8, 2>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 3:
+      return LaunchM<kFp8, 3>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 4:
+      return LaunchM<kFp8, 4>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 5:
+      return LaunchM<kFp8, 5>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 6:
+      return LaunchM<kFp8, 6>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    case 7:
+      return LaunchM<kFp8, 7>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    default:
+      return LaunchM<kFp8, 8>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+  }
+}
+
+constexpr bool LayoutsFitTheirKernels() {
+  for (const GemvLayout& l : kGemvLayouts)
+    if (l.rows_per_block < 8 || l.rows_per_block % 2 != 0 || l.rows_per_block % l.rows_per_warp != 0)
+      return false;
+  return true;
+}
+static_assert(LayoutsFitTheirKernels(), "GemvParts(n) bounds every layout's pieces");
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -331,8 +346,10 @@ bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t
 }
 
 void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
-          int64_t n, int64_t k, bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+          int64_t n, int64_t k, bool accumulate, const GemvFusion& f, cudaStream_t stream,
+          int layout) {
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
+  if (layout < 0) layout = GemvDefaultLayout(weights);
   const bool residual = f.out_parts != nullptr || f.next_in != nullptr || f.gamma != nullptr;
   const char* problem = nullptr;
   if (!(fp8 ? GemvFp8Fits(x, w, y, m, n, k) : GemvFits(x, w, y, m, n, k)))
@@ -347,13 +364,16 @@ void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, 
     problem = "a SwiGLU output needs gate and up rows in pairs (n even)";
   else if (f.act == nullptr && y == nullptr)
     problem = "needs y unless it writes a SwiGLU output";
+  else if (layout >= kGemvLayoutCount || (m > 1 && layout != GemvDefaultLayout(weights)))
+    problem = "takes layouts 0 to 4 at one row of x, only its format's default at more";
   if (problem != nullptr)
     throw Error(std::string(fp8 ? "GemvFp8E4m3" : "GemvBf16") + ": m " + std::to_string(m) +
-                ", n " + std::to_string(n) + ", k " + std::to_string(k) + ": " + problem);
+                ", n " + std::to_string(n) + ", k " + std::to_string(k) + ", layout " +
+                std::to_string(layout) + ": " + problem);
   if (fp8)
-    Launch<true>(x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
+    Launch<true>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
   else
-    Launch<false>(x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
+    Launch<false>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
   DLB_CHECK(cudaGetLastError());
 }
 

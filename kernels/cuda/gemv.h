@@ -19,8 +19,8 @@ bool GemvFits(const void* x, const void* w, const void* y, int64_t m, int64_t n,
 
 // y[i * n + j] = sum over t of x[i * k + t] * w[j * k + t] (+ y[i * n + j] when accumulate), for
 // i < m and j < n: x (m x k) and w (n x k) bf16, row-major; f32 products summed in f32; y f32
-// (m x n). One warp a row of w, reading it with 16-byte streaming loads, several in flight per
-// lane. Checks its launch; does not synchronize (it can be captured in a CUDA graph). Throws
+// (m x n). A warp a row of w (GemvLayout), reading it with 16-byte streaming loads, several in
+// flight per lane. Checks its launch; does not synchronize (it can be captured in a CUDA graph). Throws
 // dlb::Error when !GemvFits.
 // On compute capability 9.0 on, each product is a programmatic dependent launch: it may start
 // while the kernel before it on the stream ends, reading its first weights before waiting for
@@ -50,7 +50,8 @@ struct GemvFusion {
   int norm_part_count = 0;
   float eps = 0.f;
   // Residual output: y (+)= the product, then next_in[i][j] = bf16(y[i][j] x gamma[j]) (the next
-  // norm's input) and out_parts[i * GemvParts(n) + b] = block b's sum of y[i][j]^2 over its rows.
+  // norm's input) and out_parts[i * GemvParts(n, layout) + b] = block b's sum of y[i][j]^2 over its
+  // rows.
   const float* gamma = nullptr;
   uint16_t* next_in = nullptr;
   float* out_parts = nullptr;
@@ -58,12 +59,34 @@ struct GemvFusion {
   // act[i][f] = bf16(silu(gate) x up) (m x n / 2) is written instead of y (which may be null).
   uint16_t* act = nullptr;
 };
-// The pieces a row a residual output of n rows writes (one a block of 8 rows).
-inline constexpr int64_t GemvParts(int64_t n) { return (n + 7) / 8; }
 enum class GemvWeights { kBf16, kFp8E4m3 };
-// The product with either weight format and a fusion; GemvBf16 and GemvFp8E4m3 are this with no
-// fusion. Throws dlb::Error for operands the format does not fit or an incomplete fusion.
+
+// How a product's rows are laid over the GPU: weight rows a warp, rows a block (at least 8, even),
+// 16-byte loads in flight a lane and row. Which is fastest depends on the matrix's shape and
+// format: measured on an H200, each of Llama-3-8B's decode products 32 times over in a CUDA graph,
+// e4m3's 4096 x 14336 down projection ran 17.96 us a product at (1, 8, 4) against 20.15 at
+// (2, 8, 4), its 6144 x 4096 qkv 7.67 at (4, 32, 4) against 9.08; bf16's down 28.29 at (1, 16, 8)
+// against 31.57 at (1, 8, 4). A step chooses each product's by timing them (kernels/cublas/infer.h).
+struct GemvLayout {
+  int rows_per_warp, rows_per_block, loads;
+};
+inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4}, {2, 8, 4}, {2, 16, 4}, {4, 32, 4}, {1, 16, 8}};
+inline constexpr int kGemvLayoutCount = 5;
+// The layout a format runs unless told otherwise, and the only one at more than one row of x:
+// bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start
+// and end, the norm's pieces, the shuffles, the epilogue, weighed twice as much on it).
+inline constexpr int GemvDefaultLayout(GemvWeights w) { return w == GemvWeights::kFp8E4m3 ? 1 : 0; }
+// The pieces a row a residual output of n rows writes: one a block (8 rows at the defaults). At
+// most GemvParts(n) at any layout.
+inline constexpr int64_t GemvParts(int64_t n, int layout = 0) {
+  return (n + kGemvLayouts[layout].rows_per_block - 1) / kGemvLayouts[layout].rows_per_block;
+}
+// The product with either weight format, a fusion and a layout (kGemvLayouts' index; -1 the
+// format's default); GemvBf16 and GemvFp8E4m3 are this with no fusion at the default. Throws
+// dlb::Error for operands the format does not fit, an incomplete fusion or a layout out of range
+// or other than the default at m > 1.
 void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
-          int64_t n, int64_t k, bool accumulate, const GemvFusion& fusion, cudaStream_t stream);
+          int64_t n, int64_t k, bool accumulate, const GemvFusion& fusion, cudaStream_t stream,
+          int layout = -1);
 
 }  // namespace dlb::cuda

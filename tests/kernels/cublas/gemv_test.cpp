@@ -44,7 +44,8 @@ std::vector<uint16_t> Seeded(size_t n, unsigned seed) {
 
 // Max over outputs of |got - want| / (1 + |y0| + sum over t of |x w|): an f32 sum's error is
 // relative to the magnitudes it adds (bound about k / 32 x 6e-8 here; 1e-5 leaves room).
-double WorstError(int64_t m, int64_t n, int64_t k, bool accumulate) {
+// layout: kGemvLayouts' index, -1 the format's default.
+double WorstError(int64_t m, int64_t n, int64_t k, bool accumulate, int layout = -1) {
   const auto x = Seeded(size_t(m * k), 1), w = Seeded(size_t(n * k), 2);
   std::vector<float> y0(size_t(m * n));
   for (size_t i = 0; i < y0.size(); ++i) y0[i] = accumulate ? float(i % 7) - 3.f : 0.f;
@@ -53,7 +54,11 @@ double WorstError(int64_t m, int64_t n, int64_t k, bool accumulate) {
   DLB_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
   DLB_CHECK(cudaMemcpy(dw.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
   DLB_CHECK(cudaMemcpy(dy.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
-  GemvBf16(dx.get(), dw.get(), dy.get(), m, n, k, accumulate, nullptr);
+  if (layout < 0)
+    GemvBf16(dx.get(), dw.get(), dy.get(), m, n, k, accumulate, nullptr);
+  else
+    Gemv(dx.get(), dw.get(), GemvWeights::kBf16, 1.f, dy.get(), m, n, k, accumulate, {}, nullptr,
+         layout);
   std::vector<float> y(y0.size());
   DLB_CHECK(cudaMemcpy(y.data(), dy.get(), y.size() * 4, cudaMemcpyDeviceToHost));
   double worst = 0;
@@ -90,7 +95,7 @@ double E4m3Of(uint8_t b) {
 }
 
 // As WorstError, with e4m3 weights (every finite byte) times a scale.
-double WorstErrorFp8(int64_t m, int64_t n, int64_t k, bool accumulate) {
+double WorstErrorFp8(int64_t m, int64_t n, int64_t k, bool accumulate, int layout = -1) {
   const auto x = Seeded(size_t(m * k), 3);
   std::vector<uint8_t> w(size_t(n * k));
   std::mt19937 gen(4);
@@ -107,7 +112,11 @@ double WorstErrorFp8(int64_t m, int64_t n, int64_t k, bool accumulate) {
   DLB_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
   DLB_CHECK(cudaMemcpy(dw.get(), w.data(), w.size(), cudaMemcpyHostToDevice));
   DLB_CHECK(cudaMemcpy(dy.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
-  GemvFp8E4m3(dx.get(), dw.get(), scale, dy.get(), m, n, k, accumulate, nullptr);
+  if (layout < 0)
+    GemvFp8E4m3(dx.get(), dw.get(), scale, dy.get(), m, n, k, accumulate, nullptr);
+  else
+    Gemv(dx.get(), dw.get(), GemvWeights::kFp8E4m3, scale, dy.get(), m, n, k, accumulate, {},
+         nullptr, layout);
   std::vector<float> y(y0.size());
   DLB_CHECK(cudaMemcpy(y.data(), dy.get(), y.size() * 4, cudaMemcpyDeviceToHost));
   double worst = 0;
@@ -145,10 +154,10 @@ std::vector<T> ToHost(const DeviceBuffer<T>& d) {
 }
 
 // The fused epilogues of one decode layer against float64, for both weight formats: the norm
-// folded into the input, the residual output with the next norm's input and sums of squares, and
-// SwiGLU over interleaved gate and up rows.
-void CheckFusions(GemvWeights weights) {
-  const int64_t m = 2, n = 96, k = 512;
+// folded into the input, the residual output with the next norm's input and sums of squares (one
+// piece a block of the layout's rows), and SwiGLU over interleaved gate and up rows.
+void CheckFusions(GemvWeights weights, int64_t m = 2, int layout = -1) {
+  const int64_t n = 96, k = 512;
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
   const auto x = Seeded(size_t(m * k), 5), wb = Seeded(size_t(n * k), 6);
   std::vector<uint8_t> w8(size_t(n * k));
@@ -189,7 +198,7 @@ void CheckFusions(GemvWeights weights) {
   norm.norm_parts = dparts.get();
   norm.norm_part_count = parts;
   norm.eps = 1e-5f;
-  Gemv(dx.get(), dw, weights, w_scale, dy.get(), m, n, k, false, norm, nullptr);
+  Gemv(dx.get(), dw, weights, w_scale, dy.get(), m, n, k, false, norm, nullptr, layout);
   const std::vector<float> y = ToHost(dy);
   double worst = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -202,14 +211,15 @@ void CheckFusions(GemvWeights weights) {
   std::vector<float> y0(size_t(m * n)), gain(static_cast<size_t>(n));
   for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 9) - 4.f;
   for (size_t j = 0; j < gain.size(); ++j) gain[j] = 1.f + float(j % 5) / 8.f;
+  const int64_t pieces_out = GemvParts(n, layout < 0 ? GemvDefaultLayout(weights) : layout);
   DeviceBuffer<float> dres = ToDevice(y0), dgamma = ToDevice(gain),
-                      dout_ss(size_t(m * GemvParts(n)));
+                      dout_ss(size_t(m * pieces_out));
   DeviceBuffer<uint16_t> dnext(size_t(m * n));
   GemvFusion res;
   res.gamma = dgamma.get();
   res.next_in = dnext.get();
   res.out_parts = dout_ss.get();
-  Gemv(dx.get(), dw, weights, w_scale, dres.get(), m, n, k, true, res, nullptr);
+  Gemv(dx.get(), dw, weights, w_scale, dres.get(), m, n, k, true, res, nullptr, layout);
   const std::vector<float> got = ToHost(dres), got_ss = ToHost(dout_ss);
   const std::vector<uint16_t> next = ToHost(dnext);
   double worst_y = 0, worst_next = 0;
@@ -222,8 +232,8 @@ void CheckFusions(GemvWeights weights) {
       worst_y = std::max(worst_y, rel(got[at], want));
       worst_next = std::max(worst_next, rel(FloatOf(next[at]), want * gain[size_t(j)]));
     }
-    double got_sum = 0;  // one piece a block of 8 rows
-    for (int64_t b = 0; b < GemvParts(n); ++b) got_sum += got_ss[size_t(i * GemvParts(n) + b)];
+    double got_sum = 0;  // one piece a block
+    for (int64_t b = 0; b < pieces_out; ++b) got_sum += got_ss[size_t(i * pieces_out + b)];
     EXPECT_LT(rel(got_sum, want_ss), 1e-5) << i;
   }
   EXPECT_LT(worst_y, 1e-4);
@@ -233,7 +243,7 @@ void CheckFusions(GemvWeights weights) {
   DeviceBuffer<uint16_t> dact(size_t(m * n / 2));
   GemvFusion act;
   act.act = dact.get();
-  Gemv(dx.get(), dw, weights, w_scale, nullptr, m, n, k, false, act, nullptr);
+  Gemv(dx.get(), dw, weights, w_scale, nullptr, m, n, k, false, act, nullptr, layout);
   const std::vector<uint16_t> a = ToHost(dact);
   double worst_act = 0;
   for (int64_t i = 0; i < m; ++i)
@@ -253,6 +263,34 @@ TEST(Gemv, FusesNormResidualAndSwiGluWithBf16Weights) {
 TEST(Gemv, FusesNormResidualAndSwiGluWithFp8Weights) {
   if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   CheckFusions(GemvWeights::kFp8E4m3);
+}
+
+// Every layout a step may choose, at one row of x: plain, into y, k in partial strides and rows
+// past the last block's, then the fusions.
+TEST(Gemv, EveryLayoutMatchesTheFloat64ProductAndFusesAtOneRow) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (int layout = 0; layout < kGemvLayoutCount; ++layout) {
+    EXPECT_LT(WorstError(1, 67, 4096, false, layout), 1e-5) << layout;
+    EXPECT_LT(WorstError(1, 130, 1032, true, layout), 1e-5) << layout;
+    EXPECT_LT(WorstError(1, 257, 14336, true, layout), 1e-5) << layout;
+    EXPECT_LT(WorstErrorFp8(1, 67, 4096, false, layout), 1e-5) << layout;
+    EXPECT_LT(WorstErrorFp8(1, 130, 2064, true, layout), 1e-5) << layout;
+    EXPECT_LT(WorstErrorFp8(1, 33, 16, false, layout), 1e-5) << layout;
+    CheckFusions(GemvWeights::kBf16, 1, layout);
+    CheckFusions(GemvWeights::kFp8E4m3, 1, layout);
+  }
+}
+
+TEST(Gemv, RefusesALayoutOutOfRangeOrOtherThanTheDefaultAtMoreRows) {
+  alignas(16) static uint16_t buf[64];
+  alignas(16) static float out[64];
+  EXPECT_THROW(
+      Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, {}, nullptr, kGemvLayoutCount),
+      Error);
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 2, 4, 8, false, {}, nullptr, 3),
+               Error);
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kFp8E4m3, 1.f, out, 2, 4, 16, false, {}, nullptr, 0),
+               Error);  // e4m3's default is two rows a warp
 }
 
 TEST(Gemv, RefusesAnIncompleteFusion) {
