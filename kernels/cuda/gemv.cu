@@ -62,6 +62,28 @@ __device__ __forceinline__ float DotWord<true>(const uint4& w, const uint4* __re
 // kPrefetchParts loads the rest after.
 constexpr int kPrefetchParts = 4;
 
+// One round of a warp's loads: U 16-byte words of each of its R rows (wr), from word c on, 32 apart.
+template <int R, int U>
+__device__ __forceinline__ void LoadRound(uint4 (&wv)[R][U], const uint4* const (&wr)[R], int c) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int r = 0; r < R; ++r) wv[r][u] = __ldcs(wr[r] + c + 32 * u);
+}
+
+// That round times each of x's M rows (xw words apart), into the warp's sums.
+template <bool kFp8, int M, int R, int U>
+__device__ __forceinline__ void AddRound(float (&acc)[R][M], const uint4 (&wv)[R][U],
+                                         const uint4* __restrict__ x, int xw, int c) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int i = 0; i < M; ++i)
+        acc[r][i] += DotWord<kFp8>(wv[r][u], x + size_t(i) * xw, c + 32 * u);
+}
+
 // A block of RB rows (GemvLayout): RB / R warps, warp w taking rows blockIdx.x * RB + w R + r
 // (r < R), each row read in rounds of U 16-byte loads a lane, kw words a row, x's rows k / 8 words
 // apart. The fused epilogues (GemvFusion) run after the warps' sums.
@@ -88,11 +110,7 @@ __global__ void __launch_bounds__(32 * RB / R)
   // blocks load their first weights while this one's last run.
   uint4 early[R][kUnroll];
   const bool has_early = live && c + 32 * (kUnroll - 1) < kw;
-  if (has_early)
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r) early[r][u] = __ldcs(wr[r] + c + 32 * u);
+  if (has_early) LoadRound(early, wr, c);
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -112,33 +130,18 @@ __global__ void __launch_bounds__(32 * RB / R)
 #pragma unroll
     for (int i = 0; i < M; ++i) acc[r][i] = 0.f;
   if (has_early) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int i = 0; i < M; ++i)
-          acc[r][i] += DotWord<kFp8>(early[r][u], x + size_t(i) * xw, c + 32 * u);
+    AddRound<kFp8>(acc, early, x, xw, c);
     c += 32 * kUnroll;
   }
   // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
   // the caches.
-  // One row a warp: a warp wholly past n reads nothing. Two: every warp reads (with that branch
-  // the e4m3 product measured no faster than at one row a warp, 2371 us).
+  // One row a warp: a warp wholly past n reads nothing. More: every warp reads (with that branch
+  // the e4m3 product at two rows a warp measured no faster than at one, 2371 us).
   if (live) {
     for (; c + 32 * (kUnroll - 1) < kw; c += 32 * kUnroll) {
       uint4 wv[R][kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int r = 0; r < R; ++r) wv[r][u] = __ldcs(wr[r] + c + 32 * u);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int i = 0; i < M; ++i)
-            acc[r][i] += DotWord<kFp8>(wv[r][u], x + size_t(i) * xw, c + 32 * u);
+      LoadRound(wv, wr, c);
+      AddRound<kFp8>(acc, wv, x, xw, c);
     }
     for (; c < kw; c += 32)
 #pragma unroll
