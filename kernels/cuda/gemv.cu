@@ -6,6 +6,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/gemv.h"
 
 namespace dlb::cuda {
@@ -111,10 +112,8 @@ __global__ void __launch_bounds__(32 * RB / R)
   uint4 early[R][kUnroll];
   const bool has_early = live && c + 32 * (kUnroll - 1) < kw;
   if (has_early) LoadRound(early, wr, c);
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  LetDependentsStart();
+  WaitForPrevious();
   float part[M][kPrefetchParts];
   if (f.norm_parts != nullptr)
 #pragma unroll
@@ -245,14 +244,6 @@ __global__ void __launch_bounds__(32 * RB / R)
   }
 }
 
-// Programmatic dependent launch: compute capability 9.0 on (the current device's).
-bool DependentLaunch() {
-  int device = 0, major = 0;
-  DLB_CHECK(cudaGetDevice(&device));
-  DLB_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9;
-}
-
 // Each product launched as a programmatic dependent of the kernel before it (GemvKernel says what
 // may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in three interleaved
 // rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against 2.711-2.713.
@@ -260,21 +251,10 @@ bool DependentLaunch() {
 template <bool kFp8, int M, int R, int RB, int U>
 void LaunchL(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned((n + RB - 1) / RB));
-  cfg.blockDim = dim3(unsigned(32 * RB / R));
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  if (DependentLaunch()) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  DLB_CHECK(cudaLaunchKernelEx(&cfg, GemvKernel<kFp8, M, R, RB, U>,
-                               reinterpret_cast<const uint4*>(x),
-                               reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
-                               kFp8 ? k / 16 : k / 8, accumulate, f));
+  LaunchDependent(GemvKernel<kFp8, M, R, RB, U>, dim3(unsigned((n + RB - 1) / RB)),
+                  dim3(unsigned(32 * RB / R)), 0, stream, reinterpret_cast<const uint4*>(x),
+                  reinterpret_cast<const uint4*>(w), w_scale, y, n, k, kFp8 ? k / 16 : k / 8,
+                  accumulate, f);
 }
 
 // kGemvLayouts[layout], compiled in: every layout at one row of x, the format's default at more.
