@@ -257,30 +257,28 @@ void LaunchL(const uint16_t* x, const void* w, float w_scale, float* y, int n, i
                   accumulate, f);
 }
 
-// kGemvLayouts[layout], compiled in: every layout at one row of x, the format's default at more.
-template <bool kFp8, int M>
+// The kernel of kGemvLayouts[L], its rows and loads read from the table.
+template <bool kFp8, int M, int L>
+void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
+              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+  constexpr GemvLayout l = kGemvLayouts[L];
+  LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads>(x, w, w_scale, y, n, k, accumulate,
+                                                               f, stream);
+}
+
+// kGemvLayouts[layout], compiled in: every layout at one row of x, the format's default at more
+// (Gemv allows only that one there).
+template <bool kFp8, int M, int L = 0>
 void LaunchM(int layout, const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  static_assert(kGemvLayoutCount == 5, "a layout without its kernel");
-  if constexpr (M == 1) {
-    switch (layout) {
-      case 0:
-        return LaunchL<kFp8, M, 1, 8, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
-      case 1:
-        return LaunchL<kFp8, M, 2, 8, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
-      case 2:
-        return LaunchL<kFp8, M, 2, 16, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
-      case 3:
-        return LaunchL<kFp8, M, 4, 32, 4>(x, w, w_scale, y, n, k, accumulate, f, stream);
-      default:
-        return LaunchL<kFp8, M, 1, 16, 8>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    }
+  if constexpr (M > 1) {
+    constexpr int kDefault = GemvDefaultLayout(kFp8 ? GemvWeights::kFp8E4m3 : GemvWeights::kBf16);
+    LaunchAt<kFp8, M, kDefault>(x, w, w_scale, y, n, k, accumulate, f, stream);
+  } else if constexpr (L + 1 < kGemvLayoutCount) {
+    if (layout == L) return LaunchAt<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream);
+    LaunchM<kFp8, M, L + 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
   } else {
-    (void)layout;  // Gemv allows only the default at M > 1
-    constexpr GemvLayout l = kGemvLayouts[GemvDefaultLayout(
-        kFp8 ? GemvWeights::kFp8E4m3 : GemvWeights::kBf16)];
-    LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads>(x, w, w_scale, y, n, k,
-                                                                  accumulate, f, stream);
+    LaunchAt<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream);
   }
 }
 
@@ -348,7 +346,7 @@ void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, 
   else if (f.act == nullptr && y == nullptr)
     problem = "needs y unless it writes a SwiGLU output";
   else if (layout >= kGemvLayoutCount || (m > 1 && layout != GemvDefaultLayout(weights)))
-    problem = "takes layouts 0 to 4 at one row of x, only its format's default at more";
+    problem = "takes any of kGemvLayouts at one row of x, only its format's default at more";
   if (problem != nullptr)
     throw Error(std::string(fp8 ? "GemvFp8E4m3" : "GemvBf16") + ": m " + std::to_string(m) +
                 ", n " + std::to_string(n) + ", k " + std::to_string(k) + ", layout " +

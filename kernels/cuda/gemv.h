@@ -71,7 +71,7 @@ struct GemvLayout {
   int rows_per_warp, rows_per_block, loads;
 };
 inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4}, {2, 8, 4}, {2, 16, 4}, {4, 32, 4}, {1, 16, 8}};
-inline constexpr int kGemvLayoutCount = 5;
+inline constexpr int kGemvLayoutCount = int(sizeof(kGemvLayouts) / sizeof(kGemvLayouts[0]));
 // The layout a format runs unless told otherwise, and the only one at more than one row of x:
 // bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start
 // and end, the norm's pieces, the shuffles, the epilogue, weighed twice as much on it).
