@@ -81,6 +81,13 @@ std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::Gra
   return best;
 }
 
+// A product's layout as the label writes it: weight rows a warp / a block / loads in flight.
+std::string LayoutWords(int layout) {
+  const cuda::GemvLayout& l = cuda::kGemvLayouts[layout];
+  return std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
+         std::to_string(l.loads);
+}
+
 }  // namespace
 
 Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
@@ -493,7 +500,7 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   g.out = out;
   g.slot = slot;
   g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0;
-  g.layout = cuda::GemvDefaultLayout(fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16);
+  g.layout = cuda::GemvDefaultLayout(Weights());
   g.bf16_out = bf16_out && !g.gemv;  // the weight-streaming product writes f32 (or fuses on)
   g.w_scale = fp8_ ? GemmAScale(in) : 1.0f;
   cublasLtMatmulDesc_t raw = nullptr;
@@ -524,9 +531,8 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
 void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, void* y,
                          bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
-    cuda::Gemv(x, w, fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16, g.w_scale,
-               static_cast<float*>(y), g.rows, g.out, g.in, accumulate, fusion, stream_.get(),
-               g.layout);
+    cuda::Gemv(x, w, Weights(), g.w_scale, static_cast<float*>(y), g.rows, g.out, g.in, accumulate,
+               fusion, stream_.get(), g.layout);
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -605,7 +611,6 @@ std::string NativeInfer::TuneGemv() {
   DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
   Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
   const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
-  const int fallback = g_qkv_.layout;
   std::string chosen;
   for (int slot = 0; slot < kGemms; ++slot) {
     Gemm& g = *gemms[slot];
@@ -624,17 +629,13 @@ std::string NativeInfer::TuneGemv() {
     }
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
-    const cuda::GemvLayout& l = cuda::kGemvLayouts[g.layout];
-    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " +
-              std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
-              std::to_string(l.loads);
+    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout);
   }
-  const cuda::GemvLayout& d = cuda::kGemvLayouts[fallback];
   return "; each product's layout (weight rows a warp / a block / loads in flight a lane) the "
          "fastest of " +
          std::to_string(cuda::kGemvLayoutCount) + ", timed over every layer's weights when built: " +
-         chosen + " (the format's default " + std::to_string(d.rows_per_warp) + "/" +
-         std::to_string(d.rows_per_block) + "/" + std::to_string(d.loads) + ")";
+         chosen + " (the format's default " + LayoutWords(cuda::GemvDefaultLayout(Weights())) +
+         ")";
 }
 
 void NativeInfer::Step() {

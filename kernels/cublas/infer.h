@@ -112,6 +112,10 @@ class NativeInfer {
   // (kernels/cuda/gemv.h's GemvFusion): a layer is four products, the rotary append and the
   // attention.
   void FusedStep();
+  // The weight-streaming products' format.
+  cuda::GemvWeights Weights() const {
+    return fp8_ ? cuda::GemvWeights::kFp8E4m3 : cuda::GemvWeights::kBf16;
+  }
   // Product `slot` (0 qkv, 1 o, 2 gate/up, 3 down, 4 the LM head) of layer l with FusedStep's
   // fusion, at its Gemm's layout.
   void FusedProduct(int slot, size_t l);
