@@ -249,13 +249,13 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
 
   const char* gemms =
       fp8_ && g_qkv_.gemv
-          ? "fp8 weight-streaming products, two weight rows a warp, each a programmatic "
-            "dependent launch (one token a step, the norms and SwiGLU fused into them: e4m3 "
-            "weights with per-tensor scales, bf16 activations"
+          ? "fp8 weight-streaming products, each a programmatic dependent launch (one token a "
+            "step, the norms and SwiGLU fused into them: e4m3 weights with per-tensor scales, "
+            "bf16 activations"
       : fp8_ ? "cuBLASLt fp8 GEMMs (e4m3 weights with per-tensor scales, activations quantised to "
                "e4m3 by their absmax each step"
-      : g_qkv_.gemv ? "bf16 weight-streaming products, a warp a weight row, each a programmatic "
-                      "dependent launch (one token a step, the norms and SwiGLU fused into them"
+      : g_qkv_.gemv ? "bf16 weight-streaming products, each a programmatic dependent launch (one "
+                      "token a step, the norms and SwiGLU fused into them"
                     : "cuBLASLt bf16 GEMMs (bf16 weights and activations";
   label_ = std::string(gemms) +
            (g_13_.bf16_out ? "; f32 accumulation; qkv and gate/up written in bf16, o and down "
