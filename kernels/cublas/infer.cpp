@@ -81,11 +81,13 @@ std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::Gra
   return best;
 }
 
-// A product's layout as the label writes it: weight rows a warp / a block / loads in flight.
+// A product's layout as the label writes it: weight rows a warp / a block / loads in flight, and
+// the registers a thread where the layout sets them.
 std::string LayoutWords(int layout) {
   const cuda::GemvLayout& l = cuda::kGemvLayouts[layout];
   return std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
-         std::to_string(l.loads);
+         std::to_string(l.loads) +
+         (l.max_regs > 0 ? " (" + std::to_string(l.max_regs) + " registers)" : "");
 }
 
 }  // namespace
@@ -631,11 +633,11 @@ std::string NativeInfer::TuneGemv() {
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
     chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout);
   }
-  return "; each product's layout (weight rows a warp / a block / loads in flight a lane) the "
-         "fastest of " +
-         std::to_string(cuda::kGemvLayoutCount) + ", timed over every layer's weights when built: " +
-         chosen + " (the format's default " + LayoutWords(cuda::GemvDefaultLayout(Weights())) +
-         ")";
+  return "; each product's layout (weight rows a warp / a block / loads in flight a lane, the "
+         "registers a thread where it sets them) the fastest of " +
+         std::to_string(cuda::kGemvLayoutCount) +
+         ", timed over every layer's weights when built: " + chosen + " (the format's default " +
+         LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";
 }
 
 void NativeInfer::Step() {

@@ -88,8 +88,8 @@ __device__ __forceinline__ void AddRound(float (&acc)[R][M], const uint4 (&wv)[R
 // A block of RB rows (GemvLayout): RB / R warps, warp w taking rows blockIdx.x * RB + w R + r
 // (r < R), each row read in rounds of U 16-byte loads a lane, kw words a row, x's rows k / 8 words
 // apart. The fused epilogues (GemvFusion) run after the warps' sums.
-template <bool kFp8, int M, int R, int RB, int U>
-__global__ void __launch_bounds__(32 * RB / R)
+template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks>
+__global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
   constexpr int kBlockWarps = RB / R, kBlockThreads = 32 * kBlockWarps, kUnroll = U;
@@ -248,10 +248,10 @@ __global__ void __launch_bounds__(32 * RB / R)
 // may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in three interleaved
 // rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against 2.711-2.713.
 // Triggering the next launch after a block's loads rather than at its start: bf16 4.101 ms.
-template <bool kFp8, int M, int R, int RB, int U>
+template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks>
 void LaunchL(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  LaunchDependent(GemvKernel<kFp8, M, R, RB, U>, dim3(unsigned((n + RB - 1) / RB)),
+  LaunchDependent(GemvKernel<kFp8, M, R, RB, U, kMinBlocks>, dim3(unsigned((n + RB - 1) / RB)),
                   dim3(unsigned(32 * RB / R)), 0, stream, reinterpret_cast<const uint4*>(x),
                   reinterpret_cast<const uint4*>(w), w_scale, y, n, k, kFp8 ? k / 16 : k / 8,
                   accumulate, f);
@@ -262,8 +262,8 @@ template <bool kFp8, int M, int L>
 void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
               bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   constexpr GemvLayout l = kGemvLayouts[L];
-  LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads>(x, w, w_scale, y, n, k, accumulate,
-                                                               f, stream);
+  LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads, l.MinBlocks()>(
+      x, w, w_scale, y, n, k, accumulate, f, stream);
 }
 
 // kGemvLayouts[layout], compiled in: every layout at one row of x, the format's default at more

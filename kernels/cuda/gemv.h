@@ -66,11 +66,29 @@ enum class GemvWeights { kBf16, kFp8E4m3 };
 // format: measured on an H200, each of Llama-3-8B's decode products 32 times over in a CUDA graph,
 // e4m3's 4096 x 14336 down projection ran 17.96 us a product at (1, 8, 4) against 20.15 at
 // (2, 8, 4), its 6144 x 4096 qkv 7.67 at (4, 32, 4) against 9.08; bf16's down 28.29 at (1, 16, 8)
-// against 31.57 at (1, 8, 4). A step chooses each product's by timing them (kernels/cublas/infer.h).
+// against 31.57 at (1, 8, 4). A step chooses each product's by timing them
+// (kernels/cublas/infer.h). A layout may also set the registers a thread the compiler may use
+// (max_regs, as the blocks an SM it must fit; 0 leaves the count to its own heuristic, which at
+// these kernels keeps 44-64): more let it issue a round's loads earlier, fewer leave room for more
+// warps. Measured on an H200 in the same 32-product chain with the step's fusions: e4m3's down
+// projection 16.20 us at (1, 8, 4) with 64 against 18.65 at (1, 16, 8) with the compiler's count,
+// its gate/up 28.67 at (2, 8, 4) with 64 against 30.22, its o projection 6.47 against 7.16; bf16's
+// qkv 12.00 at (2, 16, 4) with 80 against 13.83, its o projection 8.94 at (1, 8, 4) with 64
+// against 10.06.
 struct GemvLayout {
   int rows_per_warp, rows_per_block, loads;
+  int max_regs = 0;
+  constexpr int Threads() const { return 32 * rows_per_block / rows_per_warp; }
+  // The blocks an SM the compiler is asked to fit (__launch_bounds__' second argument): 0 none.
+  constexpr int MinBlocks() const {
+    if (max_regs == 0) return 0;
+    const int blocks = 65536 / (Threads() * max_regs);
+    return blocks < 1 ? 1 : blocks;
+  }
 };
-inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4}, {2, 8, 4}, {2, 16, 4}, {4, 32, 4}, {1, 16, 8}};
+inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4},     {2, 8, 4},     {2, 16, 4},
+                                              {4, 32, 4},    {1, 16, 8},    {1, 8, 4, 64},
+                                              {2, 8, 4, 64}, {2, 16, 4, 80}};
 inline constexpr int kGemvLayoutCount = int(sizeof(kGemvLayouts) / sizeof(kGemvLayouts[0]));
 // The layout a format runs unless told otherwise, and the only one at more than one row of x:
 // bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start

@@ -293,6 +293,18 @@ TEST(Gemv, RefusesALayoutOutOfRangeOrOtherThanTheDefaultAtMoreRows) {
                Error);  // e4m3's default is two rows a warp
 }
 
+// A layout's register setting is the blocks an SM the compiler must fit: 65536 registers over the
+// block's threads times the setting, at least one; none without a setting.
+TEST(Gemv, ALayoutsRegistersAreTheBlocksAnSmTheCompilerMustFit) {
+  EXPECT_EQ((GemvLayout{1, 8, 4}.MinBlocks()), 0);
+  EXPECT_EQ((GemvLayout{1, 8, 4, 64}.MinBlocks()), 4);   // 256 threads x 64
+  EXPECT_EQ((GemvLayout{2, 8, 4, 64}.MinBlocks()), 8);   // 128 threads x 64
+  EXPECT_EQ((GemvLayout{2, 16, 4, 80}.MinBlocks()), 3);  // 256 x 80: 3.2 blocks
+  EXPECT_EQ((GemvLayout{1, 16, 8, 255}.MinBlocks()), 1);  // 512 x 255: fewer than one, so one
+  for (const GemvLayout& l : kGemvLayouts)
+    if (l.max_regs > 0) EXPECT_LE(l.MinBlocks() * l.Threads() * l.max_regs, 65536);
+}
+
 TEST(Gemv, RefusesAnIncompleteFusion) {
   alignas(16) static uint16_t buf[64];
   alignas(16) static float out[64];
