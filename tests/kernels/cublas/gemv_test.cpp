@@ -155,7 +155,8 @@ std::vector<T> ToHost(const DeviceBuffer<T>& d) {
 
 // The fused epilogues of one decode layer against float64, for both weight formats: the norm
 // folded into the input, the residual output with the next norm's input and sums of squares (one
-// piece a block of the layout's rows), and SwiGLU over interleaved gate and up rows.
+// piece a block of the layout's rows), SwiGLU over interleaved gate and up rows, alone and after
+// the norm.
 void CheckFusions(GemvWeights weights, int64_t m = 2, int layout = -1) {
   const int64_t n = 96, k = 512;
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
@@ -253,6 +254,22 @@ void CheckFusions(GemvWeights weights, int64_t m = 2, int layout = -1) {
           std::max(worst_act, rel(FloatOf(a[size_t(i * n / 2 + f)]), g / (1 + std::exp(-g)) * u));
     }
   EXPECT_LT(worst_act, 1e-2);
+
+  // Norm in and SwiGLU out together, as a step's gate/up product runs.
+  GemvFusion norm_act = norm;
+  norm_act.act = dact.get();
+  Gemv(dx.get(), dw, weights, w_scale, nullptr, m, n, k, false, norm_act, nullptr, layout);
+  const std::vector<uint16_t> na = ToHost(dact);
+  double worst_norm_act = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const double inv = 1 / std::sqrt(ss[size_t(i)] / k + 1e-5);
+    for (int64_t f = 0; f < n / 2; ++f) {
+      const double g = prod[size_t(i * n + 2 * f)] * inv, u = prod[size_t(i * n + 2 * f + 1)] * inv;
+      worst_norm_act = std::max(
+          worst_norm_act, rel(FloatOf(na[size_t(i * n / 2 + f)]), g / (1 + std::exp(-g)) * u));
+    }
+  }
+  EXPECT_LT(worst_norm_act, 1e-2);
 }
 
 TEST(Gemv, FusesNormResidualAndSwiGluWithBf16Weights) {
