@@ -74,7 +74,7 @@ enum class GemvWeights { kBf16, kFp8E4m3 };
 // projection 16.20 us at (1, 8, 4) with 64 against 18.65 at (1, 16, 8) with the compiler's count,
 // its gate/up 28.67 at (2, 8, 4) with 64 against 30.22, its o projection 6.47 against 7.16; bf16's
 // qkv 12.00 at (2, 16, 4) with 80 against 13.83, its o projection 8.94 at (1, 8, 4) with 64
-// against 10.06.
+// against 10.06; e4m3's qkv 7.50 and gate/up 28.24 at (2, 8, 4) with 72.
 struct GemvLayout {
   int rows_per_warp, rows_per_block, loads;
   int max_regs = 0;
@@ -88,7 +88,7 @@ struct GemvLayout {
 };
 inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4},     {2, 8, 4},     {2, 16, 4},
                                               {4, 32, 4},    {1, 16, 8},    {1, 8, 4, 64},
-                                              {2, 8, 4, 64}, {2, 16, 4, 80}};
+                                              {2, 8, 4, 64}, {2, 16, 4, 80}, {2, 8, 4, 72}};
 inline constexpr int kGemvLayoutCount = int(sizeof(kGemvLayouts) / sizeof(kGemvLayouts[0]));
 // The layout a format runs unless told otherwise, and the only one at more than one row of x:
 // bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start
