@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
   for (int r = 0; r < R; ++r) wr[r] = w + size_t(min(row0 + r, n - 1)) * size_t(kw);
   const bool live = R > 1 || row0 < n;
   int c = lane;
-  // Launched as a programmatic dependent (LaunchM): the first round of weights, which no kernel
+  // Launched as a programmatic dependent (LaunchAt): the first round of weights, which no kernel
   // writes, is loaded before waiting for the previous kernel to finish; what it wrote (x, the
   // norm's pieces, y) is read and written only after. The next product may launch at once: its
   // blocks load their first weights while this one's last run.
@@ -277,26 +277,21 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
   }
 }
 
-// Each product launched as a programmatic dependent of the kernel before it (GemvKernel says what
-// may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in three interleaved
-// rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against 2.711-2.713.
-// Triggering the next launch after a block's loads rather than at its start: bf16 4.101 ms.
-template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks, int kF>
-void LaunchL(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
-             bool accumulate, const GemvFusion& f, cudaStream_t stream) {
-  LaunchDependent(GemvKernel<kFp8, M, R, RB, U, kMinBlocks, kF>, dim3(unsigned((n + RB - 1) / RB)),
-                  dim3(unsigned(32 * RB / R)), 0, stream, reinterpret_cast<const uint4*>(x),
-                  reinterpret_cast<const uint4*>(w), w_scale, y, n, k, kFp8 ? k / 16 : k / 8,
-                  accumulate, f);
-}
-
-// The kernel of kGemvLayouts[L], its rows and loads read from the table, for fusion kind kF.
+// The kernel of kGemvLayouts[L] for fusion kind kF, its rows, loads and registers read from the
+// table (a block a piece of GemvParts), launched as a programmatic dependent of the kernel before
+// it (GemvKernel says what may run early). Measured on an H200, Llama-3-8B's decode step at B 1 in
+// three interleaved rounds: bf16 4.064 ms against 4.203-4.216 without; e4m3 2.705 against
+// 2.711-2.713. Triggering the next launch after a block's loads rather than at its start: bf16
+// 4.101 ms.
 template <bool kFp8, int M, int L, int kF>
 void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
               bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   constexpr GemvLayout l = kGemvLayouts[L];
-  LaunchL<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads, l.MinBlocks(), kF>(
-      x, w, w_scale, y, n, k, accumulate, f, stream);
+  LaunchDependent(
+      GemvKernel<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads, l.MinBlocks(), kF>,
+      dim3(unsigned(GemvParts(n, L))), dim3(unsigned(l.Threads())), 0, stream,
+      reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
+      kFp8 ? k / 16 : k / 8, accumulate, f);
 }
 
 // At one row of x, the kernel for the fusion's kind; at more, one that reads it at run time.
