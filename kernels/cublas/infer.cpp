@@ -27,6 +27,13 @@ std::string KernelAttentionWords(const cuda::AttnSplit& split) {
   return "a split-key tensor-core kernel, all query heads of a kv head a block (" +
          std::to_string(split.splits) + " chunks of " + std::to_string(split.chunk) + " keys)";
 }
+// And on the kernel fused with the rotary append.
+std::string FusedAttentionWords(const cuda::AttnSplit& split) {
+  return "the rotary append and a split-key tensor-core kernel in one programmatic dependent "
+         "launch, all query heads of a kv head a block (" +
+         std::to_string(split.splits) + " chunks of " + std::to_string(split.chunk) +
+         " keys, a thread-block cluster merging them in shared memory)";
+}
 
 // A seeded matrix of kernels/common/infer.h (rows x cols at dst), seeded on the device: bf16, then
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
@@ -221,8 +228,8 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   cuda::Sync(st);  // the staged host values may go
 
   const std::string gemm_choice = TuneGemms() + TuneGemv();
-  // The attention: prefill's cuDNN's fused SDPA where it has an engine, decode's the faster of it
-  // and the kernel, the paged cache's the kernel.
+  // The attention: prefill's cuDNN's fused SDPA where it has an engine, decode's the fastest of it,
+  // the kernel and the kernel fused with the rotary append, the paged cache's the kernel.
   std::string attention = KernelAttentionWords(split_);
   if (paged) {
     attention += " (cuDNN's fused SDPA is bound to a contiguous cache here)";
@@ -327,6 +334,30 @@ void NativeInfer::Attention(size_t l) {
                      stream_.get());
 }
 
+void NativeInfer::RopeAndAttention(size_t l) {
+  uint16_t* k = cache_.get() + 2 * int64_t(l) * layer_kv_;
+  uint16_t* v = k + layer_kv_;
+  cudaStream_t st = stream_.get();
+  if (rope_attn_)
+    return cuda::RopeAttention(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(),
+                               attn_, rope_split_, k, v, attn_out_.get(), st);
+  if (g_qkv_.bf16_out)
+    cuda::RopeAppend(reinterpret_cast<const uint16_t*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
+                     q_.get(), k, v, st);
+  else
+    cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
+                     q_.get(), k, v, st);
+  Attention(l);
+}
+
+std::string NativeInfer::WhyNotFused() const {
+  if (shape_.NewTokens() != 1) return "it takes one token a sequence";
+  if (g_qkv_.bf16_out) return "it reads the projection's f32 rows, and this qkv GEMM writes bf16";
+  if (attn_.page != 0) return "it is not offered over the paged cache";
+  if (!cuda::RopeAttentionSupported()) return "it needs compute capability 9.0+ (clusters)";
+  return "";
+}
+
 std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats, bool candidates) {
   const Support ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
   if (!ok.ok) return ok.why;
@@ -355,6 +386,13 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   const int64_t n = shape_.NewTokens();
   const std::string kernel = KernelAttentionWords(split_);
   if (choice == DecodeAttention::kKernel) return kernel;
+  const std::string why_not_fused = WhyNotFused();
+  if (why_not_fused.empty()) rope_split_ = cuda::ChooseRopeAttnSplit(attn_);
+  const std::string fused = FusedAttentionWords(rope_split_);
+  if (choice == DecodeAttention::kFused) {
+    rope_attn_ = why_not_fused.empty();
+    return rope_attn_ ? fused : kernel + " (the fused kernel: " + why_not_fused + ")";
+  }
   // The step's one query a sequence over every cached position (its own included): no mask.
   AttnShape as;
   as.batch = shape_.batch;
@@ -366,25 +404,39 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
   as.causal = n > 1;
   const bool fastest = choice == DecodeAttention::kFastest;
   const std::string why = PlanSdpa(as, false, fastest);
-  if (!why.empty()) return kernel + " (cuDNN's fused SDPA: " + why + ")";
+  if (!why.empty() && !why_not_fused.empty())
+    return kernel + " (cuDNN's fused SDPA: " + why + "; the fused kernel: " + why_not_fused + ")";
+  if (!fastest) {
+    attn_sdpa_ = why.empty();
+    return attn_sdpa_ ? sdpa_->label() : kernel + " (cuDNN's fused SDPA: " + why + ")";
+  }
   StreamRef st = stream_.get();
-  attn_sdpa_ = true;
-  if (!fastest) return sdpa_->label();
 
-  // The kernel (option 0) and each of cuDNN's usable engine configurations (option 1 + i), each
-  // over every layer's cache in turn (the whole cache, as a step reads it: no layer's is still in
-  // L2 when its turn comes again), each pass captured in a CUDA graph as the step runs it
-  // (cuDNN's execute call costs host time that a graph's replay does not), timed in interleaved
-  // rounds (TimeInterleaved); a query of zeros (q_ is written by each step's rotary append, not
-  // yet here). A configuration that fails to run is passed over.
-  DLB_CHECK(cudaMemsetAsync(q_.get(), 0, q_.bytes(), st));
-  const int configs = sdpa_->Candidates(), options = 1 + configs;
+  // The kernel (option 0), each of cuDNN's usable engine configurations (option 1 + i) and the
+  // fused kernel (the last), each after its layer's qkv product (the kernel it overlaps in a step)
+  // with the rotary append, over every layer's weights and cache in turn (as a step reads them: no
+  // layer's still in L2 when its turn comes again), each pass captured in a CUDA graph as the step
+  // runs it (cuDNN's execute call costs host time that a graph's replay does not), timed in
+  // interleaved rounds (TimeInterleaved); inputs of zeros (each step writes them, none has run
+  // yet). A configuration that fails to run is passed over.
+  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
+  if (fused_) DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
+  const int configs = why.empty() ? sdpa_->Candidates() : 0;
+  const int fused_option = why_not_fused.empty() ? 1 + configs : -1;
+  const int options = 1 + configs + (fused_option > 0 ? 1 : 0);
   std::vector<cuda::GraphExec> passes(static_cast<size_t>(options));
   for (int c = 0; c < options; ++c) {
-    attn_sdpa_ = c > 0;
-    if (c > 0) sdpa_->Choose(c - 1);
+    attn_sdpa_ = c > 0 && c <= configs;
+    rope_attn_ = c == fused_option;
+    if (attn_sdpa_) sdpa_->Choose(c - 1);
     const auto pass = [&] {
-      for (size_t l = 0; l < layers_.size(); ++l) Attention(l);
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        if (fused_)
+          FusedProduct(0, l);
+        else
+          Launch(g_qkv_, layers_[l].wqkv.get(), h_.get(), qkv_.get(), false);
+        RopeAndAttention(l);
+      }
     };
     try {
       pass();  // eager first: the libraries load their code outside the capture
@@ -396,29 +448,39 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
     }
   }
   const std::vector<double> best = TimeInterleaved(st, passes);  // ms a pass over the layers
+  const auto cudnn_end = best.begin() + 1 + configs;
   const int cudnn_best =
-      1 + int(std::min_element(best.begin() + 1, best.end()) - (best.begin() + 1));
-  const int usable = int(std::count_if(passes.begin() + 1, passes.end(),
+      configs > 0 ? 1 + int(std::min_element(best.begin() + 1, cudnn_end) - (best.begin() + 1))
+                  : -1;
+  const int usable = int(std::count_if(passes.begin() + 1, passes.begin() + 1 + configs,
                                        [](const cuda::GraphExec& g) { return bool(g); }));
+  const int chosen = int(std::min_element(best.begin(), best.end()) - best.begin());
+  attn_sdpa_ = chosen > 0 && chosen <= configs;
+  rope_attn_ = chosen == fused_option;
+  if (usable > 0) sdpa_->Choose(cudnn_best - 1);
+  const std::string cudnn = usable > 0 ? sdpa_->label() : "";
+  if (!attn_sdpa_) sdpa_.reset();
   const double layers = double(layers_.size());
   const auto us = [&](double ms) { return std::to_string(int(std::lround(1e3 * ms / layers))); };
-  const bool use_cudnn = usable > 0 && best[size_t(cudnn_best)] < best[0];
-  attn_sdpa_ = use_cudnn;
-  if (usable > 0) sdpa_->Choose(cudnn_best - 1);
-  const std::string cudnn = sdpa_->label();
-  if (!use_cudnn) sdpa_.reset();
-  // Where the search moved off the heuristics' first configuration (option 1), its time too.
-  const std::string of =
-      configs == 1 ? "cuDNN's"
-      : cudnn_best == 1 || !passes[1]
-          ? "the fastest of cuDNN's " + std::to_string(usable) + " engine configurations"
-          : "the fastest of cuDNN's " + std::to_string(usable) +
-                " engine configurations (its heuristics' first " + us(best[1]) + " us)";
-  const std::string times = "timed over every layer's cache in a CUDA graph when built: " +
-                            (usable > 0 ? us(best[size_t(cudnn_best)]) : std::string("-")) +
-                            " us a layer for " + of + ", " + us(best[0]) + " us for the kernel's";
-  return use_cudnn ? cudnn + " (the faster, " + times + ")"
-                   : kernel + " (the faster, " + times + ")";
+  std::string times =
+      "timed with each layer's qkv product and the rotary append in a CUDA graph when built: ";
+  if (usable > 0) {
+    // Where the search moved off the heuristics' first configuration (option 1), its time too.
+    const std::string of =
+        configs == 1 ? "cuDNN's"
+        : cudnn_best == 1 || !passes[1]
+            ? "the fastest of cuDNN's " + std::to_string(usable) + " engine configurations"
+            : "the fastest of cuDNN's " + std::to_string(usable) +
+                  " engine configurations (its heuristics' first " + us(best[1]) + " us)";
+    times += us(best[size_t(cudnn_best)]) + " us a layer for " + of + ", ";
+  } else {
+    times += "cuDNN's fused SDPA " + (why.empty() ? std::string("failed to run") : why) + "; ";
+  }
+  times += us(best[0]) + " us for the kernel's, ";
+  times += fused_option > 0 ? us(best[size_t(fused_option)]) + " us for the fused kernel's"
+                            : "no fused kernel: " + why_not_fused;
+  const std::string& words = attn_sdpa_ ? cudnn : rope_attn_ ? fused : kernel;
+  return words + " (the fastest, " + times + ")";
 }
 
 std::string NativeInfer::TuneGemms() {
@@ -587,16 +649,11 @@ void NativeInfer::FusedProduct(int slot, size_t l) {
 
 void NativeInfer::FusedStep() {
   const LlamaConfig& m = shape_.model;
-  const int64_t per = layer_kv_;
-  cudaStream_t st = stream_.get();
   cuda::EmbedNormInput(tokens_.get(), embed_.get(), rows_, m.dim, layers_[0].attn_norm.get(),
-                       x_.get(), h_.get(), ss_.get(), st);
+                       x_.get(), h_.get(), ss_.get(), stream_.get());
   for (size_t l = 0; l < layers_.size(); ++l) {
-    uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
     FusedProduct(0, l);
-    cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
-                     q_.get(), k, k + per, st);
-    Attention(l);
+    RopeAndAttention(l);
     for (int slot = 1; slot <= 3; ++slot) FusedProduct(slot, l);
   }
   FusedProduct(4, layers_.size());
@@ -643,23 +700,15 @@ std::string NativeInfer::TuneGemv() {
 void NativeInfer::Step() {
   if (fused_) return FusedStep();
   const LlamaConfig& m = shape_.model;
-  const int64_t d = m.dim, n = shape_.NewTokens(), per = layer_kv_;
+  const int64_t d = m.dim, n = shape_.NewTokens();
   const float eps = float(m.norm_eps);
   cudaStream_t st = stream_.get();
   cuda::EmbedRows(tokens_.get(), embed_.get(), rows_, d, x_.get(), st);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& y = layers_[l];
-    uint16_t* k = cache_.get() + 2 * int64_t(l) * per;
-    uint16_t* v = k + per;
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.attn_norm.get(), eps, h_.get(), st);
     Launch(g_qkv_, y.wqkv.get(), h_.get(), qkv_.get(), false);
-    if (g_qkv_.bf16_out)
-      cuda::RopeAppend(reinterpret_cast<const uint16_t*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
-                       q_.get(), k, v, st);
-    else
-      cuda::RopeAppend(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
-                       q_.get(), k, v, st);
-    Attention(l);
+    RopeAndAttention(l);
     Launch(g_o_, y.wo.get(), attn_out_.get(), x_.get(), true);
     cuda::RmsNormBf16(x_.get(), rows_, d, d, y.ffn_norm.get(), eps, h_.get(), st);
     Launch(g_13_, y.w13.get(), h_.get(), gu_.get(), false);

@@ -56,10 +56,11 @@ class NativeInfer {
  public:
   static constexpr bool kGpu = true;
   static constexpr const char* kBackend = "native";
-  // Decode's attention: the faster of the two when built, or one of them (tests compare each
-  // with the float64 step; kCudnn falls back to the kernel, saying why, where cuDNN has no
-  // engine).
-  enum class DecodeAttention { kFastest, kKernel, kCudnn };
+  // Decode's attention: the fastest when built, or one of them (tests compare each with the
+  // float64 step; kCudnn falls back to the kernel, saying why, where cuDNN has no engine; kFused,
+  // the rotary append and attention in one launch (kernels/cuda/infer_kernels.h's RopeAttention),
+  // the same where the GPU or the step does not take it).
+  enum class DecodeAttention { kFastest, kKernel, kCudnn, kFused };
   // No for an invalid shape, weights other than bf16 and fp8, a head_dim the attention kernel
   // does not take, no CUDA device, fp8 without FP8 tensor cores or sizes off its alignment.
   static Support Supports(const InferShape& s, const RunConfig& cfg);
@@ -123,6 +124,11 @@ class NativeInfer {
   void Capture();
   // Layer l's attention, the kernel's or (sdpa_ set) cuDNN's.
   void Attention(size_t l);
+  // Layer l's rotary append and attention: RopeAppend then Attention(l), or (rope_attn_) the
+  // fused kernel's one launch.
+  void RopeAndAttention(size_t l);
+  // "" where the fused rotary append and attention takes the step, else why not.
+  std::string WhyNotFused() const;
   // The GEMMs cuBLASLt runs (not the weight-streaming ones): each one's algorithm the fastest of
   // the heuristic's first kGemmCandidates, timed over every layer's weights. The label's words.
   std::string TuneGemms();
@@ -135,8 +141,9 @@ class NativeInfer {
   // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).
   std::string PlanSdpa(const AttnShape& as, bool stats, bool candidates = false);
   // Decode: plans cuDNN's SDPA over the cache (sdpa_) where it has an engine and `attention`
-  // allows it; kFastest times it and the kernel over every layer's cache and keeps the faster.
-  // Returns the label's words on the attention.
+  // allows it, or the fused kernel; kFastest times them and the kernel, each after its layer's
+  // qkv product with the rotary append, over every layer's weights and cache, and keeps the
+  // fastest. Returns the label's words on the attention.
   std::string PlanDecodeAttention(DecodeAttention attention);
 
   struct Layer {
@@ -152,6 +159,8 @@ class NativeInfer {
   cuda::DeviceBuffer<int32_t> page_table_;
   cuda::InferAttnDims attn_;
   cuda::AttnSplit split_;
+  cuda::AttnSplit rope_split_;  // the fused kernel's (rope_attn_)
+  bool rope_attn_ = false;      // RopeAndAttention runs the fused kernel
   cuda::Stream stream_;
   LtHandle handle_;
   cuda::DeviceBuffer<unsigned char> workspace_;

@@ -89,6 +89,23 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
                   const InferAttnDims& a, const AttnSplit& split, float* partial, uint16_t* out,
                   cudaStream_t stream);
 
+// The decode step's rotary append and attention in one launch, for one token a sequence
+// (a.new_tokens 1) from the fused projection's f32 rows: what RopeAppend then GqaAttention do,
+// with the same rounding (q, k and v to bf16 after the rotation in f32), the caches written at
+// position first_pos and the output in GqaAttention's layout. Blocks as GqaAttention's with 8
+// warps (4 at head_dim 256) over chunks of the cached keys (positions before first_pos; at most 8
+// chunks, ChooseRopeAttnSplit), this step's key added by each row's last block; a row's chunks are
+// one thread-block cluster that merges them in distributed shared memory, so there is no scratch
+// and no second pass. A programmatic dependent launch: each warp copies its first tile of cached
+// keys, which no kernel of a step writes, before waiting on the kernel before it, and the next
+// kernel may launch as this one starts. Needs compute capability 9.0+ (RopeAttentionSupported);
+// the caches 16-byte aligned.
+AttnSplit ChooseRopeAttnSplit(const InferAttnDims& a);
+bool RopeAttentionSupported();
+void RopeAttention(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
+                   const AttnSplit& split, uint16_t* k_cache, uint16_t* v_cache, uint16_t* out,
+                   cudaStream_t stream);
+
 // act[t][f] = silu(gu[t][2f]) * gu[t][2f + 1] in bf16: gu rows x 2 ffn in f32, each unit's gate
 // and up side by side (the fused gate/up weight's rows interleaved, as GemvFusion's SwiGLU reads
 // them).

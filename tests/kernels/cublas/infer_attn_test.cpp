@@ -1,10 +1,12 @@
 // The inference step's attention kernel (kernels/cuda/infer_kernels.h, GqaAttention) alone against
 // the float64 grouped-query attention, at the query-head groups its blocks take (8, 4, 2 and one
 // head a block for a group of 3), head dims 16 to 256, decode contexts split over many chunks and
-// a causal prefill after a cached prefix, and the same over a paged cache whose pages are shuffled.
+// a causal prefill after a cached prefix, and the same over a paged cache whose pages are shuffled;
+// and the decode step's rotary append fused with it (RopeAttention) against the float64 of both.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <ostream>
@@ -142,6 +144,125 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{"batch_64_one_chunk", {64, 1, 1500, 32, 8, 128, 1501}}),
     CaseName);
 
+class RopeAttentionTest : public ::testing::TestWithParam<AttnCase> {};
+
+// The fused rotary append and attention (RopeAttention) against the float64 of what it fuses: the
+// projection's f32 rows rotated (q and k) and v, this step's key and value appended at first_pos,
+// then the grouped-query attention over the cache; its appended rows against the same rotation,
+// and every other cached row left as it was.
+TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (!cuda::RopeAttentionSupported()) GTEST_SKIP() << "no thread-block clusters (before sm_90)";
+  cuda::InferAttnDims a = GetParam().dims;
+  const int64_t D = a.head_dim, half = D / 2, H = a.heads, G = a.kv_heads, pos = a.first_pos;
+  const int64_t width = (H + 2 * G) * D;
+  const std::vector<float> qkv = Values(4, size_t(a.batch * width));
+  const size_t kv_n = size_t(a.batch * G * a.capacity * D);
+  // The cache as earlier steps left it (the row at pos too: the launch overwrites it).
+  std::vector<float> k = Values(2, kv_n), v = Values(3, kv_n);
+  std::vector<float> cos, sin;
+  for (int64_t j = 0; j < half; ++j) {
+    const double angle = double(pos) * std::pow(500000.0, -2.0 * double(j) / double(D));
+    cos.push_back(float(std::cos(angle)));
+    sin.push_back(float(std::sin(angle)));
+  }
+  cuda::Stream stream = cuda::MakeStream();
+  Paged paged;
+  cuda::DeviceBuffer<int32_t> table;
+  if (GetParam().page > 0) {
+    a.page = GetParam().page;
+    a.pages_per_seq = (a.capacity + a.page - 1) / a.page;
+    paged = Page(a, k, v);
+    table = cuda::DeviceBuffer<int32_t>(paged.table.size());
+    DLB_CHECK(cudaMemcpy(table.get(), paged.table.data(), table.bytes(), cudaMemcpyHostToDevice));
+    a.page_table = table.get();
+  }
+  const std::vector<float>& k_stored = a.page > 0 ? paged.k : k;
+  const std::vector<float>& v_stored = a.page > 0 ? paged.v : v;
+  cuda::DeviceBuffer<float> dqkv(qkv.size()), dcos(cos.size()), dsin(sin.size());
+  cuda::Upload(dqkv.get(), qkv, DType::kF32, stream.get());
+  cuda::Upload(dcos.get(), cos, DType::kF32, stream.get());
+  cuda::Upload(dsin.get(), sin, DType::kF32, stream.get());
+  cuda::DeviceBuffer<uint16_t> dk(k_stored.size()), dv(v_stored.size()),
+      dout(size_t(a.batch * H * D));
+  cuda::Upload(dk.get(), k_stored, DType::kBF16, stream.get());
+  cuda::Upload(dv.get(), v_stored, DType::kBF16, stream.get());
+  cuda::Poison(dout.get(), dout.size(), DType::kBF16, stream.get());
+  const cuda::AttnSplit split = cuda::ChooseRopeAttnSplit(a);
+  ASSERT_LE(split.splits, 8);
+  cuda::RopeAttention(dqkv.get(), dcos.get(), dsin.get(), a, split, dk.get(), dv.get(), dout.get(),
+                      stream.get());
+  const std::vector<float> got =
+      cuda::Download(dout.get(), dout.size(), DType::kBF16, stream.get());
+  const std::vector<float> got_k = cuda::Download(dk.get(), dk.size(), DType::kBF16, stream.get());
+  const std::vector<float> got_v = cuda::Download(dv.get(), dv.size(), DType::kBF16, stream.get());
+
+  // The float64 step: q and this step's k rotated, v copied, into the (contiguous) cache.
+  const auto rotate = [&](const float* x, std::vector<double>* dst, size_t at) {
+    for (int64_t j = 0; j < half; ++j) {
+      (*dst)[at + size_t(j)] = double(x[j]) * cos[size_t(j)] - double(x[j + half]) * sin[size_t(j)];
+      (*dst)[at + size_t(j + half)] =
+          double(x[j + half]) * cos[size_t(j)] + double(x[j]) * sin[size_t(j)];
+    }
+  };
+  std::vector<double> want, q(size_t(H * D)), kd(k.begin(), k.end()), vd(v.begin(), v.end());
+  std::vector<double> want_new_k, want_new_v;
+  std::vector<float> got_new_k, got_new_v;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const float* row = qkv.data() + b * width;
+    for (int64_t h = 0; h < H; ++h) rotate(row + h * D, &q, size_t(h * D));
+    for (int64_t g = 0; g < G; ++g) {
+      const size_t at = size_t(((b * G + g) * a.capacity + pos) * D);
+      rotate(row + (H + g) * D, &kd, at);
+      for (int64_t e = 0; e < D; ++e) vd[at + size_t(e)] = row[(H + G + g) * D + e];
+      // Where the kernel wrote this row: the contiguous cache's place, or its page's.
+      size_t stored = at;
+      if (a.page > 0) {
+        const int64_t page = paged.table[size_t(b * a.pages_per_seq + pos / a.page)];
+        stored = size_t(((page * G + g) * a.page + pos % a.page) * D);
+      }
+      for (int64_t e = 0; e < D; ++e) {
+        want_new_k.push_back(kd[at + size_t(e)]);
+        want_new_v.push_back(vd[at + size_t(e)]);
+        got_new_k.push_back(got_k[stored + size_t(e)]);
+        got_new_v.push_back(got_v[stored + size_t(e)]);
+      }
+    }
+    const size_t seq = size_t(G * a.capacity * D);
+    const Vec out = RefGqaAttention(
+        q, {pos},
+        Vec(kd.begin() + int64_t(size_t(b) * seq), kd.begin() + int64_t(size_t(b + 1) * seq)),
+        Vec(vd.begin() + int64_t(size_t(b) * seq), vd.begin() + int64_t(size_t(b + 1) * seq)), H, G,
+        D, a.capacity);
+    want.insert(want.end(), out.begin(), out.end());
+  }
+  EXPECT_LT(testing::RelativeL2(got, want), 5e-3)
+      << split.splits << " chunks of " << split.chunk << " keys";
+  EXPECT_LT(testing::RelativeL2(got_new_k, want_new_k), 4e-3);  // rounded to bf16
+  EXPECT_LT(testing::RelativeL2(got_new_v, want_new_v), 4e-3);
+  // Every other row as it was: only position pos of each sequence and kv head changed.
+  size_t changed = 0;
+  for (size_t i = 0; i < got_k.size(); ++i)
+    changed += (got_k[i] != k_stored[i]) + (got_v[i] != v_stored[i]);
+  EXPECT_LE(changed, size_t(2 * a.batch * G * D));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, RopeAttentionTest,
+    ::testing::Values(AttnCase{"llama3_8b_decode", {2, 1, 700, 32, 8, 128, 701}},
+                      AttnCase{"llama3_8b_long_context", {1, 1, 5000, 32, 8, 128, 5001}},
+                      AttnCase{"group8_decode", {1, 1, 1000, 16, 2, 64, 1001}},
+                      AttnCase{"group2_head_dim16", {3, 1, 300, 4, 2, 16, 301}},
+                      AttnCase{"multi_head_decode", {2, 1, 129, 4, 4, 128, 130}},
+                      AttnCase{"group3_one_head_a_block", {2, 1, 250, 12, 4, 32, 251}},
+                      AttnCase{"group16_head_dim256", {1, 1, 77, 32, 2, 256, 78}},
+                      AttnCase{"first_key_only", {4, 1, 0, 8, 2, 128, 1}},
+                      AttnCase{"key_at_a_tile_start", {1, 1, 256, 32, 8, 128, 300}},
+                      AttnCase{"one_cached_key", {2, 1, 1, 8, 2, 64, 2}},
+                      AttnCase{"llama3_8b_decode_paged", {2, 1, 700, 32, 8, 128, 701}, 64},
+                      AttnCase{"batch_64_one_chunk", {64, 1, 1500, 32, 8, 128, 1501}}),
+    CaseName);
+
 // Shapes the kernel does not take are one-line errors, not launches.
 TEST(GqaAttention, RefusesHeadDimsItsTilesDoNotTake) {
   EXPECT_TRUE(cuda::InferHeadDimOk(128));
@@ -158,6 +279,14 @@ TEST(GqaAttention, RefusesHeadDimsItsTilesDoNotTake) {
   const int32_t table = 0;
   paged.page_table = &table;
   EXPECT_THROW(cuda::ChooseSplit(paged), Error);
+  EXPECT_THROW(cuda::ChooseRopeAttnSplit({1, 2, 10, 4, 2, 64, 12}), Error);  // two tokens
+  // 8 rows of heads: a cluster of 8 chunks of the cached keys, whole tiles at a round context
+  // (this step's key is added after them).
+  const cuda::AttnSplit one = cuda::ChooseRopeAttnSplit({1, 1, 2048, 32, 8, 128, 2049});
+  EXPECT_EQ(one.splits, 8);
+  EXPECT_EQ(one.chunk, 256);
+  EXPECT_EQ(cuda::ChooseRopeAttnSplit({1, 1, 40, 32, 8, 128, 41}).splits, 2);  // a tile a chunk
+  EXPECT_EQ(cuda::ChooseRopeAttnSplit({64, 1, 1500, 32, 8, 128, 1501}).splits, 1);
 }
 
 }  // namespace

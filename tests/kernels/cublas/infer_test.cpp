@@ -116,10 +116,10 @@ TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
   }
 }
 
-// Decode's two attentions, each forced, against the float64 step: the split-key kernel, and
-// cuDNN's fused SDPA of the one query over the cache (its label says so); at batch 1 (the fused
-// weight-streaming step) and 3 over several chunks of keys. Built free to choose, the label names
-// the faster and both times.
+// Decode's attentions, each forced, against the float64 step: the split-key kernel, cuDNN's
+// fused SDPA of the one query over the cache (its label says so) and the kernel fused with the
+// rotary append; at batch 1 (the fused weight-streaming step) and 3 over several chunks of keys.
+// Built free to choose, the label names the fastest and every time.
 TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   using Attention = cublas::NativeInfer::DecodeAttention;
@@ -129,7 +129,7 @@ TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
     cfg.dtype = DType::kBF16;
     cfg.seed = 17;
     const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
-    for (Attention a : {Attention::kKernel, Attention::kCudnn}) {
+    for (Attention a : {Attention::kKernel, Attention::kCudnn, Attention::kFused}) {
       cublas::NativeInfer op(s, cfg, a);
       op.Run();
       const HostTensor got = op.Output();
@@ -138,9 +138,18 @@ TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
       EXPECT_EQ(cudnn, a == Attention::kCudnn) << op.label();
       if (cudnn)
         EXPECT_NE(op.label().find("no softmax statistics"), std::string::npos) << op.label();
+      // The fused kernel, or the kernel saying why not (the step at batch 3 is cuBLASLt's).
+      const bool fused =
+          op.label().find("in one programmatic dependent launch") != std::string::npos;
+      EXPECT_EQ(fused || op.label().find("(the fused kernel: ") != std::string::npos,
+                a == Attention::kFused)
+          << op.label();
+      if (a == Attention::kFused && batch == 1 && cuda::RopeAttentionSupported())
+        EXPECT_TRUE(fused) << op.label();
     }
     cublas::NativeInfer fastest(s, cfg);
-    EXPECT_NE(fastest.label().find("(the faster, timed over every layer's cache"),
+    EXPECT_NE(fastest.label().find("(the fastest, timed with each layer's qkv product and the "
+                                   "rotary append"),
               std::string::npos)
         << fastest.label();
     fastest.Run();
