@@ -107,19 +107,16 @@ __host__ __device__ constexpr int AttnSharedBytes() {
 // A warp's tile of 32 cached keys from j0 on (of the chunk ending before k1): its K and V rows
 // copied to shared memory (ks, vs; rows kS apart), 16 bytes a copy, asynchronously (the caller
 // commits and waits). Rows past the chunk repeat its last (finite values; their scores are
-// masked). A row whose position is `skip` is not copied (its key is this step's, which the caller
-// writes into the tile itself).
+// masked).
 template <int kD>
 __device__ __forceinline__ void CopyTile(const InferAttnDims& a, int64_t b, int64_t g, int64_t j0,
-                                         int64_t k1, int64_t skip, const bf16* kc, const bf16* vc,
-                                         bf16* ks, bf16* vs, int lane) {
+                                         int64_t k1, const bf16* kc, const bf16* vc, bf16* ks,
+                                         bf16* vs, int lane) {
   constexpr int kS = TileStride<kD>(), kC = kD / 8;
 #pragma unroll
   for (int c = lane; c < 32 * kC; c += 32) {
     const int r = c / kC, cc = c % kC;
-    const int64_t j = min(j0 + r, k1 - 1);
-    if (j == skip) continue;
-    const int64_t at = KvRow(a, b, g, j) + cc * 8;
+    const int64_t at = KvRow(a, b, g, min(j0 + r, k1 - 1)) + cc * 8;
     __pipeline_memcpy_async(ks + r * kS + cc * 8, kc + at, 16);
     __pipeline_memcpy_async(vs + r * kS + cc * 8, vc + at, 16);
   }
@@ -186,6 +183,31 @@ __device__ __forceinline__ void AttendTile(const uint32_t (&qa)[kD / 16][2], con
       Mma(o[2 * np][0], o[2 * np][1], pa[i][0], pa[i][1], b0, b1);
       Mma(o[2 * np + 1][0], o[2 * np + 1][1], pa[i][0], pa[i][1], b2, b3);
     }
+}
+
+// A warp's online softmax over its tiles of a chunk: from j0 on, kW x 32 keys apart, up to k1,
+// each copied (the first already in flight where first_in_flight), awaited and attended. m, l and
+// o as AttendTile's, set here.
+template <int kD, int kW>
+__device__ __forceinline__ void AttendTiles(const InferAttnDims& a, int64_t b, int64_t g,
+                                            int64_t j0, int64_t k1, bool first_in_flight,
+                                            const bf16* kc, const bf16* vc, bf16* ks, bf16* vs,
+                                            const uint32_t (&qa)[kD / 16][2], float qscale,
+                                            float& m, float& l, float (&o)[kD / 8][2], int lane) {
+  m = -INFINITY;
+  l = 0.f;
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) o[n][0] = o[n][1] = 0.f;
+  for (bool first = true; j0 < k1; j0 += kW * 32, first = false) {
+    if (!first || !first_in_flight) {
+      CopyTile<kD>(a, b, g, j0, k1, kc, vc, ks, vs, lane);
+      __pipeline_commit();
+    }
+    __pipeline_wait_prior(0);
+    __syncwarp();
+    AttendTile<kD>(qa, ks, vs, j0, k1, qscale, m, l, o, lane);
+    __syncwarp();  // the tiles are read before the next copies overwrite them
+  }
 }
 
 // Q's A fragments from a lane's row gid = lane / 4 of Q (rows gid < kH; k = tig x 2 + {0, 1} and
@@ -263,18 +285,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
 
   uint32_t qa[kK][2];
   LoadQ<kH, kD>(q + (t * a.heads + h0 + gid) * kD, lane, qa);
-  float m = -INFINITY, l = 0.f, o[kN][2];
-#pragma unroll
-  for (int n = 0; n < kN; ++n) o[n][0] = o[n][1] = 0.f;
-
-  for (int64_t j0 = k0 + int64_t(warp) * 32; j0 < k1; j0 += kAttnWarps * 32) {
-    CopyTile<kD>(a, b, g, j0, k1, -1, kc, vc, ks, vs, lane);
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncwarp();
-    AttendTile<kD>(qa, ks, vs, j0, k1, qscale, m, l, o, lane);
-    __syncwarp();  // the tiles are read before the next copies overwrite them
-  }
+  float m, l, o[kN][2];
+  AttendTiles<kD, kAttnWarps>(a, b, g, k0 + int64_t(warp) * 32, k1, false, kc, vc, ks, vs, qa,
+                              qscale, m, l, o, lane);
   __syncthreads();  // every warp is done with its tiles: their bytes now hold the merge
   AttnMerge<kH, kD>& sh = *reinterpret_cast<AttnMerge<kH, kD>*>(dyn);
   StoreWarpState(sh, m, l, o, warp, lane);
@@ -411,8 +424,8 @@ __global__ void __launch_bounds__(kDecodeWarps<kD> * 32)
   bf16* ks = reinterpret_cast<bf16*>(dyn) + warp * 2 * 32 * kS;
   bf16* vs = ks + 32 * kS;
 
-  int64_t j0 = k0 + int64_t(warp) * 32;
-  if (j0 < k1) CopyTile<kD>(a, b, g, j0, k1, -1, kc, vc, ks, vs, lane);
+  const int64_t j0 = k0 + int64_t(warp) * 32;
+  if (j0 < k1) CopyTile<kD>(a, b, g, j0, k1, kc, vc, ks, vs, lane);
   __pipeline_commit();
   LetDependentsStart();
   WaitForPrevious();
@@ -441,20 +454,8 @@ __global__ void __launch_bounds__(kDecodeWarps<kD> * 32)
     }
   uint32_t qa[kD / 16][2];
   LoadQ<kH, kD>(sh.q[min(lane / 4, kH - 1)], lane, qa);
-  float m = -INFINITY, l = 0.f, o[kN][2];
-#pragma unroll
-  for (int n = 0; n < kN; ++n) o[n][0] = o[n][1] = 0.f;
-
-  for (bool first = true; j0 < k1; j0 += kW * 32, first = false) {
-    if (!first) {
-      CopyTile<kD>(a, b, g, j0, k1, -1, kc, vc, ks, vs, lane);
-      __pipeline_commit();
-    }
-    __pipeline_wait_prior(0);
-    __syncwarp();
-    AttendTile<kD>(qa, ks, vs, j0, k1, qscale, m, l, o, lane);
-    __syncwarp();  // the tiles are read before the next copies overwrite them
-  }
+  float m, l, o[kN][2];
+  AttendTiles<kD, kW>(a, b, g, j0, k1, true, kc, vc, ks, vs, qa, qscale, m, l, o, lane);
   // This step's key's score a head (log2 units), from the same bf16 q and k: a warp a head.
   if (has_new)
     for (int h = warp; h < kH; h += kW) {
@@ -546,42 +547,70 @@ void ClearAttnScratch(float* partial, const InferAttnDims& a, const AttnSplit& s
 
 namespace {
 
-struct AttnLaunch {
-  const bf16 *q, *k, *v;
+// What every attention launch takes beside its tensors.
+struct AttnGrid {
   InferAttnDims a;
   int64_t chunk;
   float qscale;
-  float* partial;
-  unsigned* counters;
-  bf16* out;
   dim3 grid;
   cudaStream_t stream;
 };
 
-template <int kH, int kD>
-void LaunchAttn(const AttnLaunch& l) {
-  constexpr int bytes = AttnSharedBytes<kH, kD>();
-  // Above 48 KB a kernel's dynamic shared memory must be allowed once, before any capture.
-  static const cudaError_t allowed = cudaFuncSetAttribute(
-      AttnMmaKernel<kH, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+struct AttnLaunch : AttnGrid {
+  const bf16 *q, *k, *v;
+  float* partial;
+  unsigned* counters;
+  bf16* out;
+};
+
+// A kernel's dynamic shared memory above 48 KB must be allowed, once, before any capture; a
+// failure is thrown, not left for the next call to find.
+template <auto kKernel>
+void AllowSharedBytes(int bytes) {
+  static const cudaError_t allowed =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (allowed != cudaSuccess) cudaGetLastError();
   DLB_CHECK(allowed);
-  AttnMmaKernel<kH, kD><<<l.grid, kAttnWarps * 32, bytes, l.stream>>>(
-      l.q, l.k, l.v, l.a, l.chunk, l.qscale, l.partial, l.counters, l.out);
 }
 
-template <int kH>
-void LaunchAttnH(const AttnLaunch& l) {
-  switch (l.a.head_dim) {
+template <int kH, int kD>
+struct LaunchAttn {
+  static void Run(const AttnLaunch& l) {
+    constexpr int bytes = AttnSharedBytes<kH, kD>();
+    AllowSharedBytes<AttnMmaKernel<kH, kD>>(bytes);
+    AttnMmaKernel<kH, kD><<<l.grid, kAttnWarps * 32, bytes, l.stream>>>(
+        l.q, l.k, l.v, l.a, l.chunk, l.qscale, l.partial, l.counters, l.out);
+  }
+};
+
+// Launcher<kH, kD>::Run(l) for a block's query heads kH (HeadsPerBlock of the group) and the
+// head_dim kD (InferHeadDimOk).
+template <template <int, int> class Launcher, int kH, class Launch>
+void ByHeadDim(const Launch& l, int64_t head_dim) {
+  switch (head_dim) {
     case 16:
-      return LaunchAttn<kH, 16>(l);
+      return Launcher<kH, 16>::Run(l);
     case 32:
-      return LaunchAttn<kH, 32>(l);
+      return Launcher<kH, 32>::Run(l);
     case 64:
-      return LaunchAttn<kH, 64>(l);
+      return Launcher<kH, 64>::Run(l);
     case 128:
-      return LaunchAttn<kH, 128>(l);
+      return Launcher<kH, 128>::Run(l);
     default:
-      return LaunchAttn<kH, 256>(l);
+      return Launcher<kH, 256>::Run(l);
+  }
+}
+template <template <int, int> class Launcher, class Launch>
+void ByHeads(const Launch& l, const InferAttnDims& a) {
+  switch (HeadsPerBlock(a.heads / a.kv_heads)) {
+    case 8:
+      return ByHeadDim<Launcher, 8>(l, a.head_dim);
+    case 4:
+      return ByHeadDim<Launcher, 4>(l, a.head_dim);
+    case 2:
+      return ByHeadDim<Launcher, 2>(l, a.head_dim);
+    default:
+      return ByHeadDim<Launcher, 1>(l, a.head_dim);
   }
 }
 
@@ -613,19 +642,7 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
   l.out = B(out);
   l.grid = dim3(unsigned(blocks), unsigned(split.splits));
   l.stream = stream;
-  switch (HeadsPerBlock(a.heads / a.kv_heads)) {
-    case 8:
-      LaunchAttnH<8>(l);
-      break;
-    case 4:
-      LaunchAttnH<4>(l);
-      break;
-    case 2:
-      LaunchAttnH<2>(l);
-      break;
-    default:
-      LaunchAttnH<1>(l);
-  }
+  ByHeads<LaunchAttn>(l, a);
   DLB_CHECK(cudaGetLastError());
 }
 
@@ -653,56 +670,34 @@ bool RopeAttentionSupported() {
 
 namespace {
 
-struct RopeAttnLaunch {
+struct RopeAttnLaunch : AttnGrid {
   const float *qkv, *cos, *sin;
-  InferAttnDims a;
-  int64_t chunk;
-  float qscale;
   bf16 *k, *v, *out;
-  dim3 grid;
-  cudaStream_t stream;
 };
 
 template <int kH, int kD>
-void LaunchRopeAttn(const RopeAttnLaunch& l) {
-  constexpr int bytes = RopeAttnSharedBytes<kH, kD>();
-  static const cudaError_t allowed = cudaFuncSetAttribute(
-      RopeAttnKernel<kH, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (allowed != cudaSuccess) cudaGetLastError();  // not left for the next call to find
-  DLB_CHECK(allowed);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = l.grid;
-  cfg.blockDim = dim3(kDecodeWarps<kD> * 32);
-  cfg.dynamicSmemBytes = bytes;
-  cfg.stream = l.stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = l.grid.y;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  DLB_CHECK(cudaLaunchKernelEx(&cfg, RopeAttnKernel<kH, kD>, l.qkv, l.cos, l.sin, l.a, l.chunk,
-                               l.qscale, l.k, l.v, l.out));
-}
-
-template <int kH>
-void LaunchRopeAttnH(const RopeAttnLaunch& l) {
-  switch (l.a.head_dim) {
-    case 16:
-      return LaunchRopeAttn<kH, 16>(l);
-    case 32:
-      return LaunchRopeAttn<kH, 32>(l);
-    case 64:
-      return LaunchRopeAttn<kH, 64>(l);
-    case 128:
-      return LaunchRopeAttn<kH, 128>(l);
-    default:
-      return LaunchRopeAttn<kH, 256>(l);
+struct LaunchRopeAttn {
+  static void Run(const RopeAttnLaunch& l) {
+    constexpr int bytes = RopeAttnSharedBytes<kH, kD>();
+    AllowSharedBytes<RopeAttnKernel<kH, kD>>(bytes);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = l.grid;
+    cfg.blockDim = dim3(kDecodeWarps<kD> * 32);
+    cfg.dynamicSmemBytes = bytes;
+    cfg.stream = l.stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = l.grid.y;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 2;
+    DLB_CHECK(cudaLaunchKernelEx(&cfg, RopeAttnKernel<kH, kD>, l.qkv, l.cos, l.sin, l.a, l.chunk,
+                                 l.qscale, l.k, l.v, l.out));
   }
-}
+};
 
 }  // namespace
 
@@ -737,19 +732,7 @@ void RopeAttention(const float* qkv, const float* cos, const float* sin, const I
   l.out = B(out);
   l.grid = dim3(unsigned(blocks), unsigned(split.splits));
   l.stream = stream;
-  switch (HeadsPerBlock(a.heads / a.kv_heads)) {
-    case 8:
-      LaunchRopeAttnH<8>(l);
-      break;
-    case 4:
-      LaunchRopeAttnH<4>(l);
-      break;
-    case 2:
-      LaunchRopeAttnH<2>(l);
-      break;
-    default:
-      LaunchRopeAttnH<1>(l);
-  }
+  ByHeads<LaunchRopeAttn>(l, a);
   DLB_CHECK(cudaGetLastError());
 }
 }  // namespace dlb::cuda

@@ -71,6 +71,35 @@ Paged Page(const cuda::InferAttnDims& a, const std::vector<float>& k, const std:
   return out;
 }
 
+// A case's cache on the device as bf16: contiguous, or (page > 0) paged through a shuffled table,
+// which `a` then names. k and v: the stored values (the pool's order where paged).
+struct DeviceCache {
+  Paged paged;
+  cuda::DeviceBuffer<int32_t> table;
+  std::vector<float> k, v;
+  cuda::DeviceBuffer<uint16_t> dk, dv;
+};
+void PlaceCache(cuda::InferAttnDims* a, int64_t page, const std::vector<float>& k,
+                const std::vector<float>& v, cudaStream_t stream, DeviceCache* c) {
+  c->k = k;
+  c->v = v;
+  if (page > 0) {
+    a->page = page;
+    a->pages_per_seq = (a->capacity + page - 1) / page;
+    c->paged = Page(*a, k, v);
+    c->table = cuda::DeviceBuffer<int32_t>(c->paged.table.size());
+    DLB_CHECK(cudaMemcpy(c->table.get(), c->paged.table.data(), c->table.bytes(),
+                         cudaMemcpyHostToDevice));
+    a->page_table = c->table.get();
+    c->k = c->paged.k;
+    c->v = c->paged.v;
+  }
+  c->dk = cuda::DeviceBuffer<uint16_t>(c->k.size());
+  c->dv = cuda::DeviceBuffer<uint16_t>(c->v.size());
+  cuda::Upload(c->dk.get(), c->k, DType::kBF16, stream);
+  cuda::Upload(c->dv.get(), c->v, DType::kBF16, stream);
+}
+
 TEST_P(GqaAttentionTest, MatchesTheFloat64Attention) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   cuda::InferAttnDims a = GetParam().dims;
@@ -79,22 +108,10 @@ TEST_P(GqaAttentionTest, MatchesTheFloat64Attention) {
                kv_n = size_t(a.batch * a.kv_heads * a.capacity * D);
   const std::vector<float> q = Values(1, q_n), k = Values(2, kv_n), v = Values(3, kv_n);
   cuda::Stream stream = cuda::MakeStream();
-  Paged paged;
-  cuda::DeviceBuffer<int32_t> table;
-  if (GetParam().page > 0) {
-    a.page = GetParam().page;
-    a.pages_per_seq = (a.capacity + a.page - 1) / a.page;
-    paged = Page(a, k, v);
-    table = cuda::DeviceBuffer<int32_t>(paged.table.size());
-    DLB_CHECK(cudaMemcpy(table.get(), paged.table.data(), table.bytes(), cudaMemcpyHostToDevice));
-    a.page_table = table.get();
-  }
-  const std::vector<float>& k_stored = a.page > 0 ? paged.k : k;
-  const std::vector<float>& v_stored = a.page > 0 ? paged.v : v;
-  cuda::DeviceBuffer<uint16_t> dq(q_n), dk(k_stored.size()), dv(v_stored.size()), dout(q_n);
+  DeviceCache cache;
+  PlaceCache(&a, GetParam().page, k, v, stream.get(), &cache);
+  cuda::DeviceBuffer<uint16_t> dq(q_n), dout(q_n);
   cuda::Upload(dq.get(), q, DType::kBF16, stream.get());
-  cuda::Upload(dk.get(), k_stored, DType::kBF16, stream.get());
-  cuda::Upload(dv.get(), v_stored, DType::kBF16, stream.get());
   const cuda::AttnSplit split = cuda::ChooseSplit(a);
   cuda::DeviceBuffer<float> partial(cuda::AttnPartialFloats(a, split));
   cuda::ClearAttnScratch(partial.get(), a, split, stream.get());
@@ -102,8 +119,8 @@ TEST_P(GqaAttentionTest, MatchesTheFloat64Attention) {
   std::vector<float> got;
   for (int run = 0; run < 2; ++run) {
     cuda::Poison(dout.get(), q_n, DType::kBF16, stream.get());
-    cuda::GqaAttention(dq.get(), dk.get(), dv.get(), a, split, partial.get(), dout.get(),
-                       stream.get());
+    cuda::GqaAttention(dq.get(), cache.dk.get(), cache.dv.get(), a, split, partial.get(),
+                       dout.get(), stream.get());
     got = cuda::Download(dout.get(), q_n, DType::kBF16, stream.get());
   }
 
@@ -127,21 +144,28 @@ TEST_P(GqaAttentionTest, MatchesTheFloat64Attention) {
       << split.splits << " chunks of " << split.chunk << " keys";
 }
 
-// {batch, new_tokens, first_pos, heads, kv_heads, head_dim, capacity}
+// Decode shapes both kernels take, then each one's own:
+// {batch, new_tokens, first_pos, heads, kv_heads, head_dim, capacity}, page.
+std::vector<AttnCase> DecodeCasesAnd(std::vector<AttnCase> more) {
+  std::vector<AttnCase> all = {AttnCase{"llama3_8b_decode", {2, 1, 700, 32, 8, 128, 701}},
+                               AttnCase{"group8_decode", {1, 1, 1000, 16, 2, 64, 1001}},
+                               AttnCase{"group2_head_dim16", {3, 1, 300, 4, 2, 16, 301}},
+                               AttnCase{"multi_head_decode", {2, 1, 129, 4, 4, 128, 130}},
+                               AttnCase{"group3_one_head_a_block", {2, 1, 250, 12, 4, 32, 251}},
+                               AttnCase{"group16_head_dim256", {1, 1, 77, 32, 2, 256, 78}},
+                               AttnCase{"first_key_only", {4, 1, 0, 8, 2, 128, 1}},
+                               AttnCase{"llama3_8b_decode_paged", {2, 1, 700, 32, 8, 128, 701}, 64},
+                               AttnCase{"batch_64_one_chunk", {64, 1, 1500, 32, 8, 128, 1501}}};
+  all.insert(all.end(), more.begin(), more.end());
+  return all;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, GqaAttentionTest,
-    ::testing::Values(AttnCase{"llama3_8b_decode", {2, 1, 700, 32, 8, 128, 701}},
-                      AttnCase{"group8_decode", {1, 1, 1000, 16, 2, 64, 1001}},
-                      AttnCase{"group2_head_dim16", {3, 1, 300, 4, 2, 16, 301}},
-                      AttnCase{"multi_head_decode", {2, 1, 129, 4, 4, 128, 130}},
-                      AttnCase{"group3_one_head_a_block", {2, 1, 250, 12, 4, 32, 251}},
-                      AttnCase{"group16_head_dim256", {1, 1, 77, 32, 2, 256, 78}},
-                      AttnCase{"causal_prefill_after_a_prefix", {2, 5, 3, 8, 2, 64, 8}},
-                      AttnCase{"first_key_only", {4, 1, 0, 8, 2, 128, 1}},
-                      AttnCase{"llama3_8b_decode_paged", {2, 1, 700, 32, 8, 128, 701}, 64},
-                      AttnCase{"multi_head_paged_pages_of_32", {3, 1, 200, 4, 4, 64, 201}, 32},
-                      AttnCase{"causal_prefill_paged", {2, 9, 40, 8, 2, 16, 49}, 32},
-                      AttnCase{"batch_64_one_chunk", {64, 1, 1500, 32, 8, 128, 1501}}),
+    ::testing::ValuesIn(
+        DecodeCasesAnd({AttnCase{"causal_prefill_after_a_prefix", {2, 5, 3, 8, 2, 64, 8}},
+                        AttnCase{"multi_head_paged_pages_of_32", {3, 1, 200, 4, 4, 64, 201}, 32},
+                        AttnCase{"causal_prefill_paged", {2, 9, 40, 8, 2, 16, 49}, 32}})),
     CaseName);
 
 class RopeAttentionTest : public ::testing::TestWithParam<AttnCase> {};
@@ -167,26 +191,17 @@ TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
     sin.push_back(float(std::sin(angle)));
   }
   cuda::Stream stream = cuda::MakeStream();
-  Paged paged;
-  cuda::DeviceBuffer<int32_t> table;
-  if (GetParam().page > 0) {
-    a.page = GetParam().page;
-    a.pages_per_seq = (a.capacity + a.page - 1) / a.page;
-    paged = Page(a, k, v);
-    table = cuda::DeviceBuffer<int32_t>(paged.table.size());
-    DLB_CHECK(cudaMemcpy(table.get(), paged.table.data(), table.bytes(), cudaMemcpyHostToDevice));
-    a.page_table = table.get();
-  }
-  const std::vector<float>& k_stored = a.page > 0 ? paged.k : k;
-  const std::vector<float>& v_stored = a.page > 0 ? paged.v : v;
+  DeviceCache cache;
+  PlaceCache(&a, GetParam().page, k, v, stream.get(), &cache);
+  const std::vector<float>& k_stored = cache.k;
+  const std::vector<float>& v_stored = cache.v;
   cuda::DeviceBuffer<float> dqkv(qkv.size()), dcos(cos.size()), dsin(sin.size());
   cuda::Upload(dqkv.get(), qkv, DType::kF32, stream.get());
   cuda::Upload(dcos.get(), cos, DType::kF32, stream.get());
   cuda::Upload(dsin.get(), sin, DType::kF32, stream.get());
-  cuda::DeviceBuffer<uint16_t> dk(k_stored.size()), dv(v_stored.size()),
-      dout(size_t(a.batch * H * D));
-  cuda::Upload(dk.get(), k_stored, DType::kBF16, stream.get());
-  cuda::Upload(dv.get(), v_stored, DType::kBF16, stream.get());
+  cuda::DeviceBuffer<uint16_t>& dk = cache.dk;
+  cuda::DeviceBuffer<uint16_t>& dv = cache.dv;
+  cuda::DeviceBuffer<uint16_t> dout(size_t(a.batch * H * D));
   cuda::Poison(dout.get(), dout.size(), DType::kBF16, stream.get());
   const cuda::AttnSplit split = cuda::ChooseRopeAttnSplit(a);
   ASSERT_LE(split.splits, 8);
@@ -218,7 +233,7 @@ TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
       // Where the kernel wrote this row: the contiguous cache's place, or its page's.
       size_t stored = at;
       if (a.page > 0) {
-        const int64_t page = paged.table[size_t(b * a.pages_per_seq + pos / a.page)];
+        const int64_t page = cache.paged.table[size_t(b * a.pages_per_seq + pos / a.page)];
         stored = size_t(((page * G + g) * a.page + pos % a.page) * D);
       }
       for (int64_t e = 0; e < D; ++e) {
@@ -247,21 +262,12 @@ TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
   EXPECT_LE(changed, size_t(2 * a.batch * G * D));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, RopeAttentionTest,
-    ::testing::Values(AttnCase{"llama3_8b_decode", {2, 1, 700, 32, 8, 128, 701}},
-                      AttnCase{"llama3_8b_long_context", {1, 1, 5000, 32, 8, 128, 5001}},
-                      AttnCase{"group8_decode", {1, 1, 1000, 16, 2, 64, 1001}},
-                      AttnCase{"group2_head_dim16", {3, 1, 300, 4, 2, 16, 301}},
-                      AttnCase{"multi_head_decode", {2, 1, 129, 4, 4, 128, 130}},
-                      AttnCase{"group3_one_head_a_block", {2, 1, 250, 12, 4, 32, 251}},
-                      AttnCase{"group16_head_dim256", {1, 1, 77, 32, 2, 256, 78}},
-                      AttnCase{"first_key_only", {4, 1, 0, 8, 2, 128, 1}},
-                      AttnCase{"key_at_a_tile_start", {1, 1, 256, 32, 8, 128, 300}},
-                      AttnCase{"one_cached_key", {2, 1, 1, 8, 2, 64, 2}},
-                      AttnCase{"llama3_8b_decode_paged", {2, 1, 700, 32, 8, 128, 701}, 64},
-                      AttnCase{"batch_64_one_chunk", {64, 1, 1500, 32, 8, 128, 1501}}),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Shapes, RopeAttentionTest,
+                         ::testing::ValuesIn(DecodeCasesAnd(
+                             {AttnCase{"llama3_8b_long_context", {1, 1, 5000, 32, 8, 128, 5001}},
+                              AttnCase{"key_at_a_tile_start", {1, 1, 256, 32, 8, 128, 300}},
+                              AttnCase{"one_cached_key", {2, 1, 1, 8, 2, 64, 2}}})),
+                         CaseName);
 
 // Shapes the kernel does not take are one-line errors, not launches.
 TEST(GqaAttention, RefusesHeadDimsItsTilesDoNotTake) {
