@@ -57,6 +57,9 @@ class OneDnnInfer {
   void RopeAndAppend(const Layer& layer);
   void HeadsBack();
   void SwiGlu();
+  // Whether a loop over `elements` runs over the OpenMP team: not on a step planned for one thread
+  // (serial_), nor below kMinParallel elements.
+  bool Split(int64_t elements) const;
 
   InferShape shape_;
   DType dt_;      // the weights'
