@@ -1,10 +1,13 @@
 #include "kernels/onednn/infer.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -229,6 +232,143 @@ DLB_ROW_LOOP void SwiGluRow(const float* gate, const float* up, int64_t F, void*
 #pragma omp simd
     for (int64_t f = 0; f < F; ++f) o[f] = gate[f] / (1.f + Exp(-gate[f])) * up[f];
   }
+}
+
+// Decode attention in AVX-512 (AVX512F, BW and VL: every AVX-512 server core has the three), for
+// a step on one thread: one kv head's R query heads, one new token each, over its cached keys.
+// oneDNN's two batched matmuls and softmax took 25 of the tiny model's 45 us at B 1, ctx 512, in
+// bf16 (each matmul packing its K^T or V operand anew, the softmax 2 us for 2052 values); loops
+// the compiler vectorized took 16 (a dot product of 16 summed across a register a key and row,
+// sums kept in memory); these take some 1.5 us a kv head there. The keys are held transposed
+// (head_dim x capacity), so that the scores are vectorized over keys; T is f32 or bf16 (a bf16
+// value is the top half of its f32), every sum f32.
+#define DLB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+DLB_AVX512 inline __m512 Load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+DLB_AVX512 inline __m512 Load16(const uint16_t* p, __mmask16 m) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+inline float Value(float f) { return f; }
+inline float Value(uint16_t h) { return FromBf16(h); }
+inline void Put(float* base, int64_t i, float v) { base[i] = v; }
+inline void Put(uint16_t* base, int64_t i, float v) { base[i] = ToBf16(v); }
+
+// The scores of NR query rows (q: NR x D, scaled by `scale`) against the U x 16 keys from j of kt
+// (D x stride), the last block's keys those of `last`, into p (row r at r x keys); top: each row's
+// running maximum, lane-wise.
+template <int NR, int U, class T>
+DLB_AVX512 inline void ScoreBlock(const T* q, const T* kt, int64_t stride, int64_t D, float scale,
+                                  int64_t j, __mmask16 last, float* p, int64_t keys, __m512* top) {
+  __m512 s[NR][U];
+  for (int r = 0; r < NR; ++r)
+    for (int u = 0; u < U; ++u) s[r][u] = _mm512_setzero_ps();
+  for (int64_t e = 0; e < D; ++e) {
+    __m512 k[U];
+    for (int u = 0; u < U; ++u)
+      k[u] = Load16(kt + e * stride + j + 16 * u, u == U - 1 ? last : __mmask16(0xffff));
+    for (int r = 0; r < NR; ++r) {
+      const __m512 qe = _mm512_set1_ps(Value(q[r * D + e]) * scale);
+      for (int u = 0; u < U; ++u) s[r][u] = _mm512_fmadd_ps(qe, k[u], s[r][u]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int u = 0; u < U; ++u) {
+      const __mmask16 m = u == U - 1 ? last : __mmask16(0xffff);
+      _mm512_mask_storeu_ps(p + r * keys + j + 16 * u, m, s[r][u]);
+      top[r] = _mm512_mask_max_ps(top[r], m, top[r], s[r][u]);
+    }
+}
+
+// NR rows' scores over every key, 64 keys (4 registers a row) a block, then 16 at a time; top:
+// each row's largest score.
+template <int NR, class T>
+DLB_AVX512 void Scores(const T* q, const T* kt, int64_t stride, int64_t D, float scale,
+                       int64_t keys, float* p, float* top) {
+  __m512 lanes[NR];
+  for (int r = 0; r < NR; ++r) lanes[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 64 <= keys; j += 64)
+    ScoreBlock<NR, 4>(q, kt, stride, D, scale, j, 0xffff, p, keys, lanes);
+  for (; j < keys; j += 16) {
+    const int64_t in = std::min<int64_t>(16, keys - j);
+    ScoreBlock<NR, 1>(q, kt, stride, D, scale, j, __mmask16((1u << in) - 1u), p, keys, lanes);
+  }
+  for (int r = 0; r < NR; ++r) top[r] = _mm512_reduce_max_ps(lanes[r]);
+}
+
+// acc (NR x D) = p v for NR rows of p over every key of v (keys x D), 16 values of D at a time,
+// four keys' products in separate sums (so that consecutive keys' adds do not wait on each other).
+template <int NR, class T>
+DLB_AVX512 void Weighted(const float* p, int64_t keys, const T* v, int64_t D, float* acc) {
+  for (int64_t e = 0; e < D; e += 16) {
+    __m512 a[NR][4];
+    for (int r = 0; r < NR; ++r)
+      for (int u = 0; u < 4; ++u) a[r][u] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 4 <= keys; j += 4)
+      for (int u = 0; u < 4; ++u) {
+        const __m512 vj = Load16(v + (j + u) * D + e, 0xffff);
+        for (int r = 0; r < NR; ++r)
+          a[r][u] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * keys + j + u]), vj, a[r][u]);
+      }
+    for (; j < keys; ++j) {
+      const __m512 vj = Load16(v + j * D + e, 0xffff);
+      for (int r = 0; r < NR; ++r)
+        a[r][0] = _mm512_fmadd_ps(_mm512_set1_ps(p[r * keys + j]), vj, a[r][0]);
+    }
+    for (int r = 0; r < NR; ++r)
+      _mm512_storeu_ps(acc + r * D + e, _mm512_add_ps(_mm512_add_ps(a[r][0], a[r][1]),
+                                                      _mm512_add_ps(a[r][2], a[r][3])));
+  }
+}
+
+// Calls f(std::integral_constant<int, NR>{}, r) for each pass of up to 4 rows of `rows`.
+template <class F>
+inline void ForRowPasses(int64_t rows, const F& f) {
+  for (int64_t r = 0; r < rows; r += 4) {
+    switch (std::min<int64_t>(4, rows - r)) {
+      case 1:
+        f(std::integral_constant<int, 1>{}, r);
+        break;
+      case 2:
+        f(std::integral_constant<int, 2>{}, r);
+        break;
+      case 3:
+        f(std::integral_constant<int, 3>{}, r);
+        break;
+      default:
+        f(std::integral_constant<int, 4>{}, r);
+    }
+  }
+}
+
+// out (rows x D) = softmax(scale q kt) v for one kv head: q rows x D, kt D x stride, v keys x D;
+// D a multiple of 16. p: rows x keys, acc: rows x (D + 1), f32 scratch.
+template <class T>
+DLB_AVX512 void AttendHead(const T* q, const T* kt, int64_t stride, const T* v, int64_t rows,
+                           int64_t keys, int64_t D, float scale, float* p, float* acc, T* out) {
+  float* inv = acc + rows * D;  // each row's largest score, then 1 / its sum of exponentials
+  ForRowPasses(rows, [&](auto nr, int64_t r) {
+    Scores<decltype(nr)::value>(q + r * D, kt, stride, D, scale, keys, p + r * keys, inv + r);
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    float* pr = p + r * keys;
+    const float top = inv[r];
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < keys; ++j) {
+      pr[j] = Exp(pr[j] - top);
+      sum += pr[j];
+    }
+    inv[r] = 1.f / sum;
+  }
+  ForRowPasses(rows, [&](auto nr, int64_t r) {
+    Weighted<decltype(nr)::value>(p + r * keys, keys, v, D, acc + r * D);
+  });
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t e = 0; e < D; ++e) Put(out, r * D + e, acc[r * D + e] * inv[r]);
 }
 
 // body(r) for each of `rows` rows, over the OpenMP team where `split`, else on this thread without
@@ -509,12 +649,22 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
   const memory::desc p_md = Plain({B, G, M, cap}, t);
   const memory::desc p2_md = Plain({B * G * M, cap}, t);
-  mm_qk_ = fastest("scores", q_md, kt_md, sc_md, scaled).prim;
-  mm_pv_ = fastest("P V", p_md, v_md, q_md, plain).prim;
-  // The softmax writes P in the activations' dtype itself (bf16: no copy of the scores after it).
-  const auto pd_sm = SoftmaxPd(sc2_md, p2_md, plain);
-  softmax_ = Softmax(pd_sm);
-  scratch = std::max(scratch, pd_sm.scratchpad_desc().get_size());
+  // A decode step on one thread attends in AVX-512 loops (AttendHead) where the CPU has them and
+  // the head dim is a multiple of 16; every other step in oneDNN's matmuls and softmax.
+  const CpuInfo& cpu = HostCpu();
+  attend_in_loops_ = serial_ && n == 1 && D % 16 == 0 && HasFlag(cpu, "avx512f") &&
+                     HasFlag(cpu, "avx512bw") && HasFlag(cpu, "avx512vl");
+  if (attend_in_loops_) {
+    acc_.resize(size_t(R * (D + 1)));
+  } else {
+    mm_qk_ = fastest("scores", q_md, kt_md, sc_md, scaled).prim;
+    mm_pv_ = fastest("P V", p_md, v_md, q_md, plain).prim;
+    // The softmax writes P in the activations' dtype itself (bf16: no copy of the scores after
+    // it).
+    const auto pd_sm = SoftmaxPd(sc2_md, p2_md, plain);
+    softmax_ = Softmax(pd_sm);
+    scratch = std::max(scratch, pd_sm.scratchpad_desc().get_size());
+  }
   masked_ = n > 1;
   if (masked_) {
     // Row (r, i) of a kv head's block is token i: it sees the keys up to FirstPos() + i.
@@ -578,7 +728,7 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
         for (int64_t bh = 0; bh < B * G; ++bh)
           for (int64_t p = 0; p < s.ctx; ++p)
             for (int64_t e = 0; e < D; ++e)
-              Store(c.get_data_handle(), (bh * cap + p) * D + e, prefix[(bh * s.ctx + p) * D + e],
+              Store(c.get_data_handle(), CacheAt(bh, p, e, value), prefix[(bh * s.ctx + p) * D + e],
                     low);
       }
       (value ? y.v : y.k) = c;
@@ -647,10 +797,16 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
            (int8 ? std::string()
                  : " (each product the fastest of oneDNN's implementations, " +
                        std::to_string(most_offered) + " at most, timed when built)") +
-           "; " + held + ", f32 residual; threads " +
+           (attend_in_loops_ ? "; attention in AVX-512 loops" : "") + "; " + held +
+           ", f32 residual; threads " +
            (serial_ ? "1 of the run's " + std::to_string(plan.before()) +
                           " (every product below 2^16 multiply-adds: too small to split)"
                     : std::to_string(Threads()));
+}
+
+int64_t OneDnnInfer::CacheAt(int64_t bh, int64_t pos, int64_t e, bool value) const {
+  const int64_t D = shape_.model.head_dim;
+  return attend_in_loops_ && !value ? (bh * D + e) * keys_ + pos : (bh * keys_ + pos) * D + e;
 }
 
 bool OneDnnInfer::Split(int64_t elements) const { return !serial_ && elements >= kMinParallel; }
@@ -686,7 +842,15 @@ void OneDnnInfer::RopeAndAppend(const Layer& y) {
                 q + size_t((((b * G + h / R) * R + h % R) * n + i) * D) * elem, low);
     for (int64_t g = 0; g < G; ++g) {
       const size_t at = size_t(((b * G + g) * cap + pos) * D) * elem;
-      RotateRow(row + m.QDim() + g * D, c, s, half, kc + at, low);
+      if (attend_in_loops_) {
+        // The key rotated into acc_ (free until Attend()), then down its column of the transposed
+        // block.
+        RotateRow(row + m.QDim() + g * D, c, s, half, acc_.data(), false);
+        for (int64_t e = 0; e < D; ++e)
+          Store(kc, CacheAt(b * G + g, pos, e, false), acc_[size_t(e)], low);
+      } else {
+        RotateRow(row + m.QDim() + g * D, c, s, half, kc + at, low);
+      }
       StoreRow(row + m.QDim() + m.KvDim() + g * D, D, vc + at, low);
     }
   });
@@ -717,6 +881,31 @@ void OneDnnInfer::SwiGlu() {
   });
 }
 
+void OneDnnInfer::Attend(const Layer& y) {
+  const LlamaConfig& m = shape_.model;
+  const int64_t B = shape_.batch, G = m.kv_heads, R = group_, D = m.head_dim, cap = keys_;
+  const float scale = float(1.0 / std::sqrt(double(D)));
+  auto* p = static_cast<float*>(scores_.get_data_handle());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < G; ++g) {
+      // q_'s rows (b, g, 0..R-1), the cache's block (b, g), attn_'s heads g R .. g R + R - 1 of b.
+      const int64_t q_at = (b * G + g) * R * D, kv_at = (b * G + g) * cap * D,
+                    out_at = (b * m.heads + g * R) * D;
+      const auto run = [&](auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        AttendHead(static_cast<const T*>(q_.get_data_handle()) + q_at,
+                   static_cast<const T*>(y.k.get_data_handle()) + kv_at, cap,
+                   static_cast<const T*>(y.v.get_data_handle()) + kv_at, R, cap, D, scale, p,
+                   acc_.data(), static_cast<T*>(attn_.get_data_handle()) + out_at);
+      };
+      if (act_dt_ == DType::kBF16) {
+        run(static_cast<uint16_t*>(nullptr));
+      } else {
+        run(static_cast<float*>(nullptr));
+      }
+    }
+}
+
 void OneDnnInfer::Run() {
   const ThreadScope threads(serial_ ? 1 : 0);
   const LlamaConfig& m = shape_.model;
@@ -730,11 +919,15 @@ void OneDnnInfer::Run() {
     Norm(x, y.attn_norm, rows_, d, h_.get_data_handle());
     y.calls[0].prim->execute(st, y.calls[0].args);
     RopeAndAppend(y);
-    y.calls[1].prim->execute(st, y.calls[1].args);
-    if (masked_) mask_add_.execute(st, mask_args_);
-    softmax_.execute(st, softmax_args_);
-    y.calls[2].prim->execute(st, y.calls[2].args);
-    HeadsBack();
+    if (attend_in_loops_) {
+      Attend(y);
+    } else {
+      y.calls[1].prim->execute(st, y.calls[1].args);
+      if (masked_) mask_add_.execute(st, mask_args_);
+      softmax_.execute(st, softmax_args_);
+      y.calls[2].prim->execute(st, y.calls[2].args);
+      HeadsBack();
+    }
     y.calls[3].prim->execute(st, y.calls[3].args);
     Norm(x, y.ffn_norm, rows_, d, h_.get_data_handle());
     y.calls[4].prim->execute(st, y.calls[4].args);

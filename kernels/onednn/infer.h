@@ -57,6 +57,12 @@ class OneDnnInfer {
   void RopeAndAppend(const Layer& layer);
   void HeadsBack();
   void SwiGlu();
+  // A decode step's attention on one thread, without oneDNN (attend_in_loops_).
+  void Attend(const Layer& layer);
+  // Where element e of position pos's key (value: its value) lies in the cache's block bh (batch x
+  // kv head): in row pos of D, or with attend_in_loops_ a key down column pos of the block
+  // transposed (D x capacity).
+  int64_t CacheAt(int64_t bh, int64_t pos, int64_t e, bool value) const;
   // Whether a loop over `elements` runs over the OpenMP team: not on a step planned for one thread
   // (serial_), nor below kMinParallel elements.
   bool Split(int64_t elements) const;
@@ -74,6 +80,8 @@ class OneDnnInfer {
   Args softmax_args_, mask_args_, lm_args_;
   bool masked_ = false;
   bool serial_ = false;  // the step planned for and run on one thread (kMinParallelMacs)
+  bool attend_in_loops_ = false;  // decode attention in AVX-512 loops, keys held transposed
+  std::vector<float> acc_;        // their scratch: a kv head's query heads x (head_dim + 1)
   std::string label_;
 };
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/cpu.h"
 #include "kernels/onednn/context.h"
 #include "kernels/reference/infer.h"
 #include "tests/kernels/testing.h"
@@ -132,6 +133,40 @@ TEST(OneDnnInfer, AStepTooSmallToSplitRunsOnOneThreadAndSaysSo) {
   EXPECT_NE(large.label().find("threads " + std::to_string(run_threads)), std::string::npos)
       << large.label();
   EXPECT_EQ(large.label().find("threads 1 of"), std::string::npos) << large.label();
+}
+
+// A decode step on one thread attends in AVX-512 loops where the CPU has them (the label says
+// so): their keys in blocks of 64 and of 16 and a part block (ctx 100: 101 keys), query heads in
+// passes of 4 and of 1 (10 heads over 2 kv heads: 5 a kv head), head dims of 16 and 32, against
+// the float64 step as the cases above.
+TEST(OneDnnInfer, DecodeAttentionInLoopsMatchesTheFloat64Step) {
+  LlamaConfig five = Small();
+  five.heads = 10;
+  five.head_dim = 32;
+  const bool avx512 = HasFlag(HostCpu(), "avx512f") && HasFlag(HostCpu(), "avx512bw") &&
+                      HasFlag(HostCpu(), "avx512vl");
+  for (const InferShape& s : {InferShape{Small(), InferPhase::kDecode, 1, 100},
+                              InferShape{five, InferPhase::kDecode, 1, 70},
+                              InferShape{Small(), InferPhase::kDecode, 2, 47}})
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      RunConfig cfg;
+      cfg.dtype = dt;
+      cfg.seed = 11;
+      std::string why;
+      std::optional<onednn::OneDnnInfer> op = Make(s, cfg, &why);
+      if (!op) continue;  // bf16 on a CPU without it
+      if (avx512 && onednn::Threads() > 1)
+        EXPECT_NE(op->label().find("attention in AVX-512 loops"), std::string::npos) << op->label();
+      op->Run();
+      op->Run();
+      RefCache cache = SeededRefCache(s, cfg.seed, dt);
+      const Vec want =
+          RefInferStep(s, SeededRefLlama(s.model, cfg.seed, dt, dt), SeededTokens(11, s), &cache);
+      const HostTensor got = op->Output();
+      ASSERT_EQ(got.data.size(), want.size());
+      EXPECT_LT(testing::RelativeL2(got.data, want), dt == DType::kF32 ? 1e-5 : 1e-2)
+          << Name(dt) << " ctx " << s.ctx << " heads " << s.model.heads;
+    }
 }
 
 TEST(OneDnnInfer, EachMatmulIsOneOfOneDnnsOwnImplementationsAndTheLabelSaysWhich) {
