@@ -234,15 +234,18 @@ DLB_ROW_LOOP void SwiGluRow(const float* gate, const float* up, int64_t F, void*
   }
 }
 
-// Decode attention in AVX-512 (AVX512F, BW and VL: every AVX-512 server core has the three), for
-// a step on one thread: one kv head's R query heads, one new token each, over its cached keys.
+// Decode attention in AVX-512 (AVX512F, BW and VL: every AVX-512 server core has the three): one
+// kv head's R query heads, one new token each, over its cached keys.
 // oneDNN's two batched matmuls and softmax took 25 of the tiny model's 45 us at B 1, ctx 512, in
 // bf16 (each matmul packing its K^T or V operand anew, the softmax 2 us for 2052 values); loops
 // the compiler vectorized took 16 (a dot product of 16 summed across a register a key and row,
-// sums kept in memory); these take some 1.5 us a kv head there. The keys are held transposed
-// (head_dim x capacity), so that the scores are vectorized over keys; T is f32 or bf16 (a bf16
-// value is the top half of its f32), every sum f32.
+// sums kept in memory); these take some 1.5 us a kv head there. The keys are held in tiles of
+// kKeyTile, each transposed (head_dim x kKeyTile), so that the scores are vectorized over keys
+// and a tile is read in one sequential stream (a whole block transposed, rows of capacity apart,
+// is read as head_dim streams at once, which the prefetchers do not follow once the cache is in
+// memory); T is f32 or bf16 (a bf16 value is the top half of its f32), every sum f32.
 #define DLB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+constexpr int64_t kKeyTile = 64;
 
 DLB_AVX512 inline __m512 Load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 DLB_AVX512 inline __m512 Load16(const uint16_t* p, __mmask16 m) {
@@ -254,19 +257,21 @@ inline float Value(uint16_t h) { return FromBf16(h); }
 inline void Put(float* base, int64_t i, float v) { base[i] = v; }
 inline void Put(uint16_t* base, int64_t i, float v) { base[i] = ToBf16(v); }
 
-// The scores of NR query rows (q: NR x D, scaled by `scale`) against the U x 16 keys from j of kt
-// (D x stride), the last block's keys those of `last`, into p (row r at r x keys); top: each row's
+// The scores of NR query rows (q: NR x D, scaled by `scale`) against the U x 16 keys from j of
+// kt (tiles of kKeyTile keys, each D x kKeyTile; j at a multiple of 16 and the U blocks in one
+// tile), the last block's keys those of `last`, into p (row r at r x keys); top: each row's
 // running maximum, lane-wise.
 template <int NR, int U, class T>
-DLB_AVX512 inline void ScoreBlock(const T* q, const T* kt, int64_t stride, int64_t D, float scale,
-                                  int64_t j, __mmask16 last, float* p, int64_t keys, __m512* top) {
+DLB_AVX512 inline void ScoreBlock(const T* q, const T* kt, int64_t D, float scale, int64_t j,
+                                  __mmask16 last, float* p, int64_t keys, __m512* top) {
   __m512 s[NR][U];
   for (int r = 0; r < NR; ++r)
     for (int u = 0; u < U; ++u) s[r][u] = _mm512_setzero_ps();
+  const T* tile = kt + j / kKeyTile * D * kKeyTile + j % kKeyTile;
   for (int64_t e = 0; e < D; ++e) {
     __m512 k[U];
     for (int u = 0; u < U; ++u)
-      k[u] = Load16(kt + e * stride + j + 16 * u, u == U - 1 ? last : __mmask16(0xffff));
+      k[u] = Load16(tile + e * kKeyTile + 16 * u, u == U - 1 ? last : __mmask16(0xffff));
     for (int r = 0; r < NR; ++r) {
       const __m512 qe = _mm512_set1_ps(Value(q[r * D + e]) * scale);
       for (int u = 0; u < U; ++u) s[r][u] = _mm512_fmadd_ps(qe, k[u], s[r][u]);
@@ -280,19 +285,20 @@ DLB_AVX512 inline void ScoreBlock(const T* q, const T* kt, int64_t stride, int64
     }
 }
 
-// NR rows' scores over every key, 64 keys (4 registers a row) a block, then 16 at a time; top:
-// each row's largest score.
+// NR rows' scores over every key, a tile (4 registers a row) at a time, then 16 keys at a time;
+// top: each row's largest score.
 template <int NR, class T>
-DLB_AVX512 void Scores(const T* q, const T* kt, int64_t stride, int64_t D, float scale,
-                       int64_t keys, float* p, float* top) {
+DLB_AVX512 void Scores(const T* q, const T* kt, int64_t D, float scale, int64_t keys, float* p,
+                       float* top) {
+  static_assert(kKeyTile == 64, "a tile is 4 registers of 16 keys");
   __m512 lanes[NR];
   for (int r = 0; r < NR; ++r) lanes[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t j = 0;
-  for (; j + 64 <= keys; j += 64)
-    ScoreBlock<NR, 4>(q, kt, stride, D, scale, j, 0xffff, p, keys, lanes);
+  for (; j + kKeyTile <= keys; j += kKeyTile)
+    ScoreBlock<NR, 4>(q, kt, D, scale, j, 0xffff, p, keys, lanes);
   for (; j < keys; j += 16) {
     const int64_t in = std::min<int64_t>(16, keys - j);
-    ScoreBlock<NR, 1>(q, kt, stride, D, scale, j, __mmask16((1u << in) - 1u), p, keys, lanes);
+    ScoreBlock<NR, 1>(q, kt, D, scale, j, __mmask16((1u << in) - 1u), p, keys, lanes);
   }
   for (int r = 0; r < NR; ++r) top[r] = _mm512_reduce_max_ps(lanes[r]);
 }
@@ -343,14 +349,14 @@ inline void ForRowPasses(int64_t rows, const F& f) {
   }
 }
 
-// out (rows x D) = softmax(scale q kt) v for one kv head: q rows x D, kt D x stride, v keys x D;
-// D a multiple of 16. p: rows x keys, acc: rows x (D + 1), f32 scratch.
+// out (rows x D) = softmax(scale q k^T) v for one kv head: q rows x D, kt the keys in tiles (D x
+// kKeyTile each), v keys x D; D a multiple of 16. p: rows x keys, acc: rows x (D + 1), f32 scratch.
 template <class T>
-DLB_AVX512 void AttendHead(const T* q, const T* kt, int64_t stride, const T* v, int64_t rows,
-                           int64_t keys, int64_t D, float scale, float* p, float* acc, T* out) {
+DLB_AVX512 void AttendHead(const T* q, const T* kt, const T* v, int64_t rows, int64_t keys,
+                           int64_t D, float scale, float* p, float* acc, T* out) {
   float* inv = acc + rows * D;  // each row's largest score, then 1 / its sum of exponentials
   ForRowPasses(rows, [&](auto nr, int64_t r) {
-    Scores<decltype(nr)::value>(q + r * D, kt, stride, D, scale, keys, p + r * keys, inv + r);
+    Scores<decltype(nr)::value>(q + r * D, kt, D, scale, keys, p + r * keys, inv + r);
   });
   for (int64_t r = 0; r < rows; ++r) {
     float* pr = p + r * keys;
@@ -649,13 +655,13 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   const memory::desc sc2_md = Plain({B * G * M, cap}, f32);
   const memory::desc p_md = Plain({B, G, M, cap}, t);
   const memory::desc p2_md = Plain({B * G * M, cap}, t);
-  // A decode step on one thread attends in AVX-512 loops (AttendHead) where the CPU has them and
-  // the head dim is a multiple of 16; every other step in oneDNN's matmuls and softmax.
+  // A decode step attends in AVX-512 loops (AttendHead, each kv head's on one thread) where the
+  // CPU has them and the head dim is a multiple of 16; a prefill in oneDNN's matmuls and softmax.
   const CpuInfo& cpu = HostCpu();
-  attend_in_loops_ = serial_ && n == 1 && D % 16 == 0 && HasFlag(cpu, "avx512f") &&
-                     HasFlag(cpu, "avx512bw") && HasFlag(cpu, "avx512vl");
+  attend_in_loops_ = n == 1 && D % 16 == 0 && HasFlag(cpu, "avx512f") && HasFlag(cpu, "avx512bw") &&
+                     HasFlag(cpu, "avx512vl");
   if (attend_in_loops_) {
-    acc_.resize(size_t(R * (D + 1)));
+    acc_.resize(size_t(B * G * R * (D + 1)));
   } else {
     mm_qk_ = fastest("scores", q_md, kt_md, sc_md, scaled).prim;
     mm_pv_ = fastest("P V", p_md, v_md, q_md, plain).prim;
@@ -721,8 +727,10 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
                  pd_13.weights, &y.s13);
     y.w2 = pack(mat(LlamaTensor::kW2, d, F), d, F, pd_2.weights, &y.s2);
     for (bool value : {false, true}) {
-      memory c(Plain({B * G * cap * D}, t), Engine());
-      std::memset(c.get_data_handle(), 0, size_t(B * G * cap * D) * StorageBytes(act_dt_));
+      // Zeroed: the loops' last tile of keys is read past the keys, masked, never used.
+      const int64_t elements = value ? B * G * cap * D : CacheElements();
+      memory c(Plain({elements}, t), Engine());
+      std::memset(c.get_data_handle(), 0, size_t(elements) * StorageBytes(act_dt_));
       if (s.phase == InferPhase::kDecode) {
         const std::vector<float> prefix = SeededCache(seed, s, l, value, act_dt_);
         for (int64_t bh = 0; bh < B * G; ++bh)
@@ -806,7 +814,14 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
 
 int64_t OneDnnInfer::CacheAt(int64_t bh, int64_t pos, int64_t e, bool value) const {
   const int64_t D = shape_.model.head_dim;
-  return attend_in_loops_ && !value ? (bh * D + e) * keys_ + pos : (bh * keys_ + pos) * D + e;
+  if (!attend_in_loops_ || value) return (bh * keys_ + pos) * D + e;
+  const int64_t tiles = (keys_ + kKeyTile - 1) / kKeyTile;
+  return ((bh * tiles + pos / kKeyTile) * D + e) * kKeyTile + pos % kKeyTile;
+}
+
+int64_t OneDnnInfer::CacheElements() const {
+  const int64_t bh = shape_.batch * shape_.model.kv_heads;
+  return CacheAt(bh, 0, 0, false);  // one block past the last
 }
 
 bool OneDnnInfer::Split(int64_t elements) const { return !serial_ && elements >= kMinParallel; }
@@ -843,11 +858,11 @@ void OneDnnInfer::RopeAndAppend(const Layer& y) {
     for (int64_t g = 0; g < G; ++g) {
       const size_t at = size_t(((b * G + g) * cap + pos) * D) * elem;
       if (attend_in_loops_) {
-        // The key rotated into acc_ (free until Attend()), then down its column of the transposed
-        // block.
-        RotateRow(row + m.QDim() + g * D, c, s, half, acc_.data(), false);
-        for (int64_t e = 0; e < D; ++e)
-          Store(kc, CacheAt(b * G + g, pos, e, false), acc_[size_t(e)], low);
+        // The key rotated into its block's scratch (free until Attend()), then down its column of
+        // the transposed block.
+        float* key = acc_.data() + (b * G + g) * R * (D + 1);
+        RotateRow(row + m.QDim() + g * D, c, s, half, key, false);
+        for (int64_t e = 0; e < D; ++e) Store(kc, CacheAt(b * G + g, pos, e, false), key[e], low);
       } else {
         RotateRow(row + m.QDim() + g * D, c, s, half, kc + at, low);
       }
@@ -885,25 +900,28 @@ void OneDnnInfer::Attend(const Layer& y) {
   const LlamaConfig& m = shape_.model;
   const int64_t B = shape_.batch, G = m.kv_heads, R = group_, D = m.head_dim, cap = keys_;
   const float scale = float(1.0 / std::sqrt(double(D)));
-  auto* p = static_cast<float*>(scores_.get_data_handle());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t g = 0; g < G; ++g) {
-      // q_'s rows (b, g, 0..R-1), the cache's block (b, g), attn_'s heads g R .. g R + R - 1 of b.
-      const int64_t q_at = (b * G + g) * R * D, kv_at = (b * G + g) * cap * D,
-                    out_at = (b * m.heads + g * R) * D;
-      const auto run = [&](auto* type) {
-        using T = std::remove_pointer_t<decltype(type)>;
-        AttendHead(static_cast<const T*>(q_.get_data_handle()) + q_at,
-                   static_cast<const T*>(y.k.get_data_handle()) + kv_at, cap,
-                   static_cast<const T*>(y.v.get_data_handle()) + kv_at, R, cap, D, scale, p,
-                   acc_.data(), static_cast<T*>(attn_.get_data_handle()) + out_at);
-      };
-      if (act_dt_ == DType::kBF16) {
-        run(static_cast<uint16_t*>(nullptr));
-      } else {
-        run(static_cast<float*>(nullptr));
-      }
+  // Split over the team as a step's products are: by multiply-adds (of the scores).
+  const bool split = !serial_ && double(B * m.heads * cap * D) >= kMinParallelMacs;
+  ForRows(B * G, split, [&](int64_t bg) {
+    // q_'s rows (b, g, 0..R-1), the cache's block (b, g), attn_'s heads g R .. g R + R - 1 of b;
+    // the block's scores in scores_, its scratch in acc_.
+    const int64_t b = bg / G, g = bg % G, q_at = bg * R * D, k_at = CacheAt(bg, 0, 0, false),
+                  v_at = CacheAt(bg, 0, 0, true), out_at = (b * m.heads + g * R) * D;
+    float* p = static_cast<float*>(scores_.get_data_handle()) + bg * R * cap;
+    float* acc = acc_.data() + bg * R * (D + 1);
+    const auto run = [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      AttendHead(static_cast<const T*>(q_.get_data_handle()) + q_at,
+                 static_cast<const T*>(y.k.get_data_handle()) + k_at,
+                 static_cast<const T*>(y.v.get_data_handle()) + v_at, R, cap, D, scale, p, acc,
+                 static_cast<T*>(attn_.get_data_handle()) + out_at);
+    };
+    if (act_dt_ == DType::kBF16) {
+      run(static_cast<uint16_t*>(nullptr));
+    } else {
+      run(static_cast<float*>(nullptr));
     }
+  });
 }
 
 void OneDnnInfer::Run() {
