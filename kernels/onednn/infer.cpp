@@ -276,7 +276,7 @@ DLB_AVX512 inline __m512 Exp16(__m512 x) {
   return _mm512_scalef_ps(p, k);
 }
 
-// The scores of NR query rows (q: NR x D, scaled by `scale`) against the U x 16 keys from j of
+// The scores of NR query rows (q: NR x D, f32, already scaled) against the U x 16 keys from j of
 // kt (tiles of kKeyTile keys, each D x kKeyTile; j at a multiple of 16 and the U blocks in one
 // tile), the last block's keys those of `last`, into p (row r at r x keys); top: each row's
 // running maximum, lane-wise.
@@ -748,7 +748,7 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
                  pd_13.weights, &y.s13);
     y.w2 = pack(mat(LlamaTensor::kW2, d, F), d, F, pd_2.weights, &y.s2);
     for (bool value : {false, true}) {
-      // Zeroed: the loops' last tile of keys is read past the keys, masked, never used.
+      // Zeroed, the loops' last tile past the keys too (their masked loads never read it).
       const int64_t elements = value ? B * G * cap * D : CacheElements();
       memory c(Plain({elements}, t), Engine());
       std::memset(c.get_data_handle(), 0, size_t(elements) * StorageBytes(act_dt_));
