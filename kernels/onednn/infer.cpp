@@ -1,6 +1,11 @@
 #include "kernels/onednn/infer.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#define DLB_X86_64 1
+#else
+#define DLB_X86_64 0
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -124,7 +129,11 @@ memory::desc Plain(const dims& d, memory::data_type t) {
 // when the program loads. A tiny model's decode step is its dispatch: the loops as they were
 // (scalar, a call to convert each bf16 value, std::exp for each SwiGLU value) took 10.6 of its
 // 45 us in bf16 on a 2-core Sapphire Rapids VM.
+#if DLB_X86_64
 #define DLB_ROW_LOOP __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DLB_ROW_LOOP
+#endif
 
 inline float Float(uint32_t u) {
   float f;
@@ -245,8 +254,9 @@ DLB_ROW_LOOP void SwiGluRow(const float* gate, const float* up, int64_t F, void*
 // and a tile is read as one sequential stream, where a whole block transposed would be read as
 // head_dim streams at once, rows of capacity apart (a 1B-class model's cache is in memory, not in
 // the caches); T is f32 or bf16 (a bf16 value is the top half of its f32), every sum f32.
-#define DLB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 constexpr int64_t kKeyTile = 64;
+#if DLB_X86_64
+#define DLB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 DLB_AVX512 inline __m512 Load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 DLB_AVX512 inline __m512 Load16(const uint16_t* p, __mmask16 m) {
@@ -397,6 +407,7 @@ DLB_AVX512 void AttendHead(const T* q, const T* kt, const T* v, int64_t rows, in
 #pragma omp simd
     for (int64_t e = 0; e < D; ++e) Put(out, r * D + e, acc[r * D + e] * inv[r]);
 }
+#endif  // DLB_X86_64
 
 // body(r) for each of `rows` rows, over the OpenMP team where `split`, else on this thread without
 // entering a parallel region (one that its if clause keeps to one thread still costs its entry).
@@ -679,8 +690,8 @@ OneDnnInfer::OneDnnInfer(const InferShape& s, const RunConfig& cfg)
   // A decode step attends in AVX-512 loops (AttendHead, each kv head's on one thread) where the
   // CPU has them and the head dim is a multiple of 16; a prefill in oneDNN's matmuls and softmax.
   const CpuInfo& cpu = HostCpu();
-  attend_in_loops_ = n == 1 && D % 16 == 0 && HasFlag(cpu, "avx512f") && HasFlag(cpu, "avx512bw") &&
-                     HasFlag(cpu, "avx512vl");
+  attend_in_loops_ = DLB_X86_64 && n == 1 && D % 16 == 0 && HasFlag(cpu, "avx512f") &&
+                     HasFlag(cpu, "avx512bw") && HasFlag(cpu, "avx512vl");
   if (attend_in_loops_) {
     acc_.resize(size_t(B * G * R * (D + 1)));
   } else {
@@ -932,10 +943,15 @@ void OneDnnInfer::Attend(const Layer& y) {
     float* acc = acc_.data() + bg * R * (D + 1);
     const auto run = [&](auto* type) {
       using T = std::remove_pointer_t<decltype(type)>;
+#if DLB_X86_64
       AttendHead(static_cast<const T*>(q_.get_data_handle()) + q_at,
                  static_cast<const T*>(y.k.get_data_handle()) + k_at,
                  static_cast<const T*>(y.v.get_data_handle()) + v_at, R, cap, D, scale, p, acc,
                  static_cast<T*>(attn_.get_data_handle()) + out_at);
+#else
+      (void)p, (void)acc, (void)scale, (void)k_at, (void)v_at, (void)out_at, (void)q_at;
+      throw Error("onednn infer: the decode attention's loops are x86-64 only");
+#endif
     };
     if (act_dt_ == DType::kBF16) {
       run(static_cast<uint16_t*>(nullptr));
