@@ -928,6 +928,7 @@ void OneDnnInfer::SwiGlu() {
   });
 }
 
+#if DLB_X86_64
 void OneDnnInfer::Attend(const Layer& y) {
   const LlamaConfig& m = shape_.model;
   const int64_t B = shape_.batch, G = m.kv_heads, R = group_, D = m.head_dim, cap = keys_;
@@ -943,15 +944,10 @@ void OneDnnInfer::Attend(const Layer& y) {
     float* acc = acc_.data() + bg * R * (D + 1);
     const auto run = [&](auto* type) {
       using T = std::remove_pointer_t<decltype(type)>;
-#if DLB_X86_64
       AttendHead(static_cast<const T*>(q_.get_data_handle()) + q_at,
                  static_cast<const T*>(y.k.get_data_handle()) + k_at,
                  static_cast<const T*>(y.v.get_data_handle()) + v_at, R, cap, D, scale, p, acc,
                  static_cast<T*>(attn_.get_data_handle()) + out_at);
-#else
-      (void)p, (void)acc, (void)scale, (void)k_at, (void)v_at, (void)out_at, (void)q_at;
-      throw Error("onednn infer: the decode attention's loops are x86-64 only");
-#endif
     };
     if (act_dt_ == DType::kBF16) {
       run(static_cast<uint16_t*>(nullptr));
@@ -960,6 +956,11 @@ void OneDnnInfer::Attend(const Layer& y) {
     }
   });
 }
+#else
+void OneDnnInfer::Attend(const Layer&) {
+  throw Error("onednn infer: the decode attention's loops are x86-64 only");
+}
+#endif  // DLB_X86_64
 
 void OneDnnInfer::Run() {
   const ThreadScope threads(serial_ ? 1 : 0);
