@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/common/autotune.h"
 #include "kernels/common/fill.h"
 #include "kernels/cublas/check.h"
 #include "kernels/cublas/lt_plan.h"
@@ -21,19 +20,6 @@
 namespace dlb::cublas {
 
 namespace {
-
-// The label's words on the split-key decode attention kernel.
-std::string KernelAttentionWords(const cuda::AttnSplit& split) {
-  return "a split-key tensor-core kernel, all query heads of a kv head a block (" +
-         std::to_string(split.splits) + " chunks of " + std::to_string(split.chunk) + " keys)";
-}
-// And on the kernel fused with the rotary append.
-std::string FusedAttentionWords(const cuda::AttnSplit& split) {
-  return "the rotary append and a split-key tensor-core kernel in one programmatic dependent "
-         "launch, all query heads of a kv head a block (" +
-         std::to_string(split.splits) + " chunks of " + std::to_string(split.chunk) +
-         " keys, a thread-block cluster merging them in shared memory)";
-}
 
 // A seeded matrix of kernels/common/infer.h (rows x cols at dst), seeded on the device: bf16, then
 // scaled by its power of two, which bf16 holds exactly; fp8, the seeded e4m3 storage
@@ -55,7 +41,6 @@ float GemmAScale(int64_t in) { return float(StorageScale(DType::kFP8E4M3)) * Wei
 
 // fp8 scales: each GEMM's A and B scales in their own 256-byte slots.
 constexpr int64_t kScaleApart = 64;  // floats
-constexpr int kGemms = 5;            // qkv, o, gate/up, down, LM head
 
 int DeviceCc() {
   int dev = 0, major = 0, minor = 0;
@@ -69,32 +54,6 @@ template <class T>
 void Upload(T* dst, const std::vector<T>& src, StreamRef stream) {
   DLB_CHECK(
       cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-}
-
-// Each option's pass, captured in a CUDA graph (null: passed over), timed in interleaved rounds
-// rather than one option after another, so that a drift of the card's clock does not decide
-// between close options: a warm-up round of one launch each, then three of three, each option's
-// best. Milliseconds a pass; 1e300 for a null.
-std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::GraphExec>& passes) {
-  cuda::EventTimer events;
-  std::vector<double> best(passes.size(), 1e300);
-  for (int round = 0; round < 4; ++round)
-    for (size_t c = 0; c < passes.size(); ++c) {
-      if (!passes[c]) continue;
-      const autotune::Sample t = events.TimeLaunches(
-          st, round == 0 ? 1 : 3, [&] { DLB_CHECK(cudaGraphLaunch(passes[c].get(), st)); });
-      if (round > 0) best[c] = std::min(best[c], t.ms);
-    }
-  return best;
-}
-
-// A product's layout as the label writes it: weight rows a warp / a block / loads in flight, and
-// the registers a thread where the layout sets them.
-std::string LayoutWords(int layout) {
-  const cuda::GemvLayout& l = cuda::kGemvLayouts[layout];
-  return std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
-         std::to_string(l.loads) +
-         (l.max_regs > 0 ? " (" + std::to_string(l.max_regs) + " registers)" : "");
 }
 
 }  // namespace
@@ -228,29 +187,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   cuda::Sync(st);  // the staged host values may go
 
   const std::string gemm_choice = TuneGemms() + TuneGemv();
-  // The attention: prefill's cuDNN's fused SDPA where it has an engine, decode's the fastest of it,
-  // the kernel and the kernel fused with the rotary append, the paged cache's the kernel.
-  std::string attention = KernelAttentionWords(split_);
-  if (paged) {
-    attention += " (cuDNN's fused SDPA is bound to a contiguous cache here)";
-  } else if (s.phase == InferPhase::kDecode) {
-    attention = PlanDecodeAttention(attention_choice);
-  } else {
-    AttnShape as;
-    as.batch = B;
-    as.heads = m.heads;
-    as.kv_heads = G;
-    as.seq = n;
-    as.head_dim = D;
-    as.causal = true;
-    const std::string why = PlanSdpa(as, true);
-    if (why.empty()) {
-      attention = sdpa_->label();
-      attn_sdpa_ = true;
-    } else {
-      attention += " (cuDNN's fused SDPA: " + why + ")";
-    }
-  }
+  const std::string attention = PlanAttention(paged, attention_choice);
 
   Capture();
   cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);
@@ -356,194 +293,6 @@ std::string NativeInfer::WhyNotFused() const {
   if (attn_.page != 0) return "it is not offered over the paged cache";
   if (!cuda::RopeAttentionSupported()) return "it needs compute capability 9.0+ (clusters)";
   return "";
-}
-
-std::string NativeInfer::PlanSdpa(const AttnShape& as, bool stats, bool candidates) {
-  const Support ok = cudnn::SdpaForward::Supports(as, DType::kBF16);
-  if (!ok.ok) return ok.why;
-  const LlamaConfig& m = shape_.model;
-  const int64_t n = shape_.NewTokens(), QD = m.QDim(), D = m.head_dim, G = m.kv_heads,
-                cap = shape_.CacheLen();
-  try {
-    // q rows of token x head x head_dim (the logical (B, H, n, D) strided); the cache's
-    // capacity-strided positions.
-    const cudnn::SdpaForward::Strides strides{{n * QD, D, QD, 1}, {G * cap * D, cap * D, D, 1}};
-    sdpa_ = std::make_unique<cudnn::SdpaForward>(as, DType::kBF16, strides, stream_.get(), stats,
-                                                 candidates);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      uint16_t* k = cache_.get() + 2 * int64_t(l) * layer_kv_;
-      sdpa_->Bind(q_.get(), k, k + layer_kv_, attn_out_.get());
-    }
-  } catch (const Unsupported& e) {
-    sdpa_.reset();
-    return OneLine(e.what());
-  }
-  return "";
-}
-
-std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
-  const LlamaConfig& m = shape_.model;
-  const int64_t n = shape_.NewTokens();
-  const std::string kernel = KernelAttentionWords(split_);
-  if (choice == DecodeAttention::kKernel) return kernel;
-  const std::string why_not_fused = WhyNotFused();
-  if (why_not_fused.empty()) rope_split_ = cuda::ChooseRopeAttnSplit(attn_);
-  const std::string fused = FusedAttentionWords(rope_split_);
-  if (choice == DecodeAttention::kFused) {
-    rope_attn_ = why_not_fused.empty();
-    return rope_attn_ ? fused : kernel + " (the fused kernel: " + why_not_fused + ")";
-  }
-  // The step's one query a sequence over every cached position (its own included): no mask.
-  AttnShape as;
-  as.batch = shape_.batch;
-  as.heads = m.heads;
-  as.kv_heads = m.kv_heads;
-  as.seq = n;
-  as.kv_seq = shape_.FirstPos() + n;
-  as.head_dim = m.head_dim;
-  as.causal = n > 1;
-  const bool fastest = choice == DecodeAttention::kFastest;
-  const std::string why = PlanSdpa(as, false, fastest);
-  if (!why.empty() && !why_not_fused.empty())
-    return kernel + " (cuDNN's fused SDPA: " + why + "; the fused kernel: " + why_not_fused + ")";
-  if (!fastest) {
-    attn_sdpa_ = why.empty();
-    return attn_sdpa_ ? sdpa_->label() : kernel + " (cuDNN's fused SDPA: " + why + ")";
-  }
-  StreamRef st = stream_.get();
-
-  // The kernel (option 0), each of cuDNN's usable engine configurations (option 1 + i) and the
-  // fused kernel (the last), each after its layer's qkv product (the kernel it overlaps in a step)
-  // with the rotary append, over every layer's weights and cache in turn (as a step reads them: no
-  // layer's still in L2 when its turn comes again), each pass captured in a CUDA graph as the step
-  // runs it (cuDNN's execute call costs host time that a graph's replay does not), timed in
-  // interleaved rounds (TimeInterleaved); inputs of zeros (each step writes them, none has run
-  // yet). A configuration that fails to run is passed over.
-  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
-  if (fused_) DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
-  const int configs = why.empty() ? sdpa_->Candidates() : 0;
-  const int fused_option = why_not_fused.empty() ? 1 + configs : -1;
-  const int options = 1 + configs + (fused_option > 0 ? 1 : 0);
-  std::vector<cuda::GraphExec> passes(static_cast<size_t>(options));
-  for (int c = 0; c < options; ++c) {
-    attn_sdpa_ = c > 0 && c <= configs;
-    rope_attn_ = c == fused_option;
-    if (attn_sdpa_) sdpa_->Choose(c - 1);
-    const auto pass = [&] {
-      for (size_t l = 0; l < layers_.size(); ++l) {
-        if (fused_)
-          FusedProduct(0, l);
-        else
-          Launch(g_qkv_, layers_[l].wqkv.get(), h_.get(), qkv_.get(), false);
-        RopeAndAttention(l);
-      }
-    };
-    try {
-      pass();  // eager first: the libraries load their code outside the capture
-      cuda::Sync(st);
-      passes[size_t(c)] = cuda::Capture(st, pass);
-    } catch (const Error&) {
-      if (c == 0) throw;  // the suite's own kernel must run
-      cudaGetLastError();
-    }
-  }
-  const std::vector<double> best = TimeInterleaved(st, passes);  // ms a pass over the layers
-  const auto cudnn_end = best.begin() + 1 + configs;
-  const int cudnn_best =
-      configs > 0 ? 1 + int(std::min_element(best.begin() + 1, cudnn_end) - (best.begin() + 1))
-                  : -1;
-  const int usable = int(std::count_if(passes.begin() + 1, passes.begin() + 1 + configs,
-                                       [](const cuda::GraphExec& g) { return bool(g); }));
-  const int chosen = int(std::min_element(best.begin(), best.end()) - best.begin());
-  attn_sdpa_ = chosen > 0 && chosen <= configs;
-  rope_attn_ = chosen == fused_option;
-  if (usable > 0) sdpa_->Choose(cudnn_best - 1);
-  const std::string cudnn = usable > 0 ? sdpa_->label() : "";
-  if (!attn_sdpa_) sdpa_.reset();
-  const double layers = double(layers_.size());
-  const auto us = [&](double ms) { return std::to_string(int(std::lround(1e3 * ms / layers))); };
-  std::string times =
-      "timed with each layer's qkv product and the rotary append in a CUDA graph when built: ";
-  if (usable > 0) {
-    // Where the search moved off the heuristics' first configuration (option 1), its time too.
-    const std::string of =
-        configs == 1 ? "cuDNN's"
-        : cudnn_best == 1 || !passes[1]
-            ? "the fastest of cuDNN's " + std::to_string(usable) + " engine configurations"
-            : "the fastest of cuDNN's " + std::to_string(usable) +
-                  " engine configurations (its heuristics' first " + us(best[1]) + " us)";
-    times += us(best[size_t(cudnn_best)]) + " us a layer for " + of + ", ";
-  } else {
-    times += "cuDNN's fused SDPA " + (why.empty() ? std::string("failed to run") : why) + "; ";
-  }
-  times += us(best[0]) + " us for the kernel's, ";
-  times += fused_option > 0 ? us(best[size_t(fused_option)]) + " us for the fused kernel's"
-                            : "no fused kernel: " + why_not_fused;
-  const std::string& words = attn_sdpa_ ? cudnn : rope_attn_ ? fused : kernel;
-  return words + " (the fastest, " + times + ")";
-}
-
-std::string NativeInfer::TuneGemms() {
-  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
-  if (std::all_of(gemms, gemms + kGemms, [](const Gemm* g) { return g->gemv; })) return "";
-  StreamRef st = stream_.get();
-  // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
-  // first step writes them.
-  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(attn_out_.get(), 0, attn_out_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(act_.get(), 0, act_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(last_.get(), 0, last_.bytes(), st));
-  // One GEMM over every layer's weights in turn, as a step reads them (no layer's still in L2).
-  const auto pass = [&](const Gemm& g) {
-    if (g.slot == 4) return Launch(g, lm_head_.get(), last_.get(), logits_.get(), false);
-    for (const Layer& y : layers_) {
-      if (g.slot == 0) Launch(g, y.wqkv.get(), h_.get(), qkv_.get(), false);
-      if (g.slot == 1) Launch(g, y.wo.get(), attn_out_.get(), x_.get(), true);
-      if (g.slot == 2) Launch(g, y.w13.get(), h_.get(), gu_.get(), false);
-      if (g.slot == 3) Launch(g, y.w2.get(), act_.get(), x_.get(), true);
-    }
-  };
-  // Each of the heuristic's first algorithms over one pass: a warm-up pass, then the best of
-  // two; one that fails to launch is passed over.
-  autotune::Policy policy;
-  policy.warmup_runs = 1;
-  policy.score = autotune::Policy::Score::kMinOfRuns;
-  policy.min_runs = 2;
-  policy.max_runs = 2;
-  cuda::EventTimer events;
-  int offered = 0, moved = 0;
-  for (Gemm* g : gemms) {
-    if (g->gemv) continue;
-    const std::vector<cublasLtMatmulHeuristicResult_t> found =
-        HeuristicResults(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
-                         workspace_.bytes(), kGemmCandidates);
-    offered = std::max(offered, int(found.size()));
-    if (found.empty()) {
-      g->algo = FirstHeuristicAlgo(handle_.get(), g->desc.get(), g->a.get(), g->b.get(), g->c.get(),
-                                   workspace_.bytes(), "no cuBLASLt algorithm here");
-      continue;
-    }
-    autotune::Tuner<size_t> tuner(policy, [&](size_t& i, int runs) {
-      g->algo = found[i].algo;
-      try {
-        return events.TimeLaunches(st, runs, [&] { pass(*g); });
-      } catch (const Error&) {
-        cudaGetLastError();  // the failed launch's error, not the next call's
-        throw;
-      }
-    });
-    for (size_t i = 0; i < found.size(); ++i) tuner.Offer(std::to_string(i), i);
-    size_t chosen = 0;
-    try {
-      chosen = tuner.Finish();
-    } catch (const Error&) {  // every algorithm failed to launch: the heuristic's first
-    }
-    g->algo = found[chosen].algo;
-    moved += chosen != 0;
-  }
-  return "; each GEMM's algorithm the fastest of cuBLASLt's first " + std::to_string(offered) +
-         ", timed over every layer's weights when built (" + std::to_string(moved) +
-         " not the heuristic's first)";
 }
 
 void NativeInfer::Capture() {
@@ -657,44 +406,6 @@ void NativeInfer::FusedStep() {
     for (int slot = 1; slot <= 3; ++slot) FusedProduct(slot, l);
   }
   FusedProduct(4, layers_.size());
-}
-
-std::string NativeInfer::TuneGemv() {
-  if (!fused_) return "";
-  StreamRef st = stream_.get();
-  // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
-  // first step writes them.
-  DLB_CHECK(cudaMemsetAsync(h_.get(), 0, h_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(attn_out_.get(), 0, attn_out_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(act_.get(), 0, act_.bytes(), st));
-  DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
-  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
-  const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
-  std::string chosen;
-  for (int slot = 0; slot < kGemms; ++slot) {
-    Gemm& g = *gemms[slot];
-    // Each layout over every layer's weights in turn (the LM head's once), as a step reads them,
-    // with the step's fusion, each pass in a CUDA graph.
-    std::vector<cuda::GraphExec> passes(static_cast<size_t>(cuda::kGemvLayoutCount));
-    for (int c = 0; c < cuda::kGemvLayoutCount; ++c) {
-      g.layout = c;
-      const auto pass = [&] {
-        if (slot == 4) return FusedProduct(slot, layers_.size());
-        for (size_t l = 0; l < layers_.size(); ++l) FusedProduct(slot, l);
-      };
-      pass();  // eager first: the kernel loads outside the capture
-      cuda::Sync(st);
-      passes[size_t(c)] = cuda::Capture(st, pass);
-    }
-    const std::vector<double> best = TimeInterleaved(st, passes);
-    g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
-    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout);
-  }
-  return "; each product's layout (weight rows a warp / a block / loads in flight a lane, the "
-         "registers a thread where it sets them) the fastest of " +
-         std::to_string(cuda::kGemvLayoutCount) +
-         ", timed over every layer's weights when built: " + chosen + " (the format's default " +
-         LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";
 }
 
 void NativeInfer::Step() {

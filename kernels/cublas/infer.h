@@ -137,9 +137,14 @@ class NativeInfer {
   // words.
   std::string TuneGemv();
   static constexpr int kGemmCandidates = 8;
+  static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
   // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).
   std::string PlanSdpa(const AttnShape& as, bool stats, bool candidates = false);
+  // The attention's plan (prefill: cuDNN's fused SDPA where it has an engine; decode:
+  // PlanDecodeAttention; a paged cache: the kernel) and the label's words on it
+  // (infer_plan.cpp, as the other plans).
+  std::string PlanAttention(bool paged, DecodeAttention choice);
   // Decode: plans cuDNN's SDPA over the cache (sdpa_) where it has an engine and `attention`
   // allows it, or the fused kernel; kFastest times them and the kernel, each after its layer's
   // qkv product with the rotary append, over every layer's weights and cache, and keeps the
