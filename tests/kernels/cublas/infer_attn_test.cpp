@@ -184,9 +184,10 @@ TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
   const size_t kv_n = size_t(a.batch * G * a.capacity * D);
   // The cache as earlier steps left it (the row at pos too: the launch overwrites it).
   std::vector<float> k = Values(2, kv_n), v = Values(3, kv_n);
+  constexpr double kTheta = 500000.0;  // Llama-3's
   std::vector<float> cos, sin;
   for (int64_t j = 0; j < half; ++j) {
-    const double angle = double(pos) * std::pow(500000.0, -2.0 * double(j) / double(D));
+    const double angle = double(pos) * std::pow(kTheta, -2.0 * double(j) / double(D));
     cos.push_back(float(std::cos(angle)));
     sin.push_back(float(std::sin(angle)));
   }
@@ -212,23 +213,19 @@ TEST_P(RopeAttentionTest, MatchesTheFloat64RotaryAppendAndAttention) {
   const std::vector<float> got_k = cuda::Download(dk.get(), dk.size(), DType::kBF16, stream.get());
   const std::vector<float> got_v = cuda::Download(dv.get(), dv.size(), DType::kBF16, stream.get());
 
-  // The float64 step: q and this step's k rotated, v copied, into the (contiguous) cache.
-  const auto rotate = [&](const float* x, std::vector<double>* dst, size_t at) {
-    for (int64_t j = 0; j < half; ++j) {
-      (*dst)[at + size_t(j)] = double(x[j]) * cos[size_t(j)] - double(x[j + half]) * sin[size_t(j)];
-      (*dst)[at + size_t(j + half)] =
-          double(x[j + half]) * cos[size_t(j)] + double(x[j]) * sin[size_t(j)];
-    }
-  };
-  std::vector<double> want, q(size_t(H * D)), kd(k.begin(), k.end()), vd(v.begin(), v.end());
+  // The float64 step: q and this step's k rotated (RefRope, its own angles), v copied, into the
+  // (contiguous) cache.
+  std::vector<double> want, kd(k.begin(), k.end()), vd(v.begin(), v.end());
   std::vector<double> want_new_k, want_new_v;
   std::vector<float> got_new_k, got_new_v;
   for (int64_t b = 0; b < a.batch; ++b) {
     const float* row = qkv.data() + b * width;
-    for (int64_t h = 0; h < H; ++h) rotate(row + h * D, &q, size_t(h * D));
+    Vec q(row, row + H * D), k_new(row + H * D, row + (H + G) * D);
+    RefRope(&q, {pos}, H, D, kTheta);
+    RefRope(&k_new, {pos}, G, D, kTheta);
     for (int64_t g = 0; g < G; ++g) {
       const size_t at = size_t(((b * G + g) * a.capacity + pos) * D);
-      rotate(row + (H + g) * D, &kd, at);
+      std::copy(k_new.begin() + g * D, k_new.begin() + (g + 1) * D, kd.begin() + int64_t(at));
       for (int64_t e = 0; e < D; ++e) vd[at + size_t(e)] = row[(H + G + g) * D + e];
       // Where the kernel wrote this row: the contiguous cache's place, or its page's.
       size_t stored = at;
