@@ -9,6 +9,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/infer_kernels.cuh"
 #include "kernels/cuda/infer_kernels.h"
 
@@ -45,17 +46,68 @@ __device__ float BlockSum(float v, float* scratch) {
   return total;
 }
 
-__global__ void EmbedNormKernel(const int32_t* tokens, const bf16* embed, int64_t d,
-                                const float* gamma, float* x, bf16* next_in, float* ss) {
+// One block a row. Where the width and pointers allow it, a thread's 16-byte words of the row (8
+// bf16) and of gamma are all asked for before any is used: at one token a step the kernel is a
+// single block, bound by the latency of its reads (13.4 us a Llama-3-8B step on an H200 when each
+// 2-byte read waited for the one before). It lets the next kernel (the first layer's qkv product, a
+// programmatic dependent launch) start loading its weights as it starts.
+constexpr int kEmbedVecs = 4;  // words a thread a pass: a row of up to 8192 in one pass
+__global__ void EmbedNormKernel(const int32_t* __restrict__ tokens, const bf16* __restrict__ embed,
+                                int64_t d, const float* __restrict__ gamma, float* __restrict__ x,
+                                bf16* __restrict__ next_in, float* __restrict__ ss, bool vec) {
   __shared__ float scratch[kThreads / 32];
+  LetDependentsStart();
   const int64_t r = blockIdx.x;
   const bf16* src = embed + int64_t(tokens[r]) * d;
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-    const float v = __bfloat162float(src[j]);
-    x[r * d + j] = v;
-    next_in[r * d + j] = __float2bfloat16(v * gamma[j]);
-    sum += v * v;
+  if (vec) {
+    const int64_t words = d / 8;
+    const uint4* src4 = reinterpret_cast<const uint4*>(src);
+    const float4* g4 = reinterpret_cast<const float4*>(gamma);
+    for (int64_t base = threadIdx.x; base < words; base += int64_t(kThreads) * kEmbedVecs) {
+      uint4 w[kEmbedVecs];
+      float4 g[kEmbedVecs][2];
+#pragma unroll
+      for (int u = 0; u < kEmbedVecs; ++u) {
+        const int64_t i = base + int64_t(u) * kThreads;
+        if (i < words) {
+          w[u] = src4[i];
+          g[u][0] = g4[2 * i];
+          g[u][1] = g4[2 * i + 1];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kEmbedVecs; ++u) {
+        const int64_t i = base + int64_t(u) * kThreads;
+        if (i >= words) break;
+        const unsigned wv[4] = {w[u].x, w[u].y, w[u].z, w[u].w};
+        const float gv[8] = {g[u][0].x, g[u][0].y, g[u][0].z, g[u][0].w,
+                             g[u][1].x, g[u][1].y, g[u][1].z, g[u][1].w};
+        float v[8];
+        unsigned packed[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          v[2 * e] = __uint_as_float(wv[e] << 16);  // a bf16 is the top half of a float
+          v[2 * e + 1] = __uint_as_float(wv[e] & 0xffff0000u);
+          const __nv_bfloat162 n =
+              __floats2bfloat162_rn(v[2 * e] * gv[2 * e], v[2 * e + 1] * gv[2 * e + 1]);
+          packed[e] = *reinterpret_cast<const unsigned*>(&n);
+          sum += v[2 * e] * v[2 * e] + v[2 * e + 1] * v[2 * e + 1];
+        }
+        float4* x4 = reinterpret_cast<float4*>(x + r * d) + 2 * i;
+        x4[0] = make_float4(v[0], v[1], v[2], v[3]);
+        x4[1] = make_float4(v[4], v[5], v[6], v[7]);
+        reinterpret_cast<uint4*>(next_in + r * d)[i] =
+            make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      }
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < d; j += kThreads) {
+      const float v = __bfloat162float(src[j]);
+      x[r * d + j] = v;
+      next_in[r * d + j] = __float2bfloat16(v * gamma[j]);
+      sum += v * v;
+    }
   }
   sum = BlockSum(sum, scratch);
   if (threadIdx.x == 0) ss[r] = sum;
@@ -292,8 +344,12 @@ void EmbedNormInput(const int32_t* tokens, const uint16_t* embed, int64_t rows, 
                     const float* gamma, float* x, uint16_t* next_in, float* ss,
                     cudaStream_t stream) {
   Require(rows > 0 && rows <= INT_MAX && d > 0, "embedding rows and width must be positive");
+  const bool vec = d % 8 == 0 && reinterpret_cast<uintptr_t>(embed) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(gamma) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(next_in) % 16 == 0;
   EmbedNormKernel<<<unsigned(rows), kThreads, 0, stream>>>(tokens, B(embed), d, gamma, x,
-                                                           B(next_in), ss);
+                                                           B(next_in), ss, vec);
   DLB_CHECK(cudaGetLastError());
 }
 

@@ -1,8 +1,9 @@
 // The inference step's small kernels (kernels/cuda/infer_kernels.h) alone against float64 on the
-// host: RMSNorm on rows its threads hold in registers and on rows too wide for that, strided and
-// unaligned widths; SwiGLU from f32 and bf16 gate/up, eight units a thread and one; the rotary
-// append from f32 and bf16 projections, at few tokens (heads spread over blocks) and many (a block
-// a token), into a contiguous cache. Label gpu: skipped without a device.
+// host: the embedding lookup with the first norm's input; RMSNorm on rows its threads hold in
+// registers and on rows too wide for that, strided and unaligned widths; SwiGLU from f32 and bf16
+// gate/up, eight units a thread and one; the rotary append from f32 and bf16 projections, at few
+// tokens (heads spread over blocks) and many (a block a token), into a contiguous cache. Label gpu:
+// skipped without a device.
 #include "kernels/cuda/infer_kernels.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/fill.h"
 #include "kernels/cuda/buffer.h"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/handles.h"
 #include "tests/kernels/testing.h"
@@ -73,6 +75,50 @@ INSTANTIATE_TEST_SUITE_P(
                       NormCase{2, 12288, 12288},    // too wide: read twice
                       NormCase{4, 3 * 1024, 1024},  // every third row of the residual
                       NormCase{5, 101, 99}));       // not a multiple of 4: scalar reads
+
+// The embedding lookup with the first norm's fused input: x the token's row exactly, next_in =
+// bf16(x * gamma), ss the sum of x's squares; at Llama-3-8B's width (16-byte words, one pass), a
+// width of two passes, and one of no 16-byte words (scalar reads).
+TEST(InferEmbedNorm, MatchesTheFloat64RowsNormInputAndSquares) {
+  if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  cuda::Stream stream = cuda::MakeStream();
+  const std::vector<int32_t> tokens = {5, 0, 17};
+  const int64_t vocab = 20, rows = int64_t(tokens.size());
+  for (int64_t d : {4096, 8200, 99}) {
+    const std::vector<float> embed = Values(7, size_t(vocab * d)), gamma = Values(8, size_t(d));
+    auto de = ToDevice<uint16_t>(embed, DType::kBF16, stream.get());
+    auto dg = ToDevice<float>(gamma, DType::kF32, stream.get());
+    cuda::DeviceBuffer<int32_t> dt(tokens.size());
+    DLB_CHECK(cudaMemcpyAsync(dt.get(), tokens.data(), tokens.size() * sizeof(int32_t),
+                              cudaMemcpyHostToDevice, stream.get()));
+    cuda::DeviceBuffer<float> x(size_t(rows * d)), ss{size_t(rows)};
+    cuda::DeviceBuffer<uint16_t> next(size_t(rows * d));
+    cuda::Poison(x.get(), x.size(), DType::kF32, stream.get());
+    cuda::Poison(next.get(), next.size(), DType::kBF16, stream.get());
+    cuda::EmbedNormInput(dt.get(), de.get(), rows, d, dg.get(), x.get(), next.get(), ss.get(),
+                         stream.get());
+    const std::vector<float> got_x = cuda::Download(x.get(), x.size(), DType::kF32, stream.get());
+    const std::vector<float> got_n =
+        cuda::Download(next.get(), next.size(), DType::kBF16, stream.get());
+    const std::vector<float> got_ss =
+        cuda::Download(ss.get(), ss.size(), DType::kF32, stream.get());
+    std::vector<double> want_n, want_ss;
+    size_t wrong_x = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        const float v = embed[size_t(tokens[size_t(r)] * d + j)];
+        wrong_x += got_x[size_t(r * d + j)] != v;
+        want_n.push_back(double(v) * gamma[size_t(j)]);
+        sum += double(v) * v;
+      }
+      want_ss.push_back(sum);
+    }
+    EXPECT_EQ(wrong_x, 0u) << "width " << d;
+    EXPECT_LT(testing::RelativeL2(got_n, want_n), 4e-3) << "width " << d;  // rounded to bf16
+    EXPECT_LT(testing::RelativeL2(got_ss, want_ss), 1e-5) << "width " << d;
+  }
+}
 
 // SwiGLU: act[t][f] = silu(gu[t][2f]) gu[t][2f + 1].
 template <class T>
