@@ -9,18 +9,43 @@
 
 namespace dlb::trace {
 
-void Tally::Add(const std::string& name, const std::string& kind, double seconds, int64_t count) {
-  Activity& a = by_key_[{kind, name}];
-  if (a.count == 0 && a.total_s == 0) {
+std::vector<uint64_t> ExposedTimes(const std::vector<Interval>& intervals) {
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Interval &x = intervals[a], &y = intervals[b];
+    return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end < y.end : a < b;
+  });
+  std::vector<uint64_t> out(intervals.size(), 0);
+  bool any = false;
+  uint64_t frontier = 0;  // the latest end so far
+  for (size_t i : order) {
+    const Interval& v = intervals[i];
+    if (v.end <= v.start) continue;
+    const uint64_t from = any ? std::max(v.start, frontier) : v.start;
+    out[i] = v.end > from ? v.end - from : 0;
+    frontier = any ? std::max(frontier, v.end) : v.end;
+    any = true;
+  }
+  return out;
+}
+
+void Tally::Add(const std::string& name, const std::string& kind, double seconds, int64_t count,
+                double exposed_s) {
+  auto [it, fresh] = by_key_.try_emplace({kind, name});
+  Activity& a = it->second;
+  if (fresh) {
     a.name = name;
     a.kind = kind;
+    a.exposed_s = exposed_s < 0 ? -1 : 0;
   }
   a.count += count;
   a.total_s += seconds;
+  a.exposed_s = a.exposed_s < 0 || exposed_s < 0 ? -1 : a.exposed_s + exposed_s;
 }
 
 void Tally::Merge(const std::vector<Activity>& acts) {
-  for (const Activity& a : acts) Add(a.name, a.kind, a.total_s, a.count);
+  for (const Activity& a : acts) Add(a.name, a.kind, a.total_s, a.count, a.exposed_s);
 }
 
 std::vector<Activity> Tally::Activities() const {
@@ -32,7 +57,7 @@ std::vector<Activity> Tally::Activities() const {
 
 namespace {
 Row RowOf(const std::string& name, const std::string& kind, int64_t count, double total_s,
-          int64_t runs, double span_s) {
+          double exposed_s, int64_t runs, double span_s) {
   Row r;
   r.name = name;
   r.kind = kind;
@@ -40,6 +65,7 @@ Row RowOf(const std::string& name, const std::string& kind, int64_t count, doubl
   r.total_s = total_s;
   r.mean_s = count > 0 ? total_s / double(count) : 0;
   r.share = span_s > 0 ? total_s / span_s : 0;
+  r.exposed_s = exposed_s < 0 ? -1 : exposed_s;
   return r;
 }
 }  // namespace
@@ -56,18 +82,20 @@ Table MakeTable(Source source, const std::vector<Activity>& acts, int64_t runs, 
   t.runs = runs;
   t.span_s = span_s;
   int64_t other_count = 0;
-  double other_s = 0;
+  double other_s = 0, other_exposed_s = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {
     const Activity& a = sorted[i];
     if (i < max_rows) {
-      t.rows.push_back(RowOf(a.name, a.kind, a.count, a.total_s, runs, span_s));
+      t.rows.push_back(RowOf(a.name, a.kind, a.count, a.total_s, a.exposed_s, runs, span_s));
     } else {
       other_count += a.count;
       other_s += a.total_s;
+      other_exposed_s = other_exposed_s < 0 || a.exposed_s < 0 ? -1 : other_exposed_s + a.exposed_s;
     }
   }
   if (sorted.size() > max_rows)
-    t.rows.push_back(RowOf(kOtherName, kKindOther, other_count, other_s, runs, span_s));
+    t.rows.push_back(
+        RowOf(kOtherName, kKindOther, other_count, other_s, other_exposed_s, runs, span_s));
   return t;
 }
 

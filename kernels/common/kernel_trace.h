@@ -30,17 +30,34 @@ inline constexpr size_t kMaxRows = 30;
 // Where the rows come from.
 enum class Source { kCupti, kOnednnVerbose };
 
-// One name's calls over a recorded span.
+// One name's calls over a recorded span. exposed_s: the part of their time that no activity
+// which started earlier covered (ExposedTimes); negative where the recorder cannot tell (oneDNN's
+// verbose mode has durations, not times).
 struct Activity {
   std::string name, kind;
   int64_t count = 0;
   double total_s = 0;
+  double exposed_s = -1;
 };
 
-// Sums activities by (kind, name).
+// A recorded activity's start and end, in one clock's ticks.
+struct Interval {
+  uint64_t start = 0, end = 0;
+};
+// Each interval's exposed time, in the order given: what it adds to the union of the intervals
+// that started before it (sorted by start, then end), that is its end past the latest end before
+// it, or its whole length after a gap, and 0 for one that ends before that. The exposed times sum
+// to the union's length, so where kernels overlap (a programmatic dependent launch starts while
+// the kernel before it ends) each moment of a busy GPU counts once, for the kernel that extends the
+// span: what a kernel's time costs the step, where a total counts overlapped time twice. An
+// interval that ends before it starts counts nothing.
+std::vector<uint64_t> ExposedTimes(const std::vector<Interval>& intervals);
+
+// Sums activities by (kind, name); an exposed time where every added one has one.
 class Tally {
  public:
-  void Add(const std::string& name, const std::string& kind, double seconds, int64_t count = 1);
+  void Add(const std::string& name, const std::string& kind, double seconds, int64_t count = 1,
+           double exposed_s = -1);
   void Merge(const std::vector<Activity>& acts);
   std::vector<Activity> Activities() const;
   bool empty() const { return by_key_.empty(); }
@@ -53,7 +70,8 @@ struct Row {
   std::string name, kind;
   double launches_per_run = 0;  // calls / the Run()s of the span
   double total_s = 0, mean_s = 0;
-  double share = 0;  // total_s / span_s
+  double share = 0;       // total_s / span_s
+  double exposed_s = -1;  // Activity's: negative where not known
 };
 
 struct Table {

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -149,19 +150,27 @@ class CuptiRecorder : public trace::Recorder {
     g.open = false;
     DLB_REQUIRE(g.dropped == 0, "CUPTI dropped " + std::to_string(g.dropped) +
                                     " activity records: the kernel table would be incomplete");
+    // Each record's exposed time over the span's records (one device: the recorder's).
+    g.records.erase(std::remove_if(g.records.begin(), g.records.end(),
+                                   [end](const Record& r) { return r.end > end; }),
+                    g.records.end());
+    std::vector<trace::Interval> spans;
+    spans.reserve(g.records.size());
+    for (const Record& r : g.records) spans.push_back({r.start, r.end});
+    const std::vector<uint64_t> exposed = trace::ExposedTimes(spans);
     trace::Tally tally;
-    for (const Record& r : g.records) {
-      if (r.end > end) continue;
-      const double s = double(r.end - r.start) * 1e-9;
+    for (size_t i = 0; i < g.records.size(); ++i) {
+      const Record& r = g.records[i];
+      const double s = double(r.end - r.start) * 1e-9, e = double(exposed[i]) * 1e-9;
       if (r.kind == Kind::kMemcpy) {
-        tally.Add(CopyName(r.copy_kind), trace::kKindMemcpy, s);
+        tally.Add(CopyName(r.copy_kind), trace::kKindMemcpy, s, 1, e);
       } else if (r.kind == Kind::kMemset) {
-        tally.Add("memset", trace::kKindMemset, s);
+        tally.Add("memset", trace::kKindMemset, s, 1, e);
       } else {
         auto it = g.short_names.find(r.name);
         if (it == g.short_names.end())
           it = g.short_names.emplace(r.name, trace::ShortenKernelName(r.name ? r.name : "?")).first;
-        tally.Add(it->second, trace::kKindKernel, s);
+        tally.Add(it->second, trace::kKindKernel, s, 1, e);
       }
     }
     g.records.clear();

@@ -120,6 +120,46 @@ TEST(MakeTable, SortsByTotalComputesPerRunFiguresAndSumsTheRestIntoOther) {
   }
 }
 
+// Exposed times: what each interval adds to the union of those that started before it.
+TEST(ExposedTimes, CountEachBusyMomentOnceForTheActivityThatExtendsTheSpan) {
+  // Given out of order: a kernel [0, 10); its dependent launched early [8, 15) (5 past the
+  // first's end); one inside the second [9, 12) (nothing); a gap, then [20, 24) (all 4); and an
+  // empty and a reversed record (nothing).
+  const std::vector<Interval> in = {{20, 24}, {8, 15}, {0, 10}, {9, 12}, {30, 30}, {40, 35}};
+  const std::vector<uint64_t> got = ExposedTimes(in);
+  const std::vector<uint64_t> want = {4, 5, 10, 0, 0, 0};
+  EXPECT_EQ(got, want);
+  uint64_t sum = 0;
+  for (uint64_t v : got) sum += v;
+  EXPECT_EQ(sum, 19u);  // the union: [0, 15) and [20, 24)
+  // Two that start together: the shorter first, the longer adds its tail.
+  EXPECT_EQ(ExposedTimes({{5, 9}, {5, 7}}), (std::vector<uint64_t>{2, 2}));
+  EXPECT_TRUE(ExposedTimes({}).empty());
+}
+
+TEST(Tally, SumsExposedTimesOnlyWhereEveryAddedOneHasOne) {
+  Tally t;
+  t.Add("a", kKindKernel, 3e-3, 1, 1e-3);
+  t.Add("a", kKindKernel, 2e-3, 1, 2e-3);
+  t.Add("b", kKindKernel, 1e-3, 1, 1e-3);
+  t.Add("b", kKindKernel, 1e-3);  // no exposed time: the row's is unknown
+  t.Add("c", kKindPrimitive, 1e-3);
+  for (const Activity& a : t.Activities()) {
+    if (a.name == "a") EXPECT_NEAR(a.exposed_s, 3e-3, 1e-15);
+    if (a.name == "b" || a.name == "c") EXPECT_LT(a.exposed_s, 0);
+  }
+  // The table carries them, and its other row sums them where all are known.
+  std::vector<Activity> acts = {{"k0", kKindKernel, 1, 4e-3, 1e-3},
+                                {"k1", kKindKernel, 1, 3e-3, 2e-3},
+                                {"k2", kKindKernel, 1, 2e-3, 5e-4}};
+  Table table = MakeTable(Source::kCupti, acts, 1, 1e-2, 1);
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(table.rows[0].exposed_s, 1e-3);
+  EXPECT_NEAR(table.rows[1].exposed_s, 2.5e-3, 1e-15);
+  acts[2].exposed_s = -1;
+  EXPECT_LT(MakeTable(Source::kCupti, acts, 1, 1e-2, 1).rows[1].exposed_s, 0);
+}
+
 TEST(Recorders, AreRegisteredPerDevice) {
   struct Fake : Recorder {
     Source source() const override { return Source::kOnednnVerbose; }

@@ -45,8 +45,13 @@ TEST(CuptiRecorder, RecordsKernelsGraphReplaysAndCopiesOfTheSpanOnly) {
 
   int64_t kernels = 0;
   bool memset = false, memcpy = false;
+  double exposed = 0;
   for (const trace::Activity& a : acts) {
     EXPECT_GT(a.total_s, 0) << a.name;
+    // CUPTI has times: every row's exposed part is known and within its total.
+    EXPECT_GE(a.exposed_s, 0) << a.name;
+    EXPECT_LE(a.exposed_s, a.total_s * (1 + 1e-9)) << a.name;
+    exposed += a.exposed_s;
     if (a.kind == trace::kKindKernel) {
       // 8 GEMMs, each the same kernels: every kernel name counted a multiple of 8 times.
       EXPECT_EQ(a.count % 8, 0) << a.name << " ran " << a.count << " times";
@@ -60,6 +65,11 @@ TEST(CuptiRecorder, RecordsKernelsGraphReplaysAndCopiesOfTheSpanOnly) {
                 a.total_s * 1e6 / double(a.count));
   }
   EXPECT_GE(kernels, 8);
+  // The exposed parts sum to the union of the activities: more than none, at most their total.
+  double total = 0;
+  for (const trace::Activity& a : acts) total += a.total_s;
+  EXPECT_GT(exposed, 0);
+  EXPECT_LE(exposed, total * (1 + 1e-9));
   EXPECT_TRUE(memset);
   EXPECT_TRUE(memcpy);
   const trace::Table t = trace::MakeTable(rec->source(), acts, 8, 1.0);
