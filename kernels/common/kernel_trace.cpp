@@ -17,18 +17,21 @@ std::vector<uint64_t> ExposedTimes(const std::vector<Interval>& intervals) {
     return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end < y.end : a < b;
   });
   std::vector<uint64_t> out(intervals.size(), 0);
-  bool any = false;
-  uint64_t frontier = 0;  // the latest end so far
+  uint64_t frontier = 0;  // the latest end so far (no start is before 0)
   for (size_t i : order) {
     const Interval& v = intervals[i];
     if (v.end <= v.start) continue;
-    const uint64_t from = any ? std::max(v.start, frontier) : v.start;
+    const uint64_t from = std::max(v.start, frontier);
     out[i] = v.end > from ? v.end - from : 0;
-    frontier = any ? std::max(frontier, v.end) : v.end;
-    any = true;
+    frontier = std::max(frontier, v.end);
   }
   return out;
 }
+
+namespace {
+// A sum of exposed times: unknown (negative) where either is.
+double AddExposed(double a, double b) { return a < 0 || b < 0 ? -1 : a + b; }
+}  // namespace
 
 void Tally::Add(const std::string& name, const std::string& kind, double seconds, int64_t count,
                 double exposed_s) {
@@ -41,7 +44,7 @@ void Tally::Add(const std::string& name, const std::string& kind, double seconds
   }
   a.count += count;
   a.total_s += seconds;
-  a.exposed_s = a.exposed_s < 0 || exposed_s < 0 ? -1 : a.exposed_s + exposed_s;
+  a.exposed_s = AddExposed(a.exposed_s, exposed_s);
 }
 
 void Tally::Merge(const std::vector<Activity>& acts) {
@@ -65,7 +68,7 @@ Row RowOf(const std::string& name, const std::string& kind, int64_t count, doubl
   r.total_s = total_s;
   r.mean_s = count > 0 ? total_s / double(count) : 0;
   r.share = span_s > 0 ? total_s / span_s : 0;
-  r.exposed_s = exposed_s < 0 ? -1 : exposed_s;
+  r.exposed_s = exposed_s;
   return r;
 }
 }  // namespace
@@ -90,7 +93,7 @@ Table MakeTable(Source source, const std::vector<Activity>& acts, int64_t runs, 
     } else {
       other_count += a.count;
       other_s += a.total_s;
-      other_exposed_s = other_exposed_s < 0 || a.exposed_s < 0 ? -1 : other_exposed_s + a.exposed_s;
+      other_exposed_s = AddExposed(other_exposed_s, a.exposed_s);
     }
   }
   if (sorted.size() > max_rows)
