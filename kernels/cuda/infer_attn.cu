@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(kAttnWarps * 32)
   uint32_t qa[kK][2];
   LoadQ<kH, kD>(q + (t * a.heads + h0 + gid) * kD, lane, qa);
   float m, l, o[kN][2];
-  AttendTiles<kD, kAttnWarps>(a, b, g, k0 + int64_t(warp) * 32, k1, false, kc, vc, ks, vs, qa,
-                              qscale, m, l, o, lane);
+  AttendTiles<kD, kAttnWarps>(a, b, g, k0 + int64_t(warp) * 32, k1, kc, vc, ks, vs, qa, qscale, m,
+                              l, o, lane);
   __syncthreads();  // every warp is done with its tiles: their bytes now hold the merge
   AttnMerge<kH, kD>& sh = *reinterpret_cast<AttnMerge<kH, kD>*>(dyn);
   StoreWarpState(sh, m, l, o, warp, lane);

@@ -193,23 +193,20 @@ __device__ __forceinline__ void AttendTile(const uint32_t (&qa)[kD / 16][2], con
 }
 
 // A warp's online softmax over its tiles of a chunk: from j0 on, kW x 32 keys apart, up to k1,
-// each copied (the first already in flight where first_in_flight), awaited and attended. m, l and
-// o as AttendTile's, set here.
+// each copied, awaited and attended. m, l and o as AttendTile's, set here.
 template <int kD, int kW>
 __device__ __forceinline__ void AttendTiles(const InferAttnDims& a, int64_t b, int64_t g,
-                                            int64_t j0, int64_t k1, bool first_in_flight,
-                                            const bf16* kc, const bf16* vc, bf16* ks, bf16* vs,
-                                            const uint32_t (&qa)[kD / 16][2], float qscale,
-                                            float& m, float& l, float (&o)[kD / 8][2], int lane) {
+                                            int64_t j0, int64_t k1, const bf16* kc, const bf16* vc,
+                                            bf16* ks, bf16* vs, const uint32_t (&qa)[kD / 16][2],
+                                            float qscale, float& m, float& l, float (&o)[kD / 8][2],
+                                            int lane) {
   m = -INFINITY;
   l = 0.f;
 #pragma unroll
   for (int n = 0; n < kD / 8; ++n) o[n][0] = o[n][1] = 0.f;
-  for (bool first = true; j0 < k1; j0 += kW * 32, first = false) {
-    if (!first || !first_in_flight) {
-      CopyTile<kD>(a, b, g, j0, k1, kc, vc, ks, vs, lane);
-      __pipeline_commit();
-    }
+  for (; j0 < k1; j0 += kW * 32) {
+    CopyTile<kD>(a, b, g, j0, k1, kc, vc, ks, vs, lane);
+    __pipeline_commit();
     __pipeline_wait_prior(0);
     __syncwarp();
     AttendTile<kD>(qa, ks, vs, j0, k1, qscale, m, l, o, lane);

@@ -96,10 +96,11 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
 // warps (4 at head_dim 256) over chunks of the cached keys (positions before first_pos; at most 8
 // chunks, ChooseRopeAttnSplit), this step's key added by each row's last block; a row's chunks are
 // one thread-block cluster that merges them in distributed shared memory, so there is no scratch
-// and no second pass. A programmatic dependent launch: each warp copies its first tile of cached
-// keys, which no kernel of a step writes, before waiting on the kernel before it, and the next
-// kernel may launch as this one starts. Needs compute capability 9.0+ (RopeAttentionSupported);
-// the caches 16-byte aligned.
+// and no second pass. The cached keys' tiles come in by bulk copies (the TMA unit). A programmatic
+// dependent launch: each warp starts the copy of its first tile of cached keys, which no kernel of
+// a step writes, before waiting on the kernel before it, and reads cos and sin then too (no kernel
+// of a step may write them); the next kernel may launch as this one starts. Needs compute
+// capability 9.0+ (RopeAttentionSupported); the caches 16-byte aligned.
 AttnSplit ChooseRopeAttnSplit(const InferAttnDims& a);
 bool RopeAttentionSupported();
 void RopeAttention(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
