@@ -50,13 +50,18 @@ std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::Gra
   return best;
 }
 
-// A product's layout as the label writes it: weight rows a warp / a block / loads in flight, and
-// the registers a thread where the layout sets them.
+// A product's layout as the label writes it: weight rows a warp / a block / loads in flight, the
+// slices a row where it is split over warps, whether a round's loads go out before the round
+// before is summed, and the registers a thread where the layout sets them.
 std::string LayoutWords(int layout) {
   const cuda::GemvLayout& l = cuda::kGemvLayouts[layout];
+  std::string notes;
+  if (l.k_split > 1) notes = "rows in " + std::to_string(l.k_split) + " slices";
+  if (l.pipelined != 0) notes += std::string(notes.empty() ? "" : ", ") + "pipelined";
+  if (l.max_regs > 0)
+    notes += (notes.empty() ? "" : ", ") + std::to_string(l.max_regs) + " registers";
   return std::to_string(l.rows_per_warp) + "/" + std::to_string(l.rows_per_block) + "/" +
-         std::to_string(l.loads) +
-         (l.max_regs > 0 ? " (" + std::to_string(l.max_regs) + " registers)" : "");
+         std::to_string(l.loads) + (notes.empty() ? "" : " (" + notes + ")");
 }
 
 }  // namespace
@@ -308,8 +313,8 @@ std::string NativeInfer::TuneGemv() {
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
     chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout);
   }
-  return "; each product's layout (weight rows a warp / a block / loads in flight a lane, the "
-         "registers a thread where it sets them) the fastest of " +
+  return "; each product's layout (weight rows a warp / a block / loads in flight a lane; the "
+         "slices a row, pipelining and registers a thread where it sets them) the fastest of " +
          std::to_string(cuda::kGemvLayoutCount) +
          ", timed over every layer's weights when built: " + chosen + " (the format's default " +
          LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";

@@ -118,32 +118,40 @@ FusionKind KindOf(const GemvFusion& f) {
   return kAnyFusion;
 }
 
-// A block of RB rows (GemvLayout): RB / R warps, warp w taking rows blockIdx.x * RB + w R + r
-// (r < R), each row read in rounds of U 16-byte loads a lane, kw words a row, x's rows k / 8 words
-// apart. The fused epilogues (GemvFusion, of kind kF) run after the warps' sums.
-template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks, int kF>
-__global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
+// A block of RB rows (GemvLayout): KS x RB / R warps, warp w taking rows
+// blockIdx.x * RB + (w % (RB / R)) R + r (r < R) over slice w / (RB / R) of their kw 16-byte words
+// (KS slices a row, each the words [s kw / KS, (s + 1) kw / KS)), read in rounds of U 16-byte
+// loads a lane, x's rows k / 8 words apart. A row's slices are summed in shared memory by its
+// slice-0 warp, in slice order. The fused epilogues (GemvFusion, of kind kF) run after the sums.
+template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks, int kF, int KS, bool kPipe>
+__global__ void __launch_bounds__(32 * KS * RB / R, kMinBlocks)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
-  constexpr int kBlockWarps = RB / R, kBlockThreads = 32 * kBlockWarps, kUnroll = U;
-  static_assert(RB % R == 0 && RB % 2 == 0 && M * RB / 2 <= kBlockThreads, "a block's rows");
-  __shared__ float red[RB][M];
+  constexpr int kRowWarps = RB / R, kBlockWarps = KS * kRowWarps, kBlockThreads = 32 * kBlockWarps,
+                kUnroll = U, kRed = RB > kBlockWarps ? RB : kBlockWarps;
+  static_assert(RB % R == 0 && RB % 2 == 0 && M * RB / 2 <= kBlockThreads && KS >= 1,
+                "a block's rows");
+  __shared__ float red[kRed][M];
   __shared__ float inv[M];
+  __shared__ float slice_sum[KS > 1 ? KS - 1 : 1][RB][M];
   const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
-  const int row0 = int(blockIdx.x) * RB + warp * R;  // the warp's first row
+  const int rw = warp % kRowWarps, slice = warp / kRowWarps;
+  const bool owner = KS == 1 || slice == 0;  // the warp that ends with its rows' whole sums
+  const int row0 = int(blockIdx.x) * RB + rw * R;  // the warp's first row
+  const int c_end = KS == 1 ? kw : int(int64_t(slice + 1) * kw / KS);
   const int xw = k / 8;
   // Rows past n read row n - 1; their sums are never written.
   const uint4* wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + size_t(min(row0 + r, n - 1)) * size_t(kw);
   const bool live = R > 1 || row0 < n;
-  int c = lane;
+  int c = (KS == 1 ? 0 : int(int64_t(slice) * kw / KS)) + lane;
   // Launched as a programmatic dependent (LaunchAt): the first round of weights, which no kernel
   // writes, is loaded before waiting for the previous kernel to finish; what it wrote (x, the
   // norm's pieces, y) is read and written only after. The next product may launch at once: its
   // blocks load their first weights while this one's last run.
   uint4 early[R][kUnroll];
-  const bool has_early = live && c + 32 * (kUnroll - 1) < kw;
+  const bool has_early = live && c + 32 * (kUnroll - 1) < c_end;
   if (has_early) LoadRound(early, wr, c);
   LetDependentsStart();
   WaitForPrevious();
@@ -161,21 +169,37 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int i = 0; i < M; ++i) acc[r][i] = 0.f;
-  if (has_early) {
-    AddRound<kFp8>(acc, early, x, xw, c);
-    c += 32 * kUnroll;
-  }
   // The weights are read once: streaming loads (evict first) keep x, which every warp reads, in
   // the caches.
   // One row a warp: a warp wholly past n reads nothing. More: every warp reads (with that branch
   // the e4m3 product at two rows a warp measured no faster than at one, 2371 us).
-  if (live) {
-    for (; c + 32 * (kUnroll - 1) < kw; c += 32 * kUnroll) {
-      uint4 wv[R][kUnroll];
-      LoadRound(wv, wr, c);
-      AddRound<kFp8>(acc, wv, x, xw, c);
+  if (kPipe && has_early) {
+    // Each round's loads asked for before the round before it is summed: two buffers in turn.
+    uint4 next[R][kUnroll];
+    for (;;) {
+      const bool more = c + 32 * kUnroll + 32 * (kUnroll - 1) < c_end;
+      if (more) LoadRound(next, wr, c + 32 * kUnroll);
+      AddRound<kFp8>(acc, early, x, xw, c);
+      c += 32 * kUnroll;
+      if (!more) break;
+      const bool again = c + 32 * kUnroll + 32 * (kUnroll - 1) < c_end;
+      if (again) LoadRound(early, wr, c + 32 * kUnroll);
+      AddRound<kFp8>(acc, next, x, xw, c);
+      c += 32 * kUnroll;
+      if (!again) break;
     }
-    for (; c < kw; c += 32)
+  } else if (has_early) {
+    AddRound<kFp8>(acc, early, x, xw, c);
+    c += 32 * kUnroll;
+  }
+  if (live) {
+    if (!kPipe)
+      for (; c + 32 * (kUnroll - 1) < c_end; c += 32 * kUnroll) {
+        uint4 wv[R][kUnroll];
+        LoadRound(wv, wr, c);
+        AddRound<kFp8>(acc, wv, x, xw, c);
+      }
+    for (; c < c_end; c += 32)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         const uint4 last = __ldcs(wr[r] + c);
@@ -192,6 +216,21 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
         acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], off);
       acc[r][i] *= w_scale;
     }
+  if constexpr (KS > 1) {
+    if (!owner && lane == 0)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < M; ++i) slice_sum[slice - 1][rw * R + r][i] = acc[r][i];
+    __syncthreads();
+    if (owner)
+#pragma unroll
+      for (int s = 0; s < KS - 1; ++s)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int i = 0; i < M; ++i) acc[r][i] += slice_sum[s][rw * R + r][i];
+  }
   if (HasNorm<kF>(f)) {
     // The norm's sum of squares, its pieces added in the same order every time.
 #pragma unroll
@@ -222,11 +261,11 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
 
   if (HasSwiGlu<kF>(f)) {
     // Rows 2p and 2p + 1 of the block are one SwiGLU unit's gate and up.
-    if (lane == 0)
+    if (owner && lane == 0)
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int i = 0; i < M; ++i) red[warp * R + r][i] = acc[r][i];
+        for (int i = 0; i < M; ++i) red[rw * R + r][i] = acc[r][i];
     __syncthreads();
     const int p = int(threadIdx.x) % (RB / 2), i = int(threadIdx.x) / (RB / 2);
     const int unit = int(blockIdx.x) * (RB / 2) + p, units = n / 2;
@@ -238,7 +277,7 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
     return;
   }
   if (!HasResidual<kF>(f)) {
-    if (lane == 0)
+    if (owner && lane == 0)
 #pragma unroll
       for (int r = 0; r < R; ++r)
         if (row0 + r < n)
@@ -251,7 +290,7 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
   }
   // Residual output: y += product, the next norm's input y x gamma and y's squares, a block's
   // squares summed into its piece.
-  if (lane == 0)
+  if (owner && lane == 0)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int row = row0 + r;
@@ -265,7 +304,7 @@ __global__ void __launch_bounds__(32 * RB / R, kMinBlocks)
           reinterpret_cast<__nv_bfloat16*>(f.next_in)[size_t(i) * n + row] =
               __float2bfloat16(v * f.gamma[row]);
         }
-        red[warp * R + r][i] = v * v;
+        red[rw * R + r][i] = v * v;
       }
     }
   __syncthreads();
@@ -288,7 +327,8 @@ void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, 
               bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   constexpr GemvLayout l = kGemvLayouts[L];
   LaunchDependent(
-      GemvKernel<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads, l.MinBlocks(), kF>,
+      GemvKernel<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads, l.MinBlocks(), kF,
+                 l.k_split, l.pipelined != 0>,
       dim3(unsigned(GemvParts(n, L))), dim3(unsigned(l.Threads())), 0, stream,
       reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
       kFp8 ? k / 16 : k / 8, accumulate, f);
@@ -357,7 +397,8 @@ void Launch(int layout, const uint16_t* x, const void* w, float w_scale, float* 
 
 constexpr bool LayoutsFitTheirKernels() {
   for (const GemvLayout& l : kGemvLayouts)
-    if (l.rows_per_block < 8 || l.rows_per_block % 2 != 0 || l.rows_per_block % l.rows_per_warp != 0)
+    if (l.rows_per_block < 8 || l.rows_per_block % 2 != 0 ||
+        l.rows_per_block % l.rows_per_warp != 0 || l.k_split < 1 || l.Threads() > 1024)
       return false;
   return true;
 }

@@ -75,10 +75,22 @@ enum class GemvWeights { kBf16, kFp8E4m3 };
 // its gate/up 28.67 at (2, 8, 4) with 64 against 30.22, its o projection 6.47 against 7.16; bf16's
 // qkv 12.00 at (2, 16, 4) with 80 against 13.83, its o projection 8.94 at (1, 8, 4) with 64
 // against 10.06; e4m3's qkv 7.50 and gate/up 28.24 at (2, 8, 4) with 72.
+// A layout may split each row's words over k_split warps (slices of the row, a warp's sums added
+// in shared memory by the row's first warp, in slice order), so that a warp of several rows, which
+// reads each word of x once for all of them, still leaves as many warps to the product as one row
+// a warp would; and it may be pipelined, a round's loads asked for before the round before it is
+// summed (two rounds of registers). Same chain, another H200: bf16's gate/up 52.60 us at
+// (4, 16, 4) with 96 registers in 2 slices against 54.18 at (2, 8, 4), e4m3's down 15.81 at
+// (2, 8, 4) with 64 in 2 slices against 16.38 at (1, 8, 4) with 64, e4m3's o projection 5.77 at
+// (2, 8, 2) with 64 in 2 slices pipelined against 6.39, bf16's down 27.65 at (1, 8, 4) with 64
+// pipelined against 28.17; e4m3's gate/up stayed fastest at (2, 8, 4) with 72 (28.46: pipelined
+// it spills at 64 registers and halves its warps at 128, 31.9-33.7).
 struct GemvLayout {
   int rows_per_warp, rows_per_block, loads;
   int max_regs = 0;
-  constexpr int Threads() const { return 32 * rows_per_block / rows_per_warp; }
+  int k_split = 1;
+  int pipelined = 0;  // 1: a round's loads asked for before the round before it is summed
+  constexpr int Threads() const { return 32 * k_split * rows_per_block / rows_per_warp; }
   // The blocks an SM the compiler is asked to fit (__launch_bounds__' second argument): 0 none.
   constexpr int MinBlocks() const {
     if (max_regs == 0) return 0;
@@ -86,9 +98,10 @@ struct GemvLayout {
     return blocks < 1 ? 1 : blocks;
   }
 };
-inline constexpr GemvLayout kGemvLayouts[] = {{1, 8, 4},     {2, 8, 4},     {2, 16, 4},
-                                              {4, 32, 4},    {1, 16, 8},    {1, 8, 4, 64},
-                                              {2, 8, 4, 64}, {2, 16, 4, 80}, {2, 8, 4, 72}};
+inline constexpr GemvLayout kGemvLayouts[] = {
+    {1, 8, 4},     {2, 8, 4},        {2, 16, 4},      {4, 32, 4},          {1, 16, 8}, {1, 8, 4, 64},
+    {2, 8, 4, 64}, {2, 16, 4, 80},   {2, 8, 4, 72},   {2, 8, 4, 64, 2},    {2, 8, 4, 72, 2},
+    {4, 16, 2, 64, 4}, {4, 16, 4, 96, 2}, {1, 8, 4, 64, 1, 1}, {2, 8, 2, 64, 2, 1}};
 inline constexpr int kGemvLayoutCount = int(sizeof(kGemvLayouts) / sizeof(kGemvLayouts[0]));
 // The layout a format runs unless told otherwise, and the only one at more than one row of x:
 // bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start

@@ -318,6 +318,10 @@ TEST(Gemv, ALayoutsRegistersAreTheBlocksAnSmTheCompilerMustFit) {
   EXPECT_EQ((GemvLayout{2, 8, 4, 64}.MinBlocks()), 8);   // 128 threads x 64
   EXPECT_EQ((GemvLayout{2, 16, 4, 80}.MinBlocks()), 3);  // 256 x 80: 3.2 blocks
   EXPECT_EQ((GemvLayout{1, 16, 8, 255}.MinBlocks()), 1);  // 512 x 255: fewer than one, so one
+  // Rows split over warps: a warp a slice of each of its rows.
+  EXPECT_EQ((GemvLayout{2, 8, 4, 64, 2}.Threads()), 256);
+  EXPECT_EQ((GemvLayout{2, 8, 4, 64, 2}.MinBlocks()), 4);  // 256 x 64
+  EXPECT_EQ((GemvLayout{4, 16, 2, 64, 4}.MinBlocks()), 2);  // 512 x 64
   for (const GemvLayout& l : kGemvLayouts)
     if (l.max_regs > 0) EXPECT_LE(l.MinBlocks() * l.Threads() * l.max_regs, 65536);
 }
