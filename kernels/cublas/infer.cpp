@@ -81,7 +81,7 @@ Support NativeInfer::Supports(const InferShape& s, const RunConfig& cfg) {
 }
 
 NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
-                         DecodeAttention attention_choice)
+                         DecodeAttention attention_choice, ProductLayouts layouts)
     : shape_(s) {
   RequireSupported(Supports(s, cfg));
   fp8_ = cfg.dtype == DType::kFP8E4M3;
@@ -186,7 +186,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   logits_ = cuda::DeviceBuffer<float>(size_t(B * V));
   cuda::Sync(st);  // the staged host values may go
 
-  const std::string gemm_choice = TuneGemms() + TuneGemv();
+  const std::string gemm_choice = TuneGemms() + TuneGemv(layouts);
   const std::string attention = PlanAttention(paged, attention_choice);
 
   Capture();

@@ -61,6 +61,11 @@ class NativeInfer {
   // the rotary append and attention in one launch (kernels/cuda/infer_kernels.h's RopeAttention),
   // the same where the GPU or the step does not take it).
   enum class DecodeAttention { kFastest, kKernel, kCudnn, kFused };
+  // The weight-streaming products' layouts: each the fastest when built, or each its format's
+  // default. Layouts that split a row over warps sum it in another order, so two steps agree bit
+  // for bit only at the same layouts (a test of the paged cache against the contiguous one takes
+  // the defaults).
+  enum class ProductLayouts { kFastest, kDefault };
   // No for an invalid shape, weights other than bf16 and fp8, a head_dim the attention kernel
   // does not take, no CUDA device, fp8 without FP8 tensor cores or sizes off its alignment.
   static Support Supports(const InferShape& s, const RunConfig& cfg);
@@ -68,8 +73,9 @@ class NativeInfer {
   // runs one eager step and captures the step in a CUDA graph; the logits are poisoned after.
   NativeInfer(const InferShape& s, const RunConfig& cfg)
       : NativeInfer(s, cfg, false, DecodeAttention::kFastest) {}
-  NativeInfer(const InferShape& s, const RunConfig& cfg, DecodeAttention attention)
-      : NativeInfer(s, cfg, false, attention) {}
+  NativeInfer(const InferShape& s, const RunConfig& cfg, DecodeAttention attention,
+              ProductLayouts layouts = ProductLayouts::kFastest)
+      : NativeInfer(s, cfg, false, attention, layouts) {}
   void Run();
   HostTensor Output() const;
   Cost cost() const;
@@ -80,7 +86,8 @@ class NativeInfer {
   StreamRef stream() const { return stream_.get(); }
 
  protected:
-  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged, DecodeAttention attention);
+  NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged, DecodeAttention attention,
+              ProductLayouts layouts = ProductLayouts::kFastest);
 
  private:
   // One planned GEMM y (rows x out, f32) = x (rows x in) W^T (W out x in), bf16 or e4m3 operands;
@@ -135,7 +142,7 @@ class NativeInfer {
   // One token a step: each weight-streaming product's layout (kernels/cuda/gemv.h's
   // kGemvLayouts) the fastest, each timed over every layer's weights in a CUDA graph. The label's
   // words.
-  std::string TuneGemv();
+  std::string TuneGemv(ProductLayouts layouts);
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
@@ -205,8 +212,9 @@ class NativePagedInfer : public NativeInfer {
   static Support Supports(const InferShape& s, const RunConfig& cfg) {
     return NativeInfer::Supports(s, cfg);
   }
-  NativePagedInfer(const InferShape& s, const RunConfig& cfg)
-      : NativeInfer(s, cfg, true, DecodeAttention::kKernel) {}
+  NativePagedInfer(const InferShape& s, const RunConfig& cfg,
+                   ProductLayouts layouts = ProductLayouts::kFastest)
+      : NativeInfer(s, cfg, true, DecodeAttention::kKernel, layouts) {}
 };
 
 }  // namespace dlb::cublas

@@ -282,8 +282,11 @@ std::string NativeInfer::TuneGemms() {
          " not the heuristic's first)";
 }
 
-std::string NativeInfer::TuneGemv() {
+std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
   if (!fused_) return "";
+  if (layouts == ProductLayouts::kDefault)
+    return "; each product at its format's default layout, as told (" +
+           LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";
   StreamRef st = stream_.get();
   // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
   // first step writes them.

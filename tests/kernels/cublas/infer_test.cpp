@@ -95,8 +95,9 @@ INSTANTIATE_TEST_SUITE_P(Steps, NativeInferTest,
                          StepName);
 
 // The paged cache's step: the float64 step's logits, and bit for bit the contiguous cache's (the
-// same arithmetic in the same order, only the rows' addresses differ); at batch 1 (the fused
-// weight-streaming step) and 3, the latter over several chunks of keys.
+// same arithmetic in the same order, only the rows' addresses differ: both at the products'
+// default layouts, since a layout the tuner may choose can sum a row in another order); at batch 1
+// (the fused weight-streaming step) and 3, the latter over several chunks of keys.
 TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
   if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   for (int batch : {1, 3}) {
@@ -104,15 +105,19 @@ TEST(NativePagedInfer, LogitsMatchTheFloat64StepAndTheContiguousCache) {
     RunConfig cfg;
     cfg.dtype = DType::kBF16;
     cfg.seed = 13;
-    cublas::NativePagedInfer paged(s, cfg);
+    using Layouts = cublas::NativeInfer::ProductLayouts;
+    cublas::NativePagedInfer paged(s, cfg, Layouts::kDefault);
     paged.Run();
     const HostTensor got = paged.Output();
-    cublas::NativeInfer contiguous(s, cfg, cublas::NativeInfer::DecodeAttention::kKernel);
+    cublas::NativeInfer contiguous(s, cfg, cublas::NativeInfer::DecodeAttention::kKernel,
+                                   Layouts::kDefault);
     contiguous.Run();
     EXPECT_EQ(got.data, contiguous.Output().data) << batch;
     const Vec want = testing::Float64Logits(s, cfg.seed, DType::kBF16, DType::kBF16);
     EXPECT_LT(testing::RelativeL2(got.data, want), 3e-2) << batch;
     EXPECT_NE(paged.label().find("paged bf16 KV cache"), std::string::npos) << paged.label();
+    if (batch == 1)  // the weight-streaming step
+      EXPECT_NE(paged.label().find("default layout, as told"), std::string::npos) << paged.label();
   }
 }
 
