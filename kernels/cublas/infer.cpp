@@ -188,6 +188,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
 
   const std::string gemm_choice = TuneGemms() + TuneGemv(layouts);
   const std::string attention = PlanAttention(paged, attention_choice);
+  const std::string gemv_math = layouts == ProductLayouts::kDefault ? "" : TuneGemvMath();
 
   Capture();
   cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);
@@ -206,8 +207,12 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
   label_ = std::string(gemms) +
            (g_13_.bf16_out ? "; f32 accumulation; qkv and gate/up written in bf16, o and down "
                              "added into the f32 residual"
-                           : "; f32 accumulation and output") +
-           "; qkv and gate/up fused" + gemm_choice + "), attention " + attention +
+            : fp8_ && g_qkv_.gemv
+                ? "; products summed 8 at a time in f16 (x scaled into f16 by a power of two a "
+                  "512-element segment), then in f32, where the layout does not widen the "
+                  "weights to f32; f32 output"
+                : "; f32 accumulation and output") +
+           "; qkv and gate/up fused" + gemm_choice + gemv_math + "), attention " + attention +
            ", f32 softmax; " +
            (paged ? "paged bf16 KV cache (pages of " + std::to_string(NativePagedInfer::kPage) +
                         " positions, each sequence's a shuffled set of the pool's)"
@@ -312,7 +317,7 @@ NativeInfer::Gemm NativeInfer::Plan(int64_t rows, int64_t in, int64_t out, int s
   g.in = in;
   g.out = out;
   g.slot = slot;
-  g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0;
+  g.gemv = rows == 1 && in % (fp8_ ? 16 : 8) == 0 && (!fp8_ || in * 2 <= cuda::kGemvFp8MaxStage);
   g.layout = cuda::GemvDefaultLayout(Weights());
   g.bf16_out = bf16_out && !g.gemv;  // the weight-streaming product writes f32 (or fuses on)
   g.w_scale = fp8_ ? GemmAScale(in) : 1.0f;

@@ -52,11 +52,15 @@ std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::Gra
 
 // A product's layout as the label writes it: weight rows a warp / a block / loads in flight, the
 // slices a row where it is split over warps, whether a round's loads go out before the round
-// before is summed, and the registers a thread where the layout sets them.
-std::string LayoutWords(int layout) {
+// before is summed, the registers a thread where the layout sets them, and with e4m3 weights
+// whether they are widened to f32 (otherwise summed in f16 pairs: GemvFp8E4m3).
+std::string LayoutWords(int layout, bool fp8) {
   const cuda::GemvLayout& l = cuda::kGemvLayouts[layout];
   std::string notes;
-  if (l.k_split > 1) notes = "rows in " + std::to_string(l.k_split) + " slices";
+  if (fp8 && l.wide != 0) notes = "weights widened to f32";
+  if (l.k_split > 1)
+    notes += (notes.empty() ? "" : ", ") + std::string("rows in ") + std::to_string(l.k_split) +
+             " slices";
   if (l.pipelined != 0) notes += std::string(notes.empty() ? "" : ", ") + "pipelined";
   if (l.max_regs > 0)
     notes += (notes.empty() ? "" : ", ") + std::to_string(l.max_regs) + " registers";
@@ -286,7 +290,7 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
   if (!fused_) return "";
   if (layouts == ProductLayouts::kDefault)
     return "; each product at its format's default layout, as told (" +
-           LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";
+           LayoutWords(cuda::GemvDefaultLayout(Weights()), fp8_) + ")";
   StreamRef st = stream_.get();
   // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
   // first step writes them.
@@ -297,12 +301,16 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
   Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
   const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
   std::string chosen;
+  int layouts_timed = 0;
+  for (int c = 0; c < cuda::kGemvLayoutCount; ++c)
+    layouts_timed += fp8_ || cuda::kGemvLayouts[c].wide == 0 ? 1 : 0;
   for (int slot = 0; slot < kGemms; ++slot) {
     Gemm& g = *gemms[slot];
     // Each layout over every layer's weights in turn (the LM head's once), as a step reads them,
     // with the step's fusion, each pass in a CUDA graph.
     std::vector<cuda::GraphExec> passes(static_cast<size_t>(cuda::kGemvLayoutCount));
     for (int c = 0; c < cuda::kGemvLayoutCount; ++c) {
+      if (!fp8_ && cuda::kGemvLayouts[c].wide != 0) continue;  // bf16's twin of another layout
       g.layout = c;
       const auto pass = [&] {
         if (slot == 4) return FusedProduct(slot, layers_.size());
@@ -314,13 +322,43 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
     }
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
-    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout);
+    for (int c = 0; c < cuda::kGemvLayoutCount && fp8_; ++c) {
+      int& mine = gemv_math_best_[size_t(slot)][cuda::kGemvLayouts[c].wide != 0 ? 1 : 0];
+      if (mine < 0 || best[size_t(c)] < best[size_t(mine)]) mine = c;
+    }
+    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, fp8_);
   }
   return "; each product's layout (weight rows a warp / a block / loads in flight a lane; the "
          "slices a row, pipelining and registers a thread where it sets them) the fastest of " +
-         std::to_string(cuda::kGemvLayoutCount) +
+         std::to_string(layouts_timed) +
          ", timed over every layer's weights when built: " + chosen + " (the format's default " +
-         LayoutWords(cuda::GemvDefaultLayout(Weights())) + ")";
+         LayoutWords(cuda::GemvDefaultLayout(Weights()), fp8_) + ")";
+}
+
+std::string NativeInfer::TuneGemvMath() {
+  if (!fused_ || !fp8_) return "";
+  StreamRef st = stream_.get();
+  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
+  const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
+  std::string kept;
+  for (int slot = 0; slot < kGemms; ++slot) {
+    const std::array<int, 2> options = gemv_math_best_[size_t(slot)];
+    if (options[0] < 0 || options[1] < 0) return "";
+    Gemm& g = *gemms[slot];
+    std::vector<cuda::GraphExec> passes(2);
+    for (size_t o = 0; o < 2; ++o) {
+      g.layout = options[o];
+      Step();  // eager first: the kernel loads outside the capture
+      cuda::Sync(st);
+      passes[o] = cuda::Capture(st, [&] { Step(); });
+    }
+    const std::vector<double> best = TimeInterleaved(st, passes);
+    g.layout = options[best[1] < best[0] ? 1 : 0];
+    kept += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, true);
+  }
+  return "; then each product's fastest layout summing in f16 pairs against its fastest widening "
+         "the weights to f32, each in the whole step, the faster kept: " +
+         kept;
 }
 
 }  // namespace dlb::cublas

@@ -30,10 +30,26 @@ bool GemvFits(const void* x, const void* w, const void* y, int64_t m, int64_t n,
 void GemvBf16(const uint16_t* x, const uint16_t* w, float* y, int64_t m, int64_t n, int64_t k,
               bool accumulate, cudaStream_t stream);
 
-// The same product with e4m3 weights (w: n x k bytes) times w_scale, the activations kept bf16:
-// a weight-only fp8 step reads half the bytes of a bf16 one and quantises nothing each step.
-// k a multiple of 16 (a row is read 16 bytes, 16 weights, at a time); throws dlb::Error when
-// !GemvFp8Fits.
+// The same product with e4m3 weights (w: n x k bytes) times w_scale, the activations kept bf16
+// in memory: a weight-only fp8 step reads half the bytes of a bf16 one and quantises nothing each
+// step. At a layout without `wide` (GemvLayout), its arithmetic is f16's where the hardware pairs
+// it; at one with `wide`, each weight is widened to f32 and x read as bf16, summed as GemvBf16
+// sums. In f16: each block first writes x's rows into shared memory as f16, each segment of 512
+// elements times the power of two 2^s that puts the segment's largest magnitude in [8, 16) (exact
+// for every element within 2^21 of that largest: a bf16 has 8 significant bits). Then each 16
+// weights of a row times x are two chains of four f16x2 fused multiply-adds, added pairwise, so
+// that each half of the pair sums 8 products in f16; the pair is widened to f32, times its
+// segment's 2^-s, and the rest of the row is summed in f32, times w_scale. Every partial sum stays
+// below 8 x 448 x 16 = 57344, under f16's largest. An output's error is then at most 5 x 2^-11
+// (f16's rounding, at most five roundings on a product's way to f32) of the magnitudes it adds,
+// plus 2^-25 x 2^-s x w_scale a product for those below f16's normal range: some 25 times below
+// the e4m3 weights' own rounding (2^-4). A 16-byte word of weights takes about 22 instructions in
+// f16 against about 52 widened; which reads faster depends on the product and on the kernel
+// beside which its blocks start, so a step times both (docs/families/infer.md has the figures).
+// k a multiple of 16 (a row is read 16 bytes, 16 weights, at a time) and m x k x 2 <=
+// kGemvFp8MaxStage bytes; throws dlb::Error when !GemvFp8Fits.
+// x in shared memory, within every compute capability 8.0+'s opt-in (99 KB at the least).
+inline constexpr int64_t kGemvFp8MaxStage = 64 * 1024;
 bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t n, int64_t k);
 void GemvFp8E4m3(const uint16_t* x, const uint8_t* w, float w_scale, float* y, int64_t m, int64_t n,
                  int64_t k, bool accumulate, cudaStream_t stream);
@@ -90,6 +106,9 @@ struct GemvLayout {
   int max_regs = 0;
   int k_split = 1;
   int pipelined = 0;  // 1: a round's loads asked for before the round before it is summed
+  // e4m3 only: 1 widens each weight to f32 and reads x as bf16 from global memory (no staging),
+  // 0 sums in f16 pairs over x staged in shared memory (GemvFp8E4m3). bf16 weights ignore it.
+  int wide = 0;
   constexpr int Threads() const { return 32 * k_split * rows_per_block / rows_per_warp; }
   // The blocks an SM the compiler is asked to fit (__launch_bounds__' second argument): 0 none.
   constexpr int MinBlocks() const {
@@ -101,7 +120,8 @@ struct GemvLayout {
 inline constexpr GemvLayout kGemvLayouts[] = {
     {1, 8, 4},     {2, 8, 4},        {2, 16, 4},      {4, 32, 4},          {1, 16, 8}, {1, 8, 4, 64},
     {2, 8, 4, 64}, {2, 16, 4, 80},   {2, 8, 4, 72},   {2, 8, 4, 64, 2},    {2, 8, 4, 72, 2},
-    {4, 16, 2, 64, 4}, {4, 16, 4, 96, 2}, {1, 8, 4, 64, 1, 1}, {2, 8, 2, 64, 2, 1}};
+    {4, 16, 2, 64, 4}, {4, 16, 4, 96, 2}, {1, 8, 4, 64, 1, 1}, {2, 8, 2, 64, 2, 1},
+    {2, 8, 4, 64, 2, 0, 1}, {1, 8, 4, 64, 1, 1, 1}, {2, 8, 2, 64, 2, 1, 1}};
 inline constexpr int kGemvLayoutCount = int(sizeof(kGemvLayouts) / sizeof(kGemvLayouts[0]));
 // The layout a format runs unless told otherwise, and the only one at more than one row of x:
 // bf16 a row a warp; e4m3 two (its row at k 4096 is two rounds of loads, and a row's fixed start
