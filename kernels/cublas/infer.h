@@ -148,12 +148,12 @@ class NativeInfer {
   // step (its products' blocks start beside the kernel before them, whose shared memory and
   // registers a product timed alone does not meet), the faster kept. The label's words.
   std::string TuneGemvMath();
-  // TuneGemv's fastest layout of each product in each e4m3 arithmetic (f16 pairs, widened); -1
-  // where none was timed.
-  std::array<std::array<int, 2>, 5> gemv_math_best_{{{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1},
-                                                     {-1, -1}}};
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
+  // TuneGemv's fastest layout of each product in each e4m3 arithmetic (f16 pairs, widened); -1
+  // where none was timed.
+  std::array<std::array<int, 2>, kGemms> gemv_math_best_{
+      {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}};
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
   // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).
   std::string PlanSdpa(const AttnShape& as, bool stats, bool candidates = false);
