@@ -188,7 +188,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
 
   const std::string gemm_choice = TuneGemms() + TuneGemv(layouts);
   const std::string attention = PlanAttention(paged, attention_choice);
-  const std::string gemv_math = layouts == ProductLayouts::kDefault ? "" : TuneGemvMath();
+  const std::string gemv_math = layouts == ProductLayouts::kDefault ? "" : TuneGemvInStep();
 
   Capture();
   cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);

@@ -143,17 +143,17 @@ class NativeInfer {
   // kGemvLayouts) the fastest, each timed over every layer's weights in a CUDA graph. The label's
   // words.
   std::string TuneGemv(ProductLayouts layouts);
-  // With e4m3 weights, after TuneGemv and the attention's plan: each product's fastest layout
-  // that sums in f16 pairs against its fastest that widens the weights to f32, each in the whole
-  // step (its products' blocks start beside the kernel before them, whose shared memory and
-  // registers a product timed alone does not meet), the faster kept. The label's words.
-  std::string TuneGemvMath();
+  // After TuneGemv and the attention's plan, product by product: its kGemvStepCandidates fastest
+  // layouts in TuneGemv's timing, and with e4m3 weights the fastest of each arithmetic (f16 pairs,
+  // weights widened), each timed in the whole step, the fastest kept. A product's blocks start
+  // beside the kernel before it, whose shared memory and registers a product timed alone does
+  // not meet. The label's words.
+  std::string TuneGemvInStep();
+  static constexpr int kGemvStepCandidates = 3;
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
-  // TuneGemv's fastest layout of each product in each e4m3 arithmetic (f16 pairs, widened); -1
-  // where none was timed.
-  std::array<std::array<int, 2>, kGemms> gemv_math_best_{
-      {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}}};
+  // TuneGemv's milliseconds a pass of each product at each layout (1e300 where not timed).
+  std::array<std::vector<double>, kGemms> gemv_pass_ms_;
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.
   // With `candidates`, sdpa_ keeps every usable engine configuration (SdpaForward::Choose).
   std::string PlanSdpa(const AttnShape& as, bool stats, bool candidates = false);

@@ -322,10 +322,7 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
     }
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
-    for (int c = 0; c < cuda::kGemvLayoutCount && fp8_; ++c) {
-      int& mine = gemv_math_best_[size_t(slot)][cuda::kGemvLayouts[c].wide != 0 ? 1 : 0];
-      if (mine < 0 || best[size_t(c)] < best[size_t(mine)]) mine = c;
-    }
+    gemv_pass_ms_[size_t(slot)] = best;
     chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, fp8_);
   }
   return "; each product's layout (weight rows a warp / a block / loads in flight a lane; the "
@@ -335,30 +332,50 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
          LayoutWords(cuda::GemvDefaultLayout(Weights()), fp8_) + ")";
 }
 
-std::string NativeInfer::TuneGemvMath() {
-  if (!fused_ || !fp8_) return "";
+std::string NativeInfer::TuneGemvInStep() {
+  if (!fused_ || gemv_pass_ms_[0].empty()) return "";
   StreamRef st = stream_.get();
   Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
   const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
   std::string kept;
+  int moved = 0;
   for (int slot = 0; slot < kGemms; ++slot) {
-    const std::array<int, 2> options = gemv_math_best_[size_t(slot)];
-    if (options[0] < 0 || options[1] < 0) return "";
+    const std::vector<double>& ms = gemv_pass_ms_[size_t(slot)];
+    std::vector<int> order(ms.size());
+    for (size_t c = 0; c < order.size(); ++c) order[c] = int(c);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return ms[size_t(a)] < ms[size_t(b)]; });
+    std::vector<int> candidates;
+    const auto offer = [&](int c) {
+      if (ms[size_t(c)] < 1e299 &&
+          std::find(candidates.begin(), candidates.end(), c) == candidates.end())
+        candidates.push_back(c);
+    };
+    for (int i = 0; i < kGemvStepCandidates && i < int(order.size()); ++i) offer(order[size_t(i)]);
+    for (int wide = 0; wide < 2 && fp8_; ++wide)  // the fastest of each e4m3 arithmetic
+      for (int c : order)
+        if ((cuda::kGemvLayouts[c].wide != 0) == (wide != 0) && ms[size_t(c)] < 1e299) {
+          offer(c);
+          break;
+        }
     Gemm& g = *gemms[slot];
-    std::vector<cuda::GraphExec> passes(2);
-    for (size_t o = 0; o < 2; ++o) {
-      g.layout = options[o];
+    const int before = g.layout;
+    std::vector<cuda::GraphExec> passes(candidates.size());
+    for (size_t o = 0; o < candidates.size(); ++o) {
+      g.layout = candidates[o];
       Step();  // eager first: the kernel loads outside the capture
       cuda::Sync(st);
       passes[o] = cuda::Capture(st, [&] { Step(); });
     }
     const std::vector<double> best = TimeInterleaved(st, passes);
-    g.layout = options[best[1] < best[0] ? 1 : 0];
-    kept += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, true);
+    g.layout = candidates[size_t(std::min_element(best.begin(), best.end()) - best.begin())];
+    moved += g.layout != before ? 1 : 0;
+    kept += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, fp8_);
   }
-  return "; then each product's fastest layout summing in f16 pairs against its fastest widening "
-         "the weights to f32, each in the whole step, the faster kept: " +
-         kept;
+  return "; then each product's " + std::to_string(kGemvStepCandidates) +
+         " fastest layouts" + (fp8_ ? std::string(" and the fastest of each arithmetic") : "") +
+         " timed in the whole step (" + std::to_string(moved) +
+         " moved), the fastest kept: " + kept;
 }
 
 }  // namespace dlb::cublas
