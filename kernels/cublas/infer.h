@@ -152,6 +152,7 @@ class NativeInfer {
   static constexpr int kGemvStepCandidates = 3;
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
+  std::array<Gemm*, kGemms> Gemms() { return {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_}; }
   // TuneGemv's milliseconds a pass of each product at each layout (1e300 where not timed).
   std::array<std::vector<double>, kGemms> gemv_pass_ms_;
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.

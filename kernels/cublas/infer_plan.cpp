@@ -50,6 +50,9 @@ std::vector<double> TimeInterleaved(cudaStream_t st, const std::vector<cuda::Gra
   return best;
 }
 
+// NativeInfer::Gemms()' products as the label names them.
+constexpr const char* kProductNames[] = {"qkv", "o", "gate/up", "down", "LM head"};
+
 // A product's layout as the label writes it: weight rows a warp / a block / loads in flight, the
 // slices a row where it is split over warps, whether a round's loads go out before the round
 // before is summed, the registers a thread where the layout sets them, and with e4m3 weights
@@ -224,8 +227,8 @@ std::string NativeInfer::PlanDecodeAttention(DecodeAttention choice) {
 }
 
 std::string NativeInfer::TuneGemms() {
-  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
-  if (std::all_of(gemms, gemms + kGemms, [](const Gemm* g) { return g->gemv; })) return "";
+  const std::array<Gemm*, kGemms> gemms = Gemms();
+  if (std::all_of(gemms.begin(), gemms.end(), [](const Gemm* g) { return g->gemv; })) return "";
   StreamRef st = stream_.get();
   // Inputs of zeros (each step writes them; none has run yet); the outputs are scratch until the
   // first step writes them.
@@ -298,8 +301,7 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
   DLB_CHECK(cudaMemsetAsync(attn_out_.get(), 0, attn_out_.bytes(), st));
   DLB_CHECK(cudaMemsetAsync(act_.get(), 0, act_.bytes(), st));
   DLB_CHECK(cudaMemsetAsync(ss_.get(), 0, ss_.bytes(), st));
-  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
-  const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
+  const std::array<Gemm*, kGemms> gemms = Gemms();
   std::string chosen;
   int layouts_timed = 0;
   for (int c = 0; c < cuda::kGemvLayoutCount; ++c)
@@ -323,7 +325,7 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
     gemv_pass_ms_[size_t(slot)] = best;
-    chosen += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, fp8_);
+    chosen += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " + LayoutWords(g.layout, fp8_);
   }
   return "; each product's layout (weight rows a warp / a block / loads in flight a lane; the "
          "slices a row, pipelining and registers a thread where it sets them) the fastest of " +
@@ -335,8 +337,7 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
 std::string NativeInfer::TuneGemvInStep() {
   if (!fused_ || gemv_pass_ms_[0].empty()) return "";
   StreamRef st = stream_.get();
-  Gemm* gemms[kGemms] = {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_};
-  const char* names[kGemms] = {"qkv", "o", "gate/up", "down", "LM head"};
+  const std::array<Gemm*, kGemms> gemms = Gemms();
   std::string kept;
   int moved = 0;
   for (int slot = 0; slot < kGemms; ++slot) {
@@ -370,7 +371,7 @@ std::string NativeInfer::TuneGemvInStep() {
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = candidates[size_t(std::min_element(best.begin(), best.end()) - best.begin())];
     moved += g.layout != before ? 1 : 0;
-    kept += std::string(slot == 0 ? "" : ", ") + names[slot] + " " + LayoutWords(g.layout, fp8_);
+    kept += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " + LayoutWords(g.layout, fp8_);
   }
   return "; then each product's " + std::to_string(kGemvStepCandidates) +
          " fastest layouts" + (fp8_ ? std::string(" and the fastest of each arithmetic") : "") +

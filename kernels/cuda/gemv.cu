@@ -225,8 +225,7 @@ FusionKind KindOf(const GemvFusion& f) {
 // (KS slices a row, each the words [s kw / KS, (s + 1) kw / KS)), read in rounds of U 16-byte
 // loads a lane, x's rows k / 8 words apart. A row's slices are summed in shared memory by its
 // slice-0 warp, in slice order. The fused epilogues (GemvFusion, of kind kF) run after the sums.
-template <bool kFp8, int M, int R, int RB, int U, int kMinBlocks, int kF, int KS, bool kPipe,
-          bool kF16>
+template <int kMath, int M, int R, int RB, int U, int kMinBlocks, int kF, int KS, bool kPipe>
 __global__ void __launch_bounds__(32 * KS * RB / R, kMinBlocks)
     GemvKernel(const uint4* __restrict__ x, const uint4* __restrict__ w, float w_scale,
                float* __restrict__ y, int n, int k, int kw, bool accumulate, GemvFusion f) {
@@ -272,7 +271,6 @@ __global__ void __launch_bounds__(32 * KS * RB / R, kMinBlocks)
         part[i][u] = p < f.norm_part_count ? f.norm_parts[i * f.norm_part_count + p] : 0.f;
       }
   // After the norm's pieces are asked for, so that their latency hides behind the staging too.
-  constexpr int kMath = !kFp8 ? kBf16Math : kF16 ? kE4m3F16 : kE4m3F32;
   if constexpr (kMath == kE4m3F16) StageX<M, kBlockWarps>(x, x16, us, xw);
   const uint4* const xin = kMath == kE4m3F16 ? x16 : x;  // where the sums read x
   float acc[R][M];
@@ -437,14 +435,14 @@ template <bool kFp8, int M, int L, int kF>
 void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
               bool accumulate, const GemvFusion& f, cudaStream_t stream) {
   constexpr GemvLayout l = kGemvLayouts[L];
-  constexpr bool kF16 = kFp8 && l.wide == 0;
-  constexpr auto kernel = GemvKernel<kFp8, M, l.rows_per_warp, l.rows_per_block, l.loads,
-                                     l.MinBlocks(), kF, l.k_split, l.pipelined != 0, kF16>;
+  constexpr int kMath = !kFp8 ? kBf16Math : l.wide != 0 ? kE4m3F32 : kE4m3F16;
+  constexpr auto kernel = GemvKernel<kMath, M, l.rows_per_warp, l.rows_per_block, l.loads,
+                                     l.MinBlocks(), kF, l.k_split, l.pipelined != 0>;
   // e4m3's x in shared memory (StageX), and a float a segment: past the default 48 KB a block
   // needs the kernel's consent (a kernel attribute, not a stream operation: allowed while a step
   // is captured).
   const size_t x16_bytes =
-      kF16 ? size_t(M) * (size_t(k) * 2 + size_t((k + kSegment - 1) / kSegment) * 4) : 0;
+      kMath == kE4m3F16 ? size_t(M) * (size_t(k) * 2 + size_t((k + kSegment - 1) / kSegment) * 4) : 0;
   if (x16_bytes > 48 * 1024)
     DLB_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    int(x16_bytes)));
