@@ -325,7 +325,8 @@ std::string NativeInfer::TuneGemv(ProductLayouts layouts) {
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = int(std::min_element(best.begin(), best.end()) - best.begin());
     gemv_pass_ms_[size_t(slot)] = best;
-    chosen += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " + LayoutWords(g.layout, fp8_);
+    chosen += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " +
+              LayoutWords(g.layout, fp8_);
   }
   return "; each product's layout (weight rows a warp / a block / loads in flight a lane; the "
          "slices a row, pipelining and registers a thread where it sets them) the fastest of " +
@@ -371,10 +372,11 @@ std::string NativeInfer::TuneGemvInStep() {
     const std::vector<double> best = TimeInterleaved(st, passes);
     g.layout = candidates[size_t(std::min_element(best.begin(), best.end()) - best.begin())];
     moved += g.layout != before ? 1 : 0;
-    kept += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " + LayoutWords(g.layout, fp8_);
+    kept += std::string(slot == 0 ? "" : ", ") + kProductNames[slot] + " " +
+            LayoutWords(g.layout, fp8_);
   }
-  return "; then each product's " + std::to_string(kGemvStepCandidates) +
-         " fastest layouts" + (fp8_ ? std::string(" and the fastest of each arithmetic") : "") +
+  return "; then each product's " + std::to_string(kGemvStepCandidates) + " fastest layouts" +
+         (fp8_ ? std::string(" and the fastest of each arithmetic") : "") +
          " timed in the whole step (" + std::to_string(moved) +
          " moved), the fastest kept: " + kept;
 }
