@@ -188,7 +188,7 @@ NativeInfer::NativeInfer(const InferShape& s, const RunConfig& cfg, bool paged,
 
   const std::string gemm_choice = TuneGemms() + TuneGemv(layouts);
   const std::string attention = PlanAttention(paged, attention_choice);
-  const std::string gemv_math = layouts == ProductLayouts::kDefault ? "" : TuneGemvInStep();
+  const std::string gemv_math = ChooseCarveout(layouts);
 
   Capture();
   cuda::Poison(logits_.get(), logits_.size(), DType::kF32, st);
@@ -282,7 +282,7 @@ void NativeInfer::RopeAndAttention(size_t l) {
   cudaStream_t st = stream_.get();
   if (rope_attn_)
     return cuda::RopeAttention(reinterpret_cast<const float*>(qkv_.get()), cos_.get(), sin_.get(),
-                               attn_, rope_split_, k, v, attn_out_.get(), st);
+                               attn_, rope_split_, k, v, attn_out_.get(), st, carveout_);
   if (g_qkv_.bf16_out)
     cuda::RopeAppend(reinterpret_cast<const uint16_t*>(qkv_.get()), cos_.get(), sin_.get(), attn_,
                      q_.get(), k, v, st);
@@ -350,7 +350,7 @@ void NativeInfer::Launch(const Gemm& g, const uint8_t* w, const uint16_t* x, voi
                          bool accumulate, const cuda::GemvFusion& fusion) {
   if (g.gemv) {
     cuda::Gemv(x, w, Weights(), g.w_scale, static_cast<float*>(y), g.rows, g.out, g.in, accumulate,
-               fusion, stream_.get(), g.layout);
+               fusion, stream_.get(), g.layout, carveout_);
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

@@ -37,6 +37,7 @@
 
 #include <cublasLt.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -149,6 +150,12 @@ class NativeInfer {
   // beside the kernel before it, whose shared memory and registers a product timed alone does
   // not meet. The label's words.
   std::string TuneGemvInStep();
+  // After the attention's plan: TuneGemvInStep (with kFastest layouts), and where the fused
+  // attention runs, twice: once at the driver's shared-memory split and once with every
+  // product's and the attention's launch asking for the smallest split that holds an attention
+  // block (cuda::RopeAttentionCarveout), each from TuneGemv's layouts; the two steps timed in
+  // interleaved rounds, the faster split and its layouts kept. The label's words.
+  std::string ChooseCarveout(ProductLayouts layouts);
   static constexpr int kGemvStepCandidates = 3;
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
@@ -183,6 +190,9 @@ class NativeInfer {
   cuda::AttnSplit split_;
   cuda::AttnSplit rope_split_;  // the fused kernel's (rope_attn_)
   bool rope_attn_ = false;      // RopeAndAttention runs the fused kernel
+  // The shared-memory carveout (percent) the weight-streaming products and the fused attention
+  // ask for; -1 the driver's (ChooseCarveout).
+  int carveout_ = -1;
   cuda::Stream stream_;
   LtHandle handle_;
   cuda::DeviceBuffer<unsigned char> workspace_;

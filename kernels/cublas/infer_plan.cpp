@@ -3,8 +3,10 @@
 // (cuDNN's fused SDPA, the suite's kernel or the kernel fused with the rotary append, decode's
 // timed after each layer's qkv product).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -379,6 +381,48 @@ std::string NativeInfer::TuneGemvInStep() {
          (fp8_ ? std::string(" and the fastest of each arithmetic") : "") +
          " timed in the whole step (" + std::to_string(moved) +
          " moved), the fastest kept: " + kept;
+}
+
+std::string NativeInfer::ChooseCarveout(ProductLayouts layouts) {
+  const bool tune = layouts == ProductLayouts::kFastest;
+  if (!fused_ || !rope_attn_) return tune ? TuneGemvInStep() : "";
+  StreamRef st = stream_.get();
+  const std::array<Gemm*, kGemms> gemms = Gemms();
+  std::array<int, kGemms> chain{};
+  for (int slot = 0; slot < kGemms; ++slot) chain[size_t(slot)] = gemms[size_t(slot)]->layout;
+  // Each split with its own layouts: a product's fastest layout moves with the split (its blocks
+  // start beside the attention's, or after them).
+  const std::array<int, 2> options = {-1, cuda::RopeAttentionCarveout(attn_)};
+  std::array<std::array<int, kGemms>, 2> kept{};
+  std::array<std::string, 2> words;
+  std::vector<cuda::GraphExec> passes(options.size());
+  for (size_t o = 0; o < options.size(); ++o) {
+    carveout_ = options[o];
+    for (int slot = 0; slot < kGemms; ++slot) gemms[size_t(slot)]->layout = chain[size_t(slot)];
+    if (tune) words[o] = TuneGemvInStep();
+    for (int slot = 0; slot < kGemms; ++slot) kept[o][size_t(slot)] = gemms[size_t(slot)]->layout;
+    Step();  // eager first, as the other plans
+    cuda::Sync(st);
+    passes[o] = cuda::Capture(st, [&] { Step(); });
+  }
+  const std::vector<double> ms = TimeInterleaved(st, passes);
+  const size_t chosen = ms[1] < ms[0] ? 1 : 0;
+  carveout_ = options[chosen];
+  for (int slot = 0; slot < kGemms; ++slot)
+    gemms[size_t(slot)]->layout = kept[chosen][size_t(slot)];
+  char times[96];
+  std::snprintf(times, sizeof times, "%.3f ms a step against %.3f", ms[chosen], ms[1 - chosen]);
+  const std::string split = "a shared-memory split of " + std::to_string(options[1]) +
+                            "% of the on-chip memory, the smallest of the GPU's that holds an "
+                            "attention block";
+  return words[chosen] +
+         (chosen == 1 ? "; every product and the attention asking for " + split +
+                            " (no multiprocessor then drains to change its split between them): " +
+                            times + " at the driver's"
+                      : "; the driver's shared-memory split kept: " + std::string(times) +
+                            " asking every product and the attention for " + split) +
+         (tune ? ", each split's layouts chosen in the whole step as above" : "") +
+         ", timed in the whole step";
 }
 
 }  // namespace dlb::cublas

@@ -22,23 +22,37 @@ inline bool DependentLaunchSupported() {
   return major >= 9;
 }
 
+// A launch's shared-memory carveout: `percent` of the multiprocessor's on-chip memory (L1 and
+// shared memory are one array) as shared memory, a hint the driver maps to one of the splits the
+// GPU has. Kernels of different splits cannot share a multiprocessor: one that needs another split
+// waits until the multiprocessor has drained, so the kernels of a step that start beside one
+// another can all ask for the same (kernels/cublas/infer.h).
+inline cudaLaunchAttribute SharedCarveoutAttr(int percent) {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+  a.val.sharedMemCarveout = unsigned(percent);
+  return a;
+}
+
 // kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent launch where the
-// device supports it. Checks the launch.
+// device supports it, asking for a shared-memory carveout of `carveout` percent of the
+// multiprocessor's on-chip memory (SharedCarveoutAttr; -1 leaves it to the driver). Checks the
+// launch.
 template <class... Params, class... Args>
-void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+void LaunchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, int carveout,
                      cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  cfg.attrs = attr;
   if (DependentLaunchSupported()) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
   }
+  if (carveout >= 0) attr[cfg.numAttrs++] = SharedCarveoutAttr(carveout);
   DLB_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
 }
 

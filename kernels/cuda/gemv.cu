@@ -433,7 +433,7 @@ __global__ void __launch_bounds__(32 * KS * RB / R, kMinBlocks)
 // 4.101 ms.
 template <bool kFp8, int M, int L, int kF>
 void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
-              bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+              bool accumulate, const GemvFusion& f, cudaStream_t stream, int carveout) {
   constexpr GemvLayout l = kGemvLayouts[L];
   constexpr int kMath = !kFp8 ? kBf16Math : l.wide != 0 ? kE4m3F32 : kE4m3F16;
   constexpr auto kernel = GemvKernel<kMath, M, l.rows_per_warp, l.rows_per_block, l.loads,
@@ -442,34 +442,40 @@ void LaunchAt(const uint16_t* x, const void* w, float w_scale, float* y, int n, 
   // needs the kernel's consent (a kernel attribute, not a stream operation: allowed while a step
   // is captured).
   const size_t x16_bytes =
-      kMath == kE4m3F16 ? size_t(M) * (size_t(k) * 2 + size_t((k + kSegment - 1) / kSegment) * 4) : 0;
+      kMath == kE4m3F16 ? size_t(M) * (size_t(k) * 2 + size_t((k + kSegment - 1) / kSegment) * 4)
+                        : 0;
   if (x16_bytes > 48 * 1024)
-    DLB_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(x16_bytes)));
-  LaunchDependent(
-      kernel, dim3(unsigned(GemvParts(n, L))), dim3(unsigned(l.Threads())), x16_bytes, stream,
-      reinterpret_cast<const uint4*>(x), reinterpret_cast<const uint4*>(w), w_scale, y, n, k,
-      kFp8 ? k / 16 : k / 8, accumulate, f);
+    DLB_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(x16_bytes)));
+  LaunchDependent(kernel, dim3(unsigned(GemvParts(n, L))), dim3(unsigned(l.Threads())), x16_bytes,
+                  carveout, stream, reinterpret_cast<const uint4*>(x),
+                  reinterpret_cast<const uint4*>(w), w_scale, y, n, k, kFp8 ? k / 16 : k / 8,
+                  accumulate, f);
 }
 
 // At one row of x, the kernel for the fusion's kind; at more, one that reads it at run time.
 template <bool kFp8, int M, int L>
 void LaunchK(const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
-             bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+             bool accumulate, const GemvFusion& f, cudaStream_t stream, int carveout) {
   if constexpr (M > 1) {
-    LaunchAt<kFp8, M, L, kAnyFusion>(x, w, w_scale, y, n, k, accumulate, f, stream);
+    LaunchAt<kFp8, M, L, kAnyFusion>(x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
   } else {
     switch (KindOf(f)) {
       case kNoFusion:
-        return LaunchAt<kFp8, M, L, kNoFusion>(x, w, w_scale, y, n, k, accumulate, f, stream);
+        return LaunchAt<kFp8, M, L, kNoFusion>(x, w, w_scale, y, n, k, accumulate, f, stream,
+                                               carveout);
       case kNormIn:
-        return LaunchAt<kFp8, M, L, kNormIn>(x, w, w_scale, y, n, k, accumulate, f, stream);
+        return LaunchAt<kFp8, M, L, kNormIn>(x, w, w_scale, y, n, k, accumulate, f, stream,
+                                             carveout);
       case kNormInSwiGlu:
-        return LaunchAt<kFp8, M, L, kNormInSwiGlu>(x, w, w_scale, y, n, k, accumulate, f, stream);
+        return LaunchAt<kFp8, M, L, kNormInSwiGlu>(x, w, w_scale, y, n, k, accumulate, f, stream,
+                                                   carveout);
       case kResidualOut:
-        return LaunchAt<kFp8, M, L, kResidualOut>(x, w, w_scale, y, n, k, accumulate, f, stream);
+        return LaunchAt<kFp8, M, L, kResidualOut>(x, w, w_scale, y, n, k, accumulate, f, stream,
+                                                  carveout);
       default:
-        return LaunchAt<kFp8, M, L, kAnyFusion>(x, w, w_scale, y, n, k, accumulate, f, stream);
+        return LaunchAt<kFp8, M, L, kAnyFusion>(x, w, w_scale, y, n, k, accumulate, f, stream,
+                                                carveout);
     }
   }
 }
@@ -478,38 +484,39 @@ void LaunchK(const uint16_t* x, const void* w, float w_scale, float* y, int n, i
 // (Gemv allows only that one there).
 template <bool kFp8, int M, int L = 0>
 void LaunchM(int layout, const uint16_t* x, const void* w, float w_scale, float* y, int n, int k,
-             bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+             bool accumulate, const GemvFusion& f, cudaStream_t stream, int carveout) {
   if constexpr (M > 1) {
     constexpr int kDefault = GemvDefaultLayout(kFp8 ? GemvWeights::kFp8E4m3 : GemvWeights::kBf16);
-    LaunchK<kFp8, M, kDefault>(x, w, w_scale, y, n, k, accumulate, f, stream);
+    LaunchK<kFp8, M, kDefault>(x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
   } else if constexpr (L + 1 < kGemvLayoutCount) {
-    if (layout == L) return LaunchK<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream);
-    LaunchM<kFp8, M, L + 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+    if (layout == L)
+      return LaunchK<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
+    LaunchM<kFp8, M, L + 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
   } else {
-    LaunchK<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream);
+    LaunchK<kFp8, M, L>(x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
   }
 }
 
 template <bool kFp8>
 void Launch(int layout, const uint16_t* x, const void* w, float w_scale, float* y, int m, int n,
-            int k, bool accumulate, const GemvFusion& f, cudaStream_t stream) {
+            int k, bool accumulate, const GemvFusion& f, cudaStream_t stream, int carveout) {
   switch (m) {
     case 1:
-      return LaunchM<kFp8, 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 1>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 2:
-      return LaunchM<kFp8, 2>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 2>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 3:
-      return LaunchM<kFp8, 3>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 3>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 4:
-      return LaunchM<kFp8, 4>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 4>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 5:
-      return LaunchM<kFp8, 5>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 5>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 6:
-      return LaunchM<kFp8, 6>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 6>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     case 7:
-      return LaunchM<kFp8, 7>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 7>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
     default:
-      return LaunchM<kFp8, 8>(layout, x, w, w_scale, y, n, k, accumulate, f, stream);
+      return LaunchM<kFp8, 8>(layout, x, w, w_scale, y, n, k, accumulate, f, stream, carveout);
   }
 }
 
@@ -537,7 +544,7 @@ bool GemvFp8Fits(const void* x, const void* w, const void* y, int64_t m, int64_t
 
 void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
           int64_t n, int64_t k, bool accumulate, const GemvFusion& f, cudaStream_t stream,
-          int layout) {
+          int layout, int carveout) {
   const bool fp8 = weights == GemvWeights::kFp8E4m3;
   if (layout < 0) layout = GemvDefaultLayout(weights);
   const bool residual = f.out_parts != nullptr || f.next_in != nullptr || f.gamma != nullptr;
@@ -557,14 +564,17 @@ void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, 
     problem = "needs y unless it writes a SwiGLU output";
   else if (layout >= kGemvLayoutCount || (m > 1 && layout != GemvDefaultLayout(weights)))
     problem = "takes any of kGemvLayouts at one row of x, only its format's default at more";
+  else if (carveout < -1 || carveout > 100)
+    problem = "a shared-memory carveout is a percentage (0-100), or -1 for the driver's choice";
   if (problem != nullptr)
     throw Error(std::string(fp8 ? "GemvFp8E4m3" : "GemvBf16") + ": m " + std::to_string(m) +
                 ", n " + std::to_string(n) + ", k " + std::to_string(k) + ", layout " +
                 std::to_string(layout) + ": " + problem);
   if (fp8)
-    Launch<true>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
+    Launch<true>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream, carveout);
   else
-    Launch<false>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream);
+    Launch<false>(layout, x, w, w_scale, y, int(m), int(n), int(k), accumulate, f, stream,
+                  carveout);
   DLB_CHECK(cudaGetLastError());
 }
 

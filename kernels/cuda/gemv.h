@@ -133,11 +133,13 @@ inline constexpr int64_t GemvParts(int64_t n, int layout = 0) {
   return (n + kGemvLayouts[layout].rows_per_block - 1) / kGemvLayouts[layout].rows_per_block;
 }
 // The product with either weight format, a fusion and a layout (kGemvLayouts' index; -1 the
-// format's default); GemvBf16 and GemvFp8E4m3 are this with no fusion at the default. Throws
-// dlb::Error for operands the format does not fit, an incomplete fusion or a layout out of range
-// or other than the default at m > 1.
+// format's default); GemvBf16 and GemvFp8E4m3 are this with no fusion at the default. `carveout`
+// asks for that percent of each multiprocessor's on-chip memory as shared memory (the rest is L1),
+// -1 leaves the split to the driver: the sums are the same at any split. Throws dlb::Error for
+// operands the format does not fit, an incomplete fusion, a layout out of range or other than the
+// default at m > 1, or a carveout outside -1..100.
 void Gemv(const uint16_t* x, const void* w, GemvWeights weights, float w_scale, float* y, int64_t m,
           int64_t n, int64_t k, bool accumulate, const GemvFusion& fusion, cudaStream_t stream,
-          int layout = -1);
+          int layout = -1, int carveout = -1);
 
 }  // namespace dlb::cuda

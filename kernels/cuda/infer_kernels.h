@@ -100,12 +100,19 @@ void GqaAttention(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_
 // dependent launch: each warp starts the copy of its first tile of cached keys, which no kernel of
 // a step writes, before waiting on the kernel before it, and reads cos and sin then too (no kernel
 // of a step may write them); the next kernel may launch as this one starts. Needs compute
-// capability 9.0+ (RopeAttentionSupported); the caches 16-byte aligned.
+// capability 9.0+ (RopeAttentionSupported); the caches 16-byte aligned. `carveout` as Gemv's
+// (kernels/cuda/gemv.h): the launch asks for that percent of each multiprocessor's on-chip memory
+// as shared memory, -1 leaves it to the driver; at least RopeAttentionCarveout(a), or a
+// dlb::Error.
 AttnSplit ChooseRopeAttnSplit(const InferAttnDims& a);
 bool RopeAttentionSupported();
 void RopeAttention(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
                    const AttnSplit& split, uint16_t* k_cache, uint16_t* v_cache, uint16_t* out,
-                   cudaStream_t stream);
+                   cudaStream_t stream, int carveout = -1);
+// The carveout (percent) of the smallest shared-memory split of the current device that holds
+// one of RopeAttention's blocks (its tiles and state, and the 1 KB the system keeps a block): 72
+// at head_dim 128 on an H100 or H200 (164 KB of 228 for a block of 140 KB).
+int RopeAttentionCarveout(const InferAttnDims& a);
 
 // act[t][f] = silu(gu[t][2f]) * gu[t][2f + 1] in bf16: gu rows x 2 ffn in f32, each unit's gate
 // and up side by side (the fused gate/up weight's rows interleaved, as GemvFusion's SwiGLU reads

@@ -321,6 +321,7 @@ namespace {
 struct RopeAttnLaunch : AttnGrid {
   const float *qkv, *cos, *sin;
   bf16 *k, *v, *out;
+  int carveout = -1;
 };
 
 template <int kH, int kD>
@@ -333,25 +334,54 @@ struct LaunchRopeAttn {
     cfg.blockDim = dim3(kDecodeWarps<kD> * 32);
     cfg.dynamicSmemBytes = bytes;
     cfg.stream = l.stream;
-    cudaLaunchAttribute attr[2];
+    cudaLaunchAttribute attr[3];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 1;
     attr[0].val.clusterDim.y = l.grid.y;
     attr[0].val.clusterDim.z = 1;
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[1].val.programmaticStreamSerializationAllowed = 1;
+    if (l.carveout >= 0) attr[2] = SharedCarveoutAttr(l.carveout);
     cfg.attrs = attr;
-    cfg.numAttrs = 2;
+    cfg.numAttrs = l.carveout >= 0 ? 3 : 2;
     DLB_CHECK(cudaLaunchKernelEx(&cfg, RopeAttnKernel<kH, kD>, l.qkv, l.cos, l.sin, l.a, l.chunk,
                                  l.qscale, l.k, l.v, l.out));
   }
 };
 
+// RopeAttnSharedBytes for a block's query heads kH and the head_dim kD, as ByHeads picks them.
+template <int kH, int kD>
+struct RopeAttnBytes {
+  static void Run(int* bytes) { *bytes = RopeAttnSharedBytes<kH, kD>(); }
+};
+
 }  // namespace
+
+int RopeAttentionCarveout(const InferAttnDims& a) {
+  CheckDims(a);
+  int bytes = 0, device = 0, per_sm = 0, reserved = 0;
+  ByHeads<RopeAttnBytes>(&bytes, a);
+  DLB_CHECK(cudaGetDevice(&device));
+  DLB_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  DLB_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  // The splits of a multiprocessor's on-chip memory the GPU offers as shared memory (KB; the CUDA
+  // C++ Programming Guide's for compute capability 9.0 and 10.0, up to the device's most): a
+  // carveout is a hint the driver maps to one of them, so the percent asked for is that of the
+  // split itself (72 for 164 KB of 228), not of the block's bytes (62 at head_dim 128, which an
+  // H200 took as a split the block does not fit: every kernel beside it then drained).
+  const int need = bytes + reserved;
+  for (int kb : {0, 8, 16, 32, 64, 100, 132, 164, 196, 228}) {
+    const int split = kb * 1024;
+    if (split >= need && split <= per_sm) return int((int64_t(split) * 100 + per_sm - 1) / per_sm);
+  }
+  Require(per_sm > 0 && need <= per_sm,
+          "the fused attention's block does not fit a multiprocessor's shared memory");
+  return 100;
+}
 
 void RopeAttention(const float* qkv, const float* cos, const float* sin, const InferAttnDims& a,
                    const AttnSplit& split, uint16_t* k_cache, uint16_t* v_cache, uint16_t* out,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, int carveout) {
   CheckDims(a);
   const int64_t blocks = AttnBlocks(a), cached = std::max<int64_t>(a.first_pos, 1);
   Require(a.new_tokens == 1 && blocks <= INT_MAX,
@@ -368,6 +398,9 @@ void RopeAttention(const float* qkv, const float* cos, const float* sin, const I
   Require(RopeAttentionSupported(),
           "the fused rotary append and attention needs thread-block clusters (compute capability "
           "9.0+)");
+  Require(carveout == -1 || (carveout <= 100 && carveout >= RopeAttentionCarveout(a)),
+          "fused attention: a shared-memory carveout of -1 (the driver's) or one that holds a "
+          "block (RopeAttentionCarveout) up to 100");
   RopeAttnLaunch l;
   l.qkv = qkv;
   l.cos = cos;
@@ -380,6 +413,7 @@ void RopeAttention(const float* qkv, const float* cos, const float* sin, const I
   l.out = B(out);
   l.grid = dim3(unsigned(blocks), unsigned(split.splits));
   l.stream = stream;
+  l.carveout = carveout;
   ByHeads<LaunchRopeAttn>(l, a);
   DLB_CHECK(cudaGetLastError());
 }

@@ -101,7 +101,7 @@ double F16Of(double v) {
   if (a == 0) return v;
   if (a >= 65520) return std::copysign(INFINITY, v);  // 65504 + half its ulp rounds up
   int e;
-  std::frexp(a, &e);                                   // a in [2^(e-1), 2^e)
+  std::frexp(a, &e);                                          // a in [2^(e-1), 2^e)
   const double ulp = std::ldexp(1.0, std::max(e, -13) - 11);  // 2^-24 below f16's normals
   return std::copysign(std::nearbyint(a / ulp) * ulp, v);
 }
@@ -339,8 +339,7 @@ void CheckFusions(GemvWeights weights, int64_t m = 2, int layout = -1) {
   for (size_t i = 0; i < y0.size(); ++i) y0[i] = float(i % 9) - 4.f;
   for (size_t j = 0; j < gain.size(); ++j) gain[j] = 1.f + float(j % 5) / 8.f;
   const int64_t pieces_out = GemvParts(n, layout < 0 ? GemvDefaultLayout(weights) : layout);
-  DeviceBuffer<float> dres = ToDevice(y0), dgamma = ToDevice(gain),
-                      dout_ss(size_t(m * pieces_out));
+  DeviceBuffer<float> dres = ToDevice(y0), dgamma = ToDevice(gain), dout_ss(size_t(m * pieces_out));
   DeviceBuffer<uint16_t> dnext(size_t(m * n));
   GemvFusion res;
   res.gamma = dgamma.get();
@@ -425,29 +424,83 @@ TEST(Gemv, EveryLayoutMatchesTheFloat64ProductAndFusesAtOneRow) {
   }
 }
 
-TEST(Gemv, RefusesALayoutOutOfRangeOrOtherThanTheDefaultAtMoreRows) {
+TEST(Gemv, RefusesALayoutOrCarveoutOutOfRangeOrALayoutOtherThanTheDefaultAtMoreRows) {
   alignas(16) static uint16_t buf[64];
   alignas(16) static float out[64];
   EXPECT_THROW(
       Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, {}, nullptr, kGemvLayoutCount),
       Error);
-  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 2, 4, 8, false, {}, nullptr, 3),
-               Error);
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 2, 4, 8, false, {}, nullptr, 3), Error);
   EXPECT_THROW(Gemv(buf, buf, GemvWeights::kFp8E4m3, 1.f, out, 2, 4, 16, false, {}, nullptr, 0),
                Error);  // e4m3's default is two rows a warp
+  // A carveout is a percentage, or -1 for the driver's split.
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, {}, nullptr, 0, 101),
+               Error);
+  EXPECT_THROW(Gemv(buf, buf, GemvWeights::kBf16, 1.f, out, 1, 4, 8, false, {}, nullptr, 0, -2),
+               Error);
+}
+
+// A shared-memory carveout moves only where the kernel's on-chip bytes live: every split gives the
+// same bits as the driver's, at a layout of each arithmetic (f16 pairs staging x in shared memory,
+// weights widened reading x through L1, bf16) and with a fused residual output.
+TEST(Gemv, GivesTheSameBitsAtEverySharedMemorySplit) {
+  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 130, k = 4096;
+  const auto x = Seeded(size_t(k), 5), w = Seeded(size_t(n * k), 6), gamma_bits = Seeded(n, 7);
+  const std::vector<uint8_t> w8 = SeededE4m3(size_t(n * k), 8);
+  std::vector<float> gamma(gamma_bits.size());
+  for (size_t i = 0; i < gamma.size(); ++i) gamma[i] = float(FloatOf(gamma_bits[i]));
+  DeviceBuffer<uint16_t> dx(x.size()), dw(w.size()), next{size_t(n)};
+  DeviceBuffer<uint8_t> dw8(w8.size());
+  DeviceBuffer<float> dy{size_t(n)}, dgamma(gamma.size()), parts{size_t(GemvParts(n))};
+  DLB_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dw.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dw8.get(), w8.data(), w8.size(), cudaMemcpyHostToDevice));
+  DLB_CHECK(cudaMemcpy(dgamma.get(), gamma.data(), gamma.size() * 4, cudaMemcpyHostToDevice));
+  GemvFusion residual;
+  residual.gamma = dgamma.get();
+  residual.next_in = next.get();
+  residual.out_parts = parts.get();
+  const auto run = [&](GemvWeights weights, int layout, int carveout) {
+    DLB_CHECK(cudaMemset(dy.get(), 0, dy.bytes()));
+    const void* wp = weights == GemvWeights::kBf16 ? static_cast<const void*>(dw.get()) : dw8.get();
+    Gemv(dx.get(), wp, weights, 0.5f, dy.get(), 1, n, k, true, residual, nullptr, layout, carveout);
+    std::vector<float> y(static_cast<size_t>(n));
+    std::vector<uint16_t> nx(static_cast<size_t>(n));
+    DLB_CHECK(cudaMemcpy(y.data(), dy.get(), y.size() * 4, cudaMemcpyDeviceToHost));
+    DLB_CHECK(cudaMemcpy(nx.data(), next.get(), nx.size() * 2, cudaMemcpyDeviceToHost));
+    for (uint16_t b : nx) y.push_back(float(b));
+    return y;
+  };
+  int f16 = -1, wide = -1;
+  for (int l = 0; l < kGemvLayoutCount; ++l) (kGemvLayouts[l].wide != 0 ? wide : f16) = l;
+  ASSERT_GE(f16, 0);
+  ASSERT_GE(wide, 0);
+  const struct {
+    GemvWeights weights;
+    int layout;
+  } cases[] = {
+      {GemvWeights::kFp8E4m3, f16}, {GemvWeights::kFp8E4m3, wide}, {GemvWeights::kBf16, 0}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.layout);
+    const std::vector<float> driver = run(c.weights, c.layout, -1);
+    EXPECT_TRUE(std::any_of(driver.begin(), driver.end(), [](float v) { return v != 0.f; }));
+    for (int carveout : {0, 64, 100})
+      EXPECT_EQ(run(c.weights, c.layout, carveout), driver) << carveout;
+  }
 }
 
 // A layout's register setting is the blocks an SM the compiler must fit: 65536 registers over the
 // block's threads times the setting, at least one; none without a setting.
 TEST(Gemv, ALayoutsRegistersAreTheBlocksAnSmTheCompilerMustFit) {
   EXPECT_EQ((GemvLayout{1, 8, 4}.MinBlocks()), 0);
-  EXPECT_EQ((GemvLayout{1, 8, 4, 64}.MinBlocks()), 4);   // 256 threads x 64
-  EXPECT_EQ((GemvLayout{2, 8, 4, 64}.MinBlocks()), 8);   // 128 threads x 64
-  EXPECT_EQ((GemvLayout{2, 16, 4, 80}.MinBlocks()), 3);  // 256 x 80: 3.2 blocks
+  EXPECT_EQ((GemvLayout{1, 8, 4, 64}.MinBlocks()), 4);    // 256 threads x 64
+  EXPECT_EQ((GemvLayout{2, 8, 4, 64}.MinBlocks()), 8);    // 128 threads x 64
+  EXPECT_EQ((GemvLayout{2, 16, 4, 80}.MinBlocks()), 3);   // 256 x 80: 3.2 blocks
   EXPECT_EQ((GemvLayout{1, 16, 8, 255}.MinBlocks()), 1);  // 512 x 255: fewer than one, so one
   // Rows split over warps: a warp a slice of each of its rows.
   EXPECT_EQ((GemvLayout{2, 8, 4, 64, 2}.Threads()), 256);
-  EXPECT_EQ((GemvLayout{2, 8, 4, 64, 2}.MinBlocks()), 4);  // 256 x 64
+  EXPECT_EQ((GemvLayout{2, 8, 4, 64, 2}.MinBlocks()), 4);   // 256 x 64
   EXPECT_EQ((GemvLayout{4, 16, 2, 64, 4}.MinBlocks()), 2);  // 512 x 64
   for (const GemvLayout& l : kGemvLayouts)
     if (l.max_regs > 0) EXPECT_LE(l.MinBlocks() * l.Threads() * l.max_regs, 65536);

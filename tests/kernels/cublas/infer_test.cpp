@@ -149,8 +149,11 @@ TEST(NativeInfer, DecodeAttentionEitherWayMatchesTheFloat64Step) {
       EXPECT_EQ(fused || op.label().find("(the fused kernel: ") != std::string::npos,
                 a == Attention::kFused)
           << op.label();
-      if (a == Attention::kFused && batch == 1 && cuda::RopeAttentionSupported())
+      if (a == Attention::kFused && batch == 1 && cuda::RopeAttentionSupported()) {
         EXPECT_TRUE(fused) << op.label();
+        // Beside the fused kernel the step also timed a shared-memory split for every kernel.
+        EXPECT_NE(op.label().find("shared-memory split"), std::string::npos) << op.label();
+      }
     }
     cublas::NativeInfer fastest(s, cfg);
     EXPECT_NE(fastest.label().find("(the fastest, timed with each layer's qkv product and the "
