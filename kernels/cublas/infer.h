@@ -160,6 +160,9 @@ class NativeInfer {
   static constexpr int kGemmCandidates = 8;
   static constexpr int kGemms = 5;  // qkv, o, gate/up, down, LM head
   std::array<Gemm*, kGemms> Gemms() { return {&g_qkv_, &g_o_, &g_13_, &g_2_, &g_lm_}; }
+  // The products' layouts (Gemms()' order), and setting them back.
+  std::array<int, kGemms> Layouts();
+  void SetLayouts(const std::array<int, kGemms>& layouts);
   // TuneGemv's milliseconds a pass of each product at each layout (1e300 where not timed).
   std::array<std::vector<double>, kGemms> gemv_pass_ms_;
   // Plans sdpa_ over q_, each layer's cache and attn_out_: "" or why cuDNN has no engine.

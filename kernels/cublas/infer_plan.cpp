@@ -383,13 +383,23 @@ std::string NativeInfer::TuneGemvInStep() {
          " moved), the fastest kept: " + kept;
 }
 
+std::array<int, NativeInfer::kGemms> NativeInfer::Layouts() {
+  std::array<int, kGemms> out{};
+  const std::array<Gemm*, kGemms> gemms = Gemms();
+  for (size_t slot = 0; slot < out.size(); ++slot) out[slot] = gemms[slot]->layout;
+  return out;
+}
+
+void NativeInfer::SetLayouts(const std::array<int, kGemms>& layouts) {
+  const std::array<Gemm*, kGemms> gemms = Gemms();
+  for (size_t slot = 0; slot < layouts.size(); ++slot) gemms[slot]->layout = layouts[slot];
+}
+
 std::string NativeInfer::ChooseCarveout(ProductLayouts layouts) {
   const bool tune = layouts == ProductLayouts::kFastest;
   if (!fused_ || !rope_attn_) return tune ? TuneGemvInStep() : "";
   StreamRef st = stream_.get();
-  const std::array<Gemm*, kGemms> gemms = Gemms();
-  std::array<int, kGemms> chain{};
-  for (int slot = 0; slot < kGemms; ++slot) chain[size_t(slot)] = gemms[size_t(slot)]->layout;
+  const std::array<int, kGemms> chain = Layouts();
   // Each split with its own layouts: a product's fastest layout moves with the split (its blocks
   // start beside the attention's, or after them).
   const std::array<int, 2> options = {-1, cuda::RopeAttentionCarveout(attn_)};
@@ -398,9 +408,9 @@ std::string NativeInfer::ChooseCarveout(ProductLayouts layouts) {
   std::vector<cuda::GraphExec> passes(options.size());
   for (size_t o = 0; o < options.size(); ++o) {
     carveout_ = options[o];
-    for (int slot = 0; slot < kGemms; ++slot) gemms[size_t(slot)]->layout = chain[size_t(slot)];
+    SetLayouts(chain);
     if (tune) words[o] = TuneGemvInStep();
-    for (int slot = 0; slot < kGemms; ++slot) kept[o][size_t(slot)] = gemms[size_t(slot)]->layout;
+    kept[o] = Layouts();
     Step();  // eager first, as the other plans
     cuda::Sync(st);
     passes[o] = cuda::Capture(st, [&] { Step(); });
@@ -408,8 +418,7 @@ std::string NativeInfer::ChooseCarveout(ProductLayouts layouts) {
   const std::vector<double> ms = TimeInterleaved(st, passes);
   const size_t chosen = ms[1] < ms[0] ? 1 : 0;
   carveout_ = options[chosen];
-  for (int slot = 0; slot < kGemms; ++slot)
-    gemms[size_t(slot)]->layout = kept[chosen][size_t(slot)];
+  SetLayouts(kept[chosen]);
   char times[96];
   std::snprintf(times, sizeof times, "%.3f ms a step against %.3f", ms[chosen], ms[1 - chosen]);
   const std::string split = "a shared-memory split of " + std::to_string(options[1]) +
